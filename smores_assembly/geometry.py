@@ -1,0 +1,147 @@
+"""Geometry conventions shared by every part of smores_assembly (no ROS imports).
+
+Units and axes follow REP-103: metres, radians, seconds; x forward, y left, z up.
+A module's planar pose is ``(x, y, yaw)`` in the ``world`` frame (REP-105).
+
+A SMORES-EP module is a cube of width ``w`` (default :data:`MODULE_WIDTH` = 0.08 m) with
+four connector faces. In the module frame:
+
+* ``TOP``    (pan face)  at +x, the front: driving forward pushes it ahead;
+* ``BOTTOM``             at -x;
+* ``LEFT``   (wheel)     at +y;
+* ``RIGHT``  (wheel)     at -y.
+
+Source: SMORES-EP, a Modular Robot with Parallel Self-assembly (Liu, Yim et al.), Sec. II
+(hardware) and the project's ``DESIGN.md`` (planar unfolding rule).
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Centre-to-centre distance of two docked modules [m].
+MODULE_WIDTH = 0.08
+#: EP-magnet capture range: faces closer than this are pulled together [m].
+CAPTURE_RANGE = 0.004
+
+
+class Face(str, enum.Enum):
+    """A connector face of a module. The value is the name used in files and messages."""
+
+    TOP = "TOP"
+    BOTTOM = "BOTTOM"
+    LEFT = "LEFT"
+    RIGHT = "RIGHT"
+
+    @property
+    def angle(self) -> float:
+        """Direction of the face's outward normal in the module frame [rad]."""
+        return _FACE_ANGLE[self]
+
+    @property
+    def is_wheel(self) -> bool:
+        """True for LEFT/RIGHT, the wheel faces (docking with them needs a helping module)."""
+        return self in (Face.LEFT, Face.RIGHT)
+
+    @property
+    def opposite(self) -> "Face":
+        """The face on the other side of the cube."""
+        return _OPPOSITE[self]
+
+    @classmethod
+    def parse(cls, value: object, field: str = "face") -> "Face":
+        """Parse a face name (case-insensitive).
+
+        Raises:
+            ValueError: naming ``field`` and the offending value when it is not a face.
+        """
+        if isinstance(value, Face):
+            return value
+        if isinstance(value, str) and value.strip().upper() in cls.__members__:
+            return cls[value.strip().upper()]
+        raise ValueError(
+            f"{field}: unknown face {value!r} (expected one of TOP, BOTTOM, LEFT, RIGHT)")
+
+
+_FACE_ANGLE = {Face.TOP: 0.0, Face.LEFT: math.pi / 2, Face.BOTTOM: math.pi,
+               Face.RIGHT: -math.pi / 2}
+_OPPOSITE = {Face.TOP: Face.BOTTOM, Face.BOTTOM: Face.TOP, Face.LEFT: Face.RIGHT,
+             Face.RIGHT: Face.LEFT}
+
+
+def wrap_angle(a: float) -> float:
+    """Wrap an angle to [-pi, pi) [rad]."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+@dataclass(frozen=True)
+class Pose2D:
+    """Planar pose in the ``world`` frame: position [m], heading ``yaw`` [rad] about +z."""
+
+    x: float
+    y: float
+    yaw: float
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return (self.x, self.y, self.yaw)
+
+    def xy(self) -> np.ndarray:
+        """Position as a numpy array of shape (2,) [m]."""
+        return np.array([self.x, self.y])
+
+    def distance_to(self, other: "Pose2D") -> float:
+        """Euclidean distance between the two positions [m]."""
+        return math.hypot(self.x - other.x, self.y - other.y)
+
+    def compose(self, dx: float, dy: float, dyaw: float = 0.0) -> "Pose2D":
+        """The pose at offset ``(dx, dy)`` [m] in this pose's frame, rotated by ``dyaw``."""
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return Pose2D(self.x + c * dx - s * dy, self.y + s * dx + c * dy,
+                      wrap_angle(self.yaw + dyaw))
+
+
+def face_center(pose: Pose2D, face: Face, width: float = MODULE_WIDTH) -> tuple[float, float]:
+    """World position [m] of the centre of ``face`` of a module at ``pose`` (half a width out)."""
+    a = pose.yaw + face.angle
+    return (pose.x + 0.5 * width * math.cos(a), pose.y + 0.5 * width * math.sin(a))
+
+
+def face_normal_angle(pose: Pose2D, face: Face) -> float:
+    """World direction [rad] of the outward normal of ``face`` of a module at ``pose``."""
+    return wrap_angle(pose.yaw + face.angle)
+
+
+def child_pose(parent: Pose2D, parent_face: Face, child_face: Face,
+               width: float = MODULE_WIDTH) -> Pose2D:
+    """Planar unfolding of one edge (DESIGN.md, "Planar unfolding of an edge").
+
+    The child's centre lies one module width from the parent's centre along the parent's
+    face normal, and the child is turned so that ``child_face`` faces ``parent_face``:
+    ``c.yaw = p.yaw + angle(fp) + pi - angle(fc)``.
+
+    Args:
+        parent: the parent module's pose in ``world``.
+        parent_face: the parent's face of the edge.
+        child_face: the child's face of the edge.
+        width: module width [m].
+
+    Returns:
+        The child's pose in ``world``.
+    """
+    a = parent.yaw + parent_face.angle
+    return Pose2D(parent.x + width * math.cos(a), parent.y + width * math.sin(a),
+                  wrap_angle(a + math.pi - child_face.angle))
+
+
+def predock_pose(goal: Pose2D, child_face: Face, standoff: float) -> Pose2D:
+    """Pre-dock pose of a module whose goal (docked) pose is ``goal``.
+
+    The module stands on the docking axis of its ``child_face``, ``standoff`` [m] further
+    from the parent than at the goal, with the goal's heading, so that a straight motion
+    along the face normal (forward for TOP, reverse for BOTTOM) closes the gap.
+    """
+    a = goal.yaw + child_face.angle
+    return Pose2D(goal.x - standoff * math.cos(a), goal.y - standoff * math.sin(a), goal.yaw)

@@ -1,0 +1,1 @@
+"""rclpy nodes: thin adapters over the pure-Python cores."""
