@@ -7,7 +7,7 @@ share lives here, once:
   connections and active stage; :data:`SENSOR_QOS` (best effort, volatile) for poses.
 * Topic names: :func:`module_topic` (``/<id>/cmd_vel`` …) and the constants below.
 * :func:`declare_dataclass_params`: turns a core ``@dataclass`` of settings (fields with
-  ``metadata={'description': ..., 'range': (lo, hi)}``) into ROS parameters with
+  made with :func:`smores_assembly.params.param_field`) into ROS parameters with
   descriptors and ranges, validated on set, and keeps the dataclass instance up to date.
 * :func:`run_node`: spin a node with a single-threaded executor and shut down cleanly on
   Ctrl-C / SIGTERM.
@@ -31,6 +31,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
 import transforms3d.euler
 
 from smores_assembly.geometry import Pose2D, wrap_angle
+from smores_assembly.params import param_field  # noqa: F401  (re-exported)
 
 #: Latched QoS for state that late joiners must receive (target, root, plan, connections).
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -98,15 +99,6 @@ def sec_to_time(s: float) -> Time:
 
 
 # --- parameters ----------------------------------------------------------------------------
-
-def param_field(default: Any, description: str, lo: float | None = None,
-                hi: float | None = None, **kw) -> Any:
-    """A dataclass field carrying a ROS parameter description and an inclusive range."""
-    md = {"description": description}
-    if lo is not None or hi is not None:
-        md["range"] = (lo, hi)
-    return dataclasses.field(default=default, metadata=md, **kw)
-
 
 def _descriptor(f: dataclasses.Field, value: Any) -> ParameterDescriptor:
     d = ParameterDescriptor(description=f.metadata.get("description", ""))
