@@ -1,0 +1,6 @@
+"""``python -m smores_assembly.launch FILE [name:=value ...]``."""
+import sys
+
+from smores_assembly.launch.yaml_launch import main
+
+sys.exit(main())

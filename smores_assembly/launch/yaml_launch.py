@@ -1,0 +1,407 @@
+"""A small runner for the subset of ROS 2's YAML launch format that this package uses.
+
+``ros2 launch`` (the ``launch``/``launch_ros`` packages) is not installable from PyPI, so the
+project brings its own runner for its own launch files. The files stay plain ROS 2 YAML
+launch files: on a ROS install ``ros2 launch smores_assembly fake_assembly.launch.yaml``
+runs the very same files.
+
+Supported (anything else is refused with a clear :class:`LaunchError`):
+
+* top level ``launch: [action, ...]``
+* ``arg: {name, default?, description?}`` — values from the caller override defaults
+* ``let: {name, value}``
+* ``set_env: {name, value}``
+* ``include: {file, arg: [{name, value}, ...]}`` (YAML launch files only)
+* ``group: {if?, unless?, launch: [...]}`` or ``group: [...]`` — scoping of args/let
+* ``node: {pkg, exec, name?, namespace?, output?, param: [{from} | {name, value}],
+  remap: [{from, to}], args?, ros_args?, if?, unless?}``
+* substitutions ``$(var NAME)``, ``$(env NAME [DEFAULT])``, ``$(find-pkg-share PKG)``,
+  ``$(find-pkg-prefix PKG)``, nested inside strings.
+
+:func:`load_launch` resolves a file into a list of :class:`ProcessSpec` (pure; no process is
+started); :class:`LaunchRunner` starts them, one process per node, prefixes their output
+and shuts them all down cleanly (SIGINT, then SIGTERM, then SIGKILL).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import yaml
+
+PACKAGE = "smores_assembly"
+_SUBST = re.compile(r"\$\(([a-z-]+)((?:\s+[^()\s]+)*)\s*\)")
+
+
+class LaunchError(ValueError):
+    """A launch file uses something this runner does not support, or is malformed."""
+
+
+@dataclass
+class ProcessSpec:
+    """One process to start: a node (``cmd`` = the full command line)."""
+
+    name: str
+    cmd: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    output: str = "screen"
+
+
+def _prefixes() -> list[Path]:
+    paths = [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    if Path(sys.prefix) not in paths:
+        paths.append(Path(sys.prefix))
+    return paths
+
+
+def _source_root() -> Path | None:
+    """The checkout this module was imported from, when it is one (has package.xml)."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "package.xml").is_file() and (root / "launch").is_dir() else None
+
+
+def find_pkg_prefix(pkg: str) -> Path:
+    """Install prefix of ``pkg`` from the ament index (AMENT_PREFIX_PATH, then this venv)."""
+    for prefix in _prefixes():
+        if (prefix / "share" / "ament_index" / "resource_index" / "packages" / pkg).exists():
+            return prefix
+    raise LaunchError(f"find-pkg-prefix: package {pkg!r} not found in the ament index "
+                      f"(searched {', '.join(map(str, _prefixes()))})")
+
+
+def find_pkg_share(pkg: str) -> Path:
+    """Share directory of ``pkg``. For this package run from a checkout: the checkout."""
+    if pkg == PACKAGE and _source_root() is not None:
+        return _source_root()
+    return find_pkg_prefix(pkg) / "share" / pkg
+
+
+def node_command(pkg: str, executable: str) -> list[str]:
+    """Command that starts ``executable`` of ``pkg``.
+
+    This package's nodes run as ``python -m smores_assembly.ros.<exec>`` with this
+    interpreter (so a checkout runs its own sources); other packages' executables are
+    looked up in ``<prefix>/lib/<pkg>/``.
+    """
+    if pkg == PACKAGE:
+        module = f"{PACKAGE}.ros.{executable}"
+        return [sys.executable, "-m", module]
+    for prefix in _prefixes():
+        exe = prefix / "lib" / pkg / executable
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return [str(exe)]
+    raise LaunchError(f"node: executable {executable!r} of package {pkg!r} not found")
+
+
+class _Scope:
+    def __init__(self, values: dict[str, str], env: dict[str, str]):
+        self.values = values
+        self.env = env
+
+    def child(self) -> "_Scope":
+        return _Scope(dict(self.values), dict(self.env))
+
+
+def _substitute(text, scope: _Scope, where: str):
+    if not isinstance(text, str):
+        return text
+
+    def repl(m: re.Match) -> str:
+        kind, args = m.group(1), m.group(2).split()
+        if kind == "var":
+            if len(args) != 1:
+                raise LaunchError(f"{where}: $(var) takes one name")
+            if args[0] not in scope.values:
+                raise LaunchError(f"{where}: launch argument {args[0]!r} is not set")
+            return str(scope.values[args[0]])
+        if kind == "env":
+            if not args:
+                raise LaunchError(f"{where}: $(env) needs a name")
+            val = scope.env.get(args[0], os.environ.get(args[0]))
+            if val is None:
+                if len(args) < 2:
+                    raise LaunchError(f"{where}: environment variable {args[0]!r} is not set")
+                val = " ".join(args[1:])
+            return val
+        if kind == "find-pkg-share":
+            return str(find_pkg_share(args[0]))
+        if kind == "find-pkg-prefix":
+            return str(find_pkg_prefix(args[0]))
+        raise LaunchError(f"{where}: unsupported substitution $({kind} ...)")
+
+    prev = None
+    while prev != text:  # innermost first, so nested substitutions resolve
+        prev, text = text, _SUBST.sub(repl, text)
+    return text
+
+
+def _truthy(value, where: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off", ""):
+        return False
+    raise LaunchError(f"{where}: condition {value!r} is neither true nor false")
+
+
+def _check_keys(d: dict, allowed: Iterable[str], where: str) -> None:
+    extra = set(d) - set(allowed)
+    if extra:
+        raise LaunchError(f"{where}: unsupported key(s) {sorted(extra)}")
+
+
+def _param_value(value) -> str:
+    """Render a parameter value for ``-p name:=value`` (YAML, so types survive)."""
+    if isinstance(value, str):
+        return value
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def _load_actions(path: Path) -> list:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise LaunchError(f"{path}: cannot read launch file: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("launch"), list):
+        raise LaunchError(f"{path}: expected a top-level 'launch:' list")
+    return data["launch"]
+
+
+def _walk(actions: list, scope: _Scope, out: list[ProcessSpec], where: str,
+          arguments: dict[str, str]) -> None:
+    for i, action in enumerate(actions):
+        at = f"{where}[{i}]"
+        if not isinstance(action, dict) or len(action) != 1:
+            raise LaunchError(f"{at}: each action is a one-key mapping")
+        (kind, body), = action.items()
+        if kind == "arg":
+            _check_keys(body, ("name", "default", "description"), at)
+            name = body["name"]
+            if name in arguments:
+                scope.values[name] = str(arguments[name])
+            elif "default" in body:
+                scope.values.setdefault(name, str(_substitute(body["default"], scope, at)))
+            elif name not in scope.values:
+                raise LaunchError(f"{at}: launch argument {name!r} is required")
+        elif kind == "let":
+            _check_keys(body, ("name", "value"), at)
+            scope.values[body["name"]] = str(_substitute(body["value"], scope, at))
+        elif kind == "set_env":
+            _check_keys(body, ("name", "value"), at)
+            scope.env[body["name"]] = str(_substitute(body["value"], scope, at))
+        elif kind == "group":
+            items = body
+            if isinstance(body, dict):
+                _check_keys(body, ("if", "unless", "launch", "scoped"), at)
+                if not _condition(body, scope, at):
+                    continue
+                items = body.get("launch", [])
+            _walk(items, scope.child(), out, at, {})
+        elif kind == "include":
+            _check_keys(body, ("file", "arg", "if", "unless"), at)
+            if not _condition(body, scope, at):
+                continue
+            file = Path(_substitute(body["file"], scope, at))
+            if not file.name.endswith((".yaml", ".yml")):
+                raise LaunchError(f"{at}: only YAML launch files can be included ({file})")
+            inner = _Scope({}, dict(scope.env))
+            args = {a["name"]: _substitute(a["value"], scope, at) for a in body.get("arg", [])}
+            _walk(_load_actions(file), inner, out, str(file), args)
+        elif kind == "node":
+            _check_keys(body, ("pkg", "exec", "name", "namespace", "output", "param", "remap",
+                               "args", "ros_args", "if", "unless"), at)
+            if not _condition(body, scope, at):
+                continue
+            out.append(_node_spec(body, scope, at))
+        else:
+            raise LaunchError(f"{at}: unsupported launch action {kind!r}")
+
+
+def _condition(body: dict, scope: _Scope, at: str) -> bool:
+    if "if" in body and not _truthy(_substitute(body["if"], scope, at), at):
+        return False
+    if "unless" in body and _truthy(_substitute(body["unless"], scope, at), at):
+        return False
+    return True
+
+
+def _node_spec(body: dict, scope: _Scope, at: str) -> ProcessSpec:
+    sub = lambda v: _substitute(v, scope, at)  # noqa: E731
+    pkg, exe = sub(body["pkg"]), sub(body["exec"])
+    cmd = node_command(pkg, exe)
+    if "args" in body:
+        cmd += shlex.split(sub(body["args"]))
+    ros = ["--ros-args"]
+    name = sub(body.get("name", exe))
+    ros += ["-r", f"__node:={name}"]
+    if "namespace" in body:
+        ros += ["-r", f"__ns:={sub(body['namespace'])}"]
+    for j, p in enumerate(body.get("param", [])):
+        if "from" in p:
+            f = Path(sub(p["from"]))
+            if not f.is_file():
+                raise LaunchError(f"{at}.param[{j}]: parameter file {f} does not exist")
+            ros += ["--params-file", str(f)]
+        else:
+            ros += ["-p", f"{p['name']}:={_param_value(sub(p['value']))}"]
+    for r in body.get("remap", []):
+        ros += ["-r", f"{sub(r['from'])}:={sub(r['to'])}"]
+    if "ros_args" in body:
+        ros += shlex.split(sub(body["ros_args"]))
+    return ProcessSpec(name=name, cmd=cmd + ros, env=dict(scope.env),
+                       output=sub(body.get("output", "screen")))
+
+
+def load_launch(path: str | os.PathLike, arguments: dict[str, str] | None = None
+                ) -> list[ProcessSpec]:
+    """Resolve a YAML launch file into the processes it starts.
+
+    Args:
+        path: the launch file.
+        arguments: launch arguments (``name -> value``) overriding the files' defaults.
+
+    Raises:
+        LaunchError: malformed file, unsupported action or substitution, missing argument,
+            missing parameter file or executable (the message names the place).
+    """
+    p = Path(path)
+    scope = _Scope({}, {})
+    out: list[ProcessSpec] = []
+    arguments = {k: str(v) for k, v in (arguments or {}).items()}
+    actions = _load_actions(p)
+    declared = {a["arg"]["name"] for a in actions if isinstance(a, dict) and "arg" in a}
+    unknown = set(arguments) - declared
+    if unknown:
+        raise LaunchError(f"{p}: unknown launch argument(s) {sorted(unknown)} "
+                          f"(declared: {sorted(declared)})")
+    _walk(actions, scope, out, str(p), arguments)
+    return out
+
+
+def launch_file(name: str) -> Path:
+    """Path of one of this package's launch files, e.g. ``launch_file('fake_assembly')``."""
+    f = find_pkg_share(PACKAGE) / "launch" / (name if name.endswith(".yaml")
+                                              else f"{name}.launch.yaml")
+    if not f.is_file():
+        raise LaunchError(f"launch file {f} does not exist")
+    return f
+
+
+class LaunchRunner:
+    """Start :class:`ProcessSpec` processes and stop them all cleanly.
+
+    Each process gets its own process group; its output lines are prefixed with
+    ``[name]`` and passed to ``sink`` (default: print to stderr), or written to
+    ``log_dir/<name>.log`` when ``output`` is ``log``. Use as a context manager.
+    """
+
+    def __init__(self, specs: list[ProcessSpec], env: dict[str, str] | None = None,
+                 sink: Callable[[str], None] | None = None, log_dir: Path | None = None):
+        self.specs = specs
+        self.env = dict(os.environ if env is None else env)
+        self.sink = sink or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen] = {}
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> "LaunchRunner":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def start(self) -> None:
+        for spec in self.specs:
+            env = dict(self.env)
+            env.update(spec.env)
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            proc = subprocess.Popen(spec.cmd, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, text=True, errors="replace")
+            self.procs[spec.name] = proc
+            t = threading.Thread(target=self._pump, args=(spec, proc), daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _pump(self, spec: ProcessSpec, proc: subprocess.Popen) -> None:
+        log = None
+        if spec.output == "log" and self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log = open(self.log_dir / f"{spec.name}.log", "w")
+        try:
+            for line in proc.stdout:
+                line = line.rstrip("\n")
+                if log is not None:
+                    log.write(line + "\n")
+                else:
+                    self.sink(f"[{spec.name}] {line}")
+        finally:
+            if log is not None:
+                log.close()
+
+    def poll(self) -> dict[str, int]:
+        """Exit codes of the processes that have ended so far."""
+        return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
+
+    def shutdown(self, timeout: float = 5.0) -> dict[str, int]:
+        """SIGINT every process, then SIGTERM, then SIGKILL after ``timeout`` s each."""
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            alive = [p for p in self.procs.values() if p.poll() is None]
+            if not alive:
+                break
+            for p in alive:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + timeout
+            for p in alive:
+                try:
+                    p.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+        for t in self._threads:
+            t.join(timeout=1.0)
+        return {n: p.returncode for n, p in self.procs.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m smores_assembly.launch FILE [name:=value ...]``: run a YAML launch file."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m smores_assembly.launch FILE|NAME [arg:=value ...]")
+        return 0 if argv else 2
+    target, rest = argv[0], argv[1:]
+    try:
+        path = Path(target) if Path(target).is_file() else launch_file(target)
+        args = {}
+        for a in rest:
+            if ":=" not in a:
+                raise LaunchError(f"launch argument {a!r}: expected name:=value")
+            k, v = a.split(":=", 1)
+            args[k] = v
+        specs = load_launch(path, args)
+    except LaunchError as exc:
+        print(f"launch: error: {exc}", file=sys.stderr)
+        return 2
+    runner = LaunchRunner(specs)
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    runner.start()
+    try:
+        while not stop.is_set() and len(runner.poll()) < len(specs):
+            stop.wait(0.2)
+    finally:
+        codes = runner.shutdown()
+    return 0 if all(c in (0, -signal.SIGINT, None) for c in codes.values()) else 1

@@ -1,0 +1,170 @@
+"""Assembly report: phase timeline bookkeeping, final errors, JSON and pictures (no ROS).
+
+* :class:`PhaseRecorder` turns a stream of (time, module, phase, retries) samples into
+  per-action phase intervals.
+* :func:`final_errors` compares final ground-truth poses with the plan's goal poses.
+* :func:`plot_trajectories` draws every module's path over the plane with the target
+  outline; :func:`plot_timeline` draws one row per docking action coloured by phase.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
+
+#: Colours of the docking phases in the timeline (colour-blind-friendly palette).
+PHASE_COLOURS = {
+    "WAIT_HELPER": "#999999", "NAVIGATE": "#0072B2", "POSE_ADJUST": "#E69F00",
+    "APPROACH": "#009E73", "RETRY": "#D55E00", "PAUSED": "#CC79A7", "DOCKED": "#56B4E9",
+    "FAILED": "#000000", "IDLE": "#DDDDDD",
+}
+_ACTIVE = ("WAIT_HELPER", "NAVIGATE", "POSE_ADJUST", "APPROACH", "RETRY", "PAUSED")
+
+
+@dataclass
+class PhaseInterval:
+    """One phase of one module: ``[start, end]`` in seconds of ROS time."""
+
+    phase: str
+    start: float
+    end: float
+
+
+@dataclass
+class PhaseRecorder:
+    """Collects phase intervals per module from periodic status samples."""
+
+    intervals: dict[str, list[PhaseInterval]] = field(default_factory=dict)
+    retries: dict[str, int] = field(default_factory=dict)
+
+    def sample(self, t: float, module: str, phase: str, retries: int = 0) -> None:
+        """Record that ``module`` is in ``phase`` at time ``t`` [s]."""
+        iv = self.intervals.setdefault(module, [])
+        self.retries[module] = max(self.retries.get(module, 0), int(retries))
+        if iv and iv[-1].phase == phase:
+            iv[-1].end = t
+        else:
+            if iv:
+                iv[-1].end = max(iv[-1].end, t)
+            iv.append(PhaseInterval(phase, t, t))
+
+    def to_dict(self, module: str) -> list[dict]:
+        return [{"phase": i.phase, "start_s": round(i.start, 3), "end_s": round(i.end, 3)}
+                for i in self.intervals.get(module, [])]
+
+
+def final_errors(goals: dict[str, Pose2D], final: dict[str, Pose2D]) -> dict[str, dict]:
+    """Position [mm] and yaw [deg] error of each module's final pose against its goal.
+
+    Both in ``world``. Modules without a final pose are reported with ``None`` errors.
+    """
+    out = {}
+    for m, g in goals.items():
+        p = final.get(m)
+        if p is None:
+            out[m] = {"position_mm": None, "yaw_deg": None}
+            continue
+        out[m] = {"position_mm": round(1000.0 * math.hypot(p.x - g.x, p.y - g.y), 2),
+                  "yaw_deg": round(math.degrees(abs(wrap_angle(p.yaw - g.yaw))), 2)}
+    return out
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` as indented JSON."""
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def _square(ax, pose: Pose2D, w: float, **kw):
+    from matplotlib.patches import Polygon
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    pts = [(pose.x + c * dx - s * dy, pose.y + s * dx + c * dy)
+           for dx, dy in ((w / 2, w / 2), (-w / 2, w / 2), (-w / 2, -w / 2), (w / 2, -w / 2))]
+    ax.add_patch(Polygon(pts, closed=True, **kw))
+    # a tick on the TOP face shows the heading
+    ax.plot([pose.x, pose.x + c * w / 2], [pose.y, pose.y + s * w / 2], color=kw.get(
+        "edgecolor", "k"), lw=0.8)
+
+
+def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, float, float]]],
+                      goals: dict[str, Pose2D], edges: list[tuple[str, str]],
+                      title: str = "", width: float = MODULE_WIDTH) -> None:
+    """Draw each module's trajectory (x, y, yaw samples in ``world``) and the target outline.
+
+    Args:
+        path: PNG file to write.
+        trajectories: module -> [(x, y, yaw), ...] over time.
+        goals: module -> goal pose (target outline, dashed).
+        edges: (module, module) pairs of the target's connections, drawn between goals.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 7.5), dpi=110)
+    cmap = plt.get_cmap("tab10")
+    for i, (m, pts) in enumerate(sorted(trajectories.items())):
+        if not pts:
+            continue
+        col = cmap(i % 10)
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        ax.plot(xs, ys, "-", color=col, lw=1.4, label=m)
+        _square(ax, Pose2D(*pts[0]), width, fill=False, edgecolor=col, lw=1.0, ls=":")
+        _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35), edgecolor=col, lw=1.2)
+        ax.annotate(m, (xs[0], ys[0]), fontsize=8, color=col, ha="center", va="center")
+    for g in goals.values():
+        _square(ax, g, width, fill=False, edgecolor="k", lw=0.8, ls="--")
+    for a, b in edges:
+        if a in goals and b in goals:
+            ax.plot([goals[a].x, goals[b].x], [goals[a].y, goals[b].y], "k-", lw=0.6, alpha=0.5)
+    ax.set_aspect("equal")
+    ax.autoscale_view()
+    ax.set_xlabel("x [m] (world)")
+    ax.set_ylabel("y [m] (world)")
+    ax.set_title(title or "module trajectories (dotted: start, filled: end, dashed: target)")
+    ax.grid(True, lw=0.3)
+    ax.legend(fontsize=7, loc="best", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
+                  stage_bounds: list[tuple[float, float]] | None = None,
+                  title: str = "") -> None:
+    """One row per docking action, coloured by phase, time on x [s].
+
+    Args:
+        rows: (label, intervals) per action, top to bottom.
+        stage_bounds: (start, end) of each stage, drawn as shaded bands.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.8), dpi=110)
+    for k, (lo, hi) in enumerate(stage_bounds or []):
+        ax.axvspan(lo, hi, color="#f0f0f0" if k % 2 == 0 else "#e0e0e0", zorder=0)
+        ax.text((lo + hi) / 2, len(rows) - 0.45, f"stage {k + 1}", ha="center", fontsize=7)
+    used = set()
+    for r, (label, ivs) in enumerate(rows):
+        y = len(rows) - 1 - r
+        for iv in ivs:
+            if iv.phase == "IDLE":
+                continue
+            used.add(iv.phase)
+            ax.barh(y, max(iv.end - iv.start, 0.05), left=iv.start, height=0.6,
+                    color=PHASE_COLOURS.get(iv.phase, "#888888"), zorder=2)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([lab for lab, _ in reversed(rows)], fontsize=8)
+    ax.set_xlabel("time [s] (simulated)")
+    ax.set_title(title or "docking actions by phase")
+    ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in PHASE_COLOURS
+                       if p in used], fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", lw=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
