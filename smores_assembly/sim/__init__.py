@@ -1,0 +1,10 @@
+"""Fake-hardware world: simulated SMORES-EP modules on a plane (no ROS imports).
+
+See :mod:`smores_assembly.sim.world` for the model (differential drive with wheel limits,
+EP-magnet capture, rigid structures, helping modules, collision events).
+"""
+from smores_assembly.sim.world import (FACES, Connection, SimError, SimEvent, SimParams,
+                                       SimWorld, square_overlap)
+
+__all__ = ["FACES", "Connection", "SimError", "SimEvent", "SimParams", "SimWorld",
+           "square_overlap"]
