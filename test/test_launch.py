@@ -1,0 +1,129 @@
+"""The YAML launch runner resolves the package's launch files like ros2 launch would."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from smores_assembly.launch import LaunchError, LaunchRunner, ProcessSpec, launch_file, load_launch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def _ros_args(spec: ProcessSpec) -> list[str]:
+    return spec.cmd[spec.cmd.index("--ros-args"):]
+
+
+def test_fake_assembly_starts_every_node_with_its_parameters():
+    scen = str(REPO / "config/scenarios/rc_car.yaml")
+    specs = load_launch(launch_file("fake_assembly"), {"scenario": scen, "real_time_factor": "7.5"})
+    names = [s.name for s in specs]
+    assert names == ["fake_hardware", "mocap_bridge", "root_search", "task_assignment",
+                     "navigation", "docking_controller", "executive"]
+    fh = specs[0]
+    assert fh.cmd[:3] == [sys.executable, "-m", "smores_assembly.ros.fake_hardware"]
+    args = _ros_args(fh)
+    assert f"scenario:={scen}" in args and "real_time_factor:=7.5" in args
+    assert str(REPO / "config/fake_hardware.yaml") in args
+    for spec in specs[2:]:
+        a = _ros_args(spec)
+        # own config first, lab overrides second, sim time on
+        own = a.index(str(REPO / f"config/{spec.name}.yaml"))
+        over = a.index(str(REPO / "config/overrides.yaml"))
+        assert own < over
+        assert "use_sim_time:=true" in a
+        assert f"__node:={spec.name}" in a
+
+
+def test_real_assembly_launch_uses_wall_time_and_the_chosen_mocap_source():
+    specs = load_launch(launch_file("assembly"), {"mocap_source": "vrpn"})
+    assert [s.name for s in specs] == ["mocap_bridge", "root_search", "task_assignment",
+                                       "navigation", "docking_controller", "executive"]
+    assert "source:=vrpn" in _ros_args(specs[0])
+    assert all("use_sim_time:=false" in _ros_args(s) for s in specs[1:])
+
+
+def test_substitutions_conditions_groups_and_includes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMORES_TEST_ENV", "from-env")
+    inner = _write(tmp_path, "inner.launch.yaml", """
+        launch:
+        - arg: {name: who}
+        - node: {pkg: smores_assembly, exec: executive, name: "exec_$(var who)"}
+    """)
+    outer = _write(tmp_path, "outer.launch.yaml", f"""
+        launch:
+        - arg: {{name: flag, default: "false"}}
+        - let: {{name: who, value: "$(env SMORES_TEST_ENV)"}}
+        - node:
+            pkg: smores_assembly
+            exec: navigation
+            if: "$(var flag)"
+        - group:
+            - let: {{name: who, value: scoped}}
+            - node: {{pkg: smores_assembly, exec: navigation, name: "nav_$(var who)",
+                      param: [{{name: gains, value: [1.5, 2]}}], remap: [{{from: a, to: b}}]}}
+        - include:
+            file: "{inner}"
+            arg: [{{name: who, value: "$(var who)"}}]
+    """)
+    specs = load_launch(outer)
+    assert [s.name for s in specs] == ["nav_scoped", "exec_from-env"]
+    a = _ros_args(specs[0])
+    assert "gains:=[1.5, 2]" in a and "a:=b" in a
+    assert [s.name for s in load_launch(outer, {"flag": "true"})][0] == "navigation"
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("launch:\n- node: {pkg: smores_assembly, exec: x, bogus: 1}\n", "unsupported key"),
+    ("launch:\n- timer: {period: 1}\n", "unsupported launch action 'timer'"),
+    ("launch:\n- node: {pkg: smores_assembly, exec: \"$(var nope)\"}\n", "'nope' is not set"),
+    ("launch:\n- arg: {name: needed}\n", "'needed' is required"),
+    ("nodes: []\n", "top-level 'launch:'"),
+    ("launch:\n- node: {pkg: smores_assembly, exec: x, if: maybe}\n", "neither true nor false"),
+])
+def test_malformed_launch_files_are_refused_with_the_place(tmp_path, text, fragment):
+    f = _write(tmp_path, "bad.launch.yaml", text)
+    with pytest.raises(LaunchError, match=fragment.replace("(", r"\(").replace("'", "'")):
+        load_launch(f)
+
+
+def test_unknown_launch_argument_is_refused():
+    with pytest.raises(LaunchError, match="unknown launch argument"):
+        load_launch(launch_file("fake_assembly"), {"scenaro": "x"})
+
+
+def test_runner_prefixes_output_and_stops_processes_cleanly():
+    lines: list[str] = []
+    code = ("import signal, sys, time\n"
+            "print('hello', flush=True)\n"
+            "signal.signal(signal.SIGINT, lambda *a: (print('bye', flush=True), sys.exit(0)))\n"
+            "time.sleep(60)\n")
+    runner = LaunchRunner([ProcessSpec("a", [sys.executable, "-c", code])], sink=lines.append)
+    runner.start()
+    proc = runner.procs["a"]
+    # wait for the child's first line (the pump thread delivers it)
+    for _ in range(200):
+        if lines:
+            break
+        runner._threads[0].join(0.05)
+    codes = runner.shutdown(timeout=5.0)
+    assert codes == {"a": 0}
+    assert lines[:2] == ["[a] hello", "[a] bye"]
+    assert proc.poll() == 0
+
+
+def test_launch_cli_reports_errors_without_traceback(tmp_path):
+    f = _write(tmp_path, "bad.launch.yaml", "launch:\n- timer: {}\n")
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", str(f)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("launch: error:") and "Traceback" not in r.stderr
