@@ -1,0 +1,130 @@
+"""The ``smores-assemble`` command.
+
+* ``smores-assemble plan SCENARIO.yaml [--json]``: root search, task assignment and the
+  parallel schedule of a scenario (no ROS needed). ``--json`` prints one JSON object
+  (:meth:`smores_assembly.planning.Plan.to_dict`), otherwise a readable table.
+* ``smores-assemble run SCENARIO.yaml [--out DIR] [--approve] [--record] [--timeout S]
+  [--real-time-factor F]``: the main job on the fake hardware
+  (:mod:`smores_assembly.run_job`, imported lazily: it needs rclpy).
+
+Bad input (invalid scenario, unplannable target, unreadable file): exit status 2 and one
+line ``smores-assemble: error: <message>`` on stderr, no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+PROG = "smores-assemble"
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0.0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (subcommands ``plan`` and ``run``)."""
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Parallel self-assembly of SMORES-EP-style modular robots.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    pp = sub.add_parser("plan", help="plan a scenario: root, assignment, docking stages",
+                        description="Root search, task assignment and parallel schedule "
+                                    "of a scenario file (no ROS needed).")
+    pp.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
+    pp.add_argument("--json", action="store_true", help="print one JSON object")
+    pp.set_defaults(handler=_cmd_plan)
+
+    pr = sub.add_parser("run", help="run the assembly on the fake hardware",
+                        description="Bring up the stack on the fake hardware, assemble the "
+                                    "scenario's target and write a report.")
+    pr.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
+    pr.add_argument("--out", metavar="DIR", default=None,
+                    help="output directory for the report and pictures")
+    pr.add_argument("--approve", action="store_true",
+                    help="plan first and wait for operator approval before moving")
+    pr.add_argument("--record", action="store_true", help="record the run's topics (MCAP)")
+    pr.add_argument("--timeout", metavar="S", type=_positive, default=None,
+                    help="give up after S seconds (default: the job's own limit)")
+    pr.add_argument("--real-time-factor", metavar="F", type=_positive, default=None,
+                    dest="real_time_factor",
+                    help="simulated seconds per wall-clock second (default: the job's own)")
+    pr.set_defaults(handler=_cmd_run)
+    return p
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from smores_assembly.planning import plan_assembly
+    from smores_assembly.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    plan = plan_assembly(scenario)
+    if args.json:
+        print(json.dumps(plan.to_dict()))
+    else:
+        print(format_plan(plan, scenario))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from smores_assembly import run_job
+
+    return run_job.run(args)
+
+
+def format_plan(plan, scenario=None) -> str:
+    """A readable table of ``plan`` (positions in m, yaw in degrees)."""
+    rp = plan.root_pose
+    lines = []
+    if scenario is not None:
+        lines.append(f"scenario {plan.name}: {len(scenario.nodes)} nodes, "
+                     f"{len(scenario.modules)} modules"
+                     + (f", helpers {', '.join(scenario.helpers)}" if scenario.helpers
+                        else ""))
+    lines.append(f"root: node {plan.root_node} = module {plan.root_module} at "
+                 f"({rp.x:.3f}, {rp.y:.3f}) m, yaw {math.degrees(rp.yaw):.1f} deg")
+    lines.append(f"{len(plan.stages)} stages, {len(plan.actions)} docking actions, "
+                 f"total travel {plan.total_cost_m:.3f} m")
+    header = ("stage", "module", "node", "docks face", "onto", "helper", "goal x [m]",
+              "goal y [m]", "yaw [deg]")
+    rows = [header]
+    for a in plan.actions:
+        rows.append((str(a.stage), a.module, a.node, a.child_face.value,
+                     f"{a.parent_module}.{a.parent_face.value} ({a.parent_node})",
+                     a.helper or "-", f"{a.goal.x:.3f}", f"{a.goal.y:.3f}",
+                     f"{math.degrees(a.goal.yaw):.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) if j < 6 else c.rjust(w)
+                               for j, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append(f"idle: {', '.join(plan.idle) if plan.idle else '-'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point. Returns the exit status (0 ok, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ValueError as exc:  # ScenarioError, PlanningError, bad parameters
+        msg = " ".join(str(exc).split())
+        print(f"{PROG}: error: {msg}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,377 @@
+"""Assembly planning: physical root, task assignment and the parallel docking schedule.
+
+Source: "SMORES-EP, a Modular Robot with Parallel Self-assembly" (Liu, Yim et al.), Sec. IV:
+
+* IV-A root search: the root node is the tree centroid of G
+  (:func:`smores_assembly.topology.tree_centroid`); the physical root is the module nearest
+  the mean module position (:func:`select_root_module`), which stays where it is: the
+  unfolding grid is anchored at its current pose.
+* IV-B task assignment: goal poses from the planar unfolding; Kuhn–Munkres (scipy's
+  ``linear_sum_assignment``) of the non-root modules to the non-root goals by Euclidean
+  distance (:func:`assign_modules`); spare modules stay idle or serve as helpers.
+* IV-C parallel assembly: one docking action per edge, actions of equal depth in parallel,
+  the root's LEFT/RIGHT docks one stage before its TOP/BOTTOM docks; a dock whose moving
+  face is LEFT or RIGHT (a wheel face) needs a helping module (:func:`build_schedule`).
+
+No ROS imports. Units: m, rad; poses in ``world``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from smores_assembly.geometry import Face, Pose2D
+from smores_assembly.scenario import Edge, Scenario
+from smores_assembly.topology import rooted_edges, tree_centroid, unfold
+
+
+class PlanningError(ValueError):
+    """The scenario is valid but cannot be planned (e.g. a needed helper is missing)."""
+
+
+@dataclass
+class DockAction:
+    """One docking action: ``module`` (playing ``node``) docks its ``child_face`` onto
+    ``parent_face`` of ``parent_module`` (playing ``parent_node``).
+
+    Attributes:
+        stage: execution group (0-based); actions of one stage run in parallel.
+        depth: hop distance of ``node`` from the root node.
+        needs_helper: ``child_face`` is LEFT/RIGHT (a wheel face): a helper carries it.
+        helper: the helping module's id (``None`` when not needed).
+        goal: docked pose of ``module`` in ``world`` [m, m, rad].
+    """
+
+    module: str
+    node: str
+    stage: int
+    depth: int
+    parent_module: str
+    parent_node: str
+    parent_face: Face
+    child_face: Face
+    needs_helper: bool
+    helper: str | None
+    goal: Pose2D
+
+    def describe(self) -> str:
+        """Short human description, e.g. ``m3 (left) BOTTOM -> m1.LEFT``."""
+        return (f"{self.module} ({self.node}) {self.child_face.value} -> "
+                f"{self.parent_module}.{self.parent_face.value}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"module": self.module, "node": self.node, "stage": self.stage,
+                "depth": self.depth, "parent_module": self.parent_module,
+                "parent_node": self.parent_node, "parent_face": self.parent_face.value,
+                "child_face": self.child_face.value, "needs_helper": self.needs_helper,
+                "helper": self.helper, "goal": list(self.goal.as_tuple())}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "DockAction":
+        return cls(module=d["module"], node=d["node"], stage=int(d["stage"]),
+                   depth=int(d["depth"]), parent_module=d["parent_module"],
+                   parent_node=d["parent_node"], parent_face=Face.parse(d["parent_face"]),
+                   child_face=Face.parse(d["child_face"]),
+                   needs_helper=bool(d["needs_helper"]), helper=d.get("helper") or None,
+                   goal=Pose2D(*map(float, d["goal"])))
+
+
+@dataclass
+class Plan:
+    """An assembly plan.
+
+    Attributes:
+        name: target (scenario) name.
+        root_node, root_module: the tree centroid and the physical root module.
+        root_pose: the root module's pose, where the grid is anchored (``world``).
+        assignment: node -> module, for every node (root included).
+        goals: module -> docked pose in ``world``, for every assigned module.
+        total_cost_m: summed straight-line distance from the non-root modules' poses to
+            their goals [m] (the assignment's cost).
+        stages: ``stages[k]`` = docking modules of stage k, in execution order.
+        actions: one per edge, sorted by stage, then depth, then node.
+        idle: modules that play no node (spare modules and helpers), sorted.
+        helpers: modules that carry a module in some action, in order of first use.
+    """
+
+    name: str
+    root_node: str
+    root_module: str
+    root_pose: Pose2D
+    assignment: dict[str, str]
+    goals: dict[str, Pose2D]
+    total_cost_m: float
+    stages: list[list[str]]
+    actions: list[DockAction]
+    idle: list[str] = field(default_factory=list)
+    helpers: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``smores-assemble plan --json``)."""
+        return {"name": self.name,
+                "root": {"node": self.root_node, "module": self.root_module},
+                "assignment": dict(self.assignment),
+                "goals": {m: list(p.as_tuple()) for m, p in self.goals.items()},
+                "total_cost_m": self.total_cost_m,
+                "stages": [list(s) for s in self.stages],
+                "actions": [a.to_dict() for a in self.actions],
+                "idle": list(self.idle), "helpers": list(self.helpers)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Plan":
+        """Inverse of :meth:`to_dict`."""
+        goals = {m: Pose2D(*map(float, p)) for m, p in d["goals"].items()}
+        root_module = d["root"]["module"]
+        return cls(name=d.get("name", ""), root_node=d["root"]["node"],
+                   root_module=root_module, root_pose=goals[root_module],
+                   assignment=dict(d["assignment"]), goals=goals,
+                   total_cost_m=float(d["total_cost_m"]),
+                   stages=[list(s) for s in d["stages"]],
+                   actions=[DockAction.from_dict(a) for a in d["actions"]],
+                   idle=list(d.get("idle", [])), helpers=list(d.get("helpers", [])))
+
+    def action_of(self, module: str) -> DockAction | None:
+        """The docking action of ``module`` (``None`` for the root and idle modules)."""
+        for a in self.actions:
+            if a.module == module:
+                return a
+        return None
+
+
+@dataclass(frozen=True)
+class RootChoice:
+    """Result of the root search: root node of G, physical root module and its pose."""
+
+    node: str
+    module: str
+    pose: Pose2D
+
+
+def select_root_module(modules: Mapping[str, Pose2D]) -> str:
+    """The physical root: the module nearest the mean module position (paper Sec. IV-A).
+
+    Tie-break (equal distance up to 1e-12 m): the lexicographically smallest id.
+
+    Raises:
+        PlanningError: no modules.
+    """
+    if not modules:
+        raise PlanningError("modules: no module to choose the root from")
+    ids = list(modules)
+    xy = np.array([[modules[m].x, modules[m].y] for m in ids])
+    d = np.hypot(*(xy - xy.mean(axis=0)).T)
+    best = d.min()
+    return min(m for m, dm in zip(ids, d) if dm <= best + 1e-12)
+
+
+def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
+                   ) -> tuple[dict[str, str], float]:
+    """Kuhn–Munkres assignment of modules to goal poses by Euclidean distance (Sec. IV-B).
+
+    Minimises the summed straight-line distance (cost matrix: nodes x modules, rectangular
+    when there are spare modules, which stay unassigned). Solved with
+    ``scipy.optimize.linear_sum_assignment``; rows and columns are sorted by name first, so
+    the result does not depend on dict order.
+
+    Args:
+        goals: node -> goal pose (``world``).
+        modules: module id -> current pose (``world``), at least as many as goals.
+
+    Returns:
+        ``(node -> module, total cost in m)``; the mapping follows the order of ``goals``.
+
+    Raises:
+        PlanningError: fewer modules than goals.
+    """
+    if len(modules) < len(goals):
+        raise PlanningError(f"modules: {len(modules)} modules for {len(goals)} goal poses")
+    if not goals:
+        return {}, 0.0
+    nodes = sorted(goals)
+    ids = sorted(modules)
+    g = np.array([[goals[n].x, goals[n].y] for n in nodes])
+    m = np.array([[modules[i].x, modules[i].y] for i in ids])
+    cost = np.hypot(g[:, None, 0] - m[None, :, 0], g[:, None, 1] - m[None, :, 1])
+    rows, cols = linear_sum_assignment(cost)
+    chosen = {nodes[r]: ids[c] for r, c in zip(rows, cols)}
+    total = float(cost[rows, cols].sum())
+    return {n: chosen[n] for n in goals}, total
+
+
+def search_root(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
+                root_node: str | None = None) -> RootChoice:
+    """Root search (Sec. IV-A): tree centroid of the target and the physical root module.
+
+    The physical root is chosen among the modules available for nodes (reserved helpers
+    excluded), nearest their mean position.
+
+    Args:
+        scenario: validated scenario.
+        modules: module poses overriding the scenario's (e.g. live mocap poses).
+        root_node: force the root node instead of the centroid.
+
+    Raises:
+        PlanningError: unknown ``root_node``; no module available.
+    """
+    mods = dict(scenario.modules if modules is None else modules)
+    helpers = set(scenario.helpers)
+    available = {m: p for m, p in mods.items() if m not in helpers}
+    node = root_node if root_node is not None else tree_centroid(scenario.nodes,
+                                                                 scenario.edges)
+    if node not in scenario.nodes:
+        raise PlanningError(f"root_node: unknown node {node!r}")
+    module = select_root_module(available)
+    return RootChoice(node=node, module=module, pose=mods[module])
+
+
+def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
+                  root: RootChoice | None = None) -> Plan:
+    """Plan the assembly of ``scenario`` (paper Sec. IV-A to IV-C).
+
+    Args:
+        scenario: validated scenario (:func:`smores_assembly.scenario.load_scenario`).
+        modules: current module poses overriding the scenario's (the ROS nodes pass mocap
+            poses); modules absent from it are not used (helpers included).
+        root: a root search result to use (e.g. received on ``/assembly/root``); its pose
+            anchors the grid. Default: :func:`search_root` on these poses.
+
+    Returns:
+        The :class:`Plan`.
+
+    Raises:
+        PlanningError: fewer available modules than nodes, an unknown root, or an action
+            that needs a helping module when none is available (names the action).
+        ScenarioError: the target does not unfold onto distinct cells.
+    """
+    mods = dict(scenario.modules if modules is None else modules)
+    for m, p in mods.items():
+        if not all(math.isfinite(v) for v in p.as_tuple()):
+            raise PlanningError(f"modules.{m}: non-finite pose {p.as_tuple()}")
+    helpers = [h for h in scenario.helpers if h in mods]
+    reserved = set(helpers)
+    available = {m: p for m, p in mods.items() if m not in reserved}
+    if len(available) < len(scenario.nodes):
+        raise PlanningError(f"modules: {len(available)} modules available for "
+                            f"{len(scenario.nodes)} nodes"
+                            + (f" ({len(helpers)} reserved as helpers)" if helpers else ""))
+    if root is None:
+        root = search_root(scenario, mods)
+    if root.node not in scenario.nodes:
+        raise PlanningError(f"root.node: unknown node {root.node!r}")
+    if root.module not in available:
+        raise PlanningError(f"root.module: {root.module!r} is not an available module")
+
+    node_goals = unfold(scenario.nodes, scenario.edges, root.node, root.pose,
+                        scenario.module_width)
+    others = {n: p for n, p in node_goals.items() if n != root.node}
+    spare = {m: p for m, p in available.items() if m != root.module}
+    sub, cost = assign_modules(others, spare)
+    assignment = {root.node: root.module}
+    assignment.update(sub)
+    assignment = {n: assignment[n] for n in scenario.nodes}
+    goals = {assignment[n]: node_goals[n] for n in node_goals}
+
+    taken = set(assignment.values())
+    idle = sorted(m for m in mods if m not in taken)
+    spare_helpers = [m for m in idle if m not in reserved]
+    # Helper pool: reserved helpers first (scenario order), then spare modules by id.
+    pool = helpers + spare_helpers
+    stages, actions = build_schedule(scenario.nodes, scenario.edges, root.node, assignment,
+                                     goals, pool, mods)
+    used: list[str] = []
+    for a in actions:
+        if a.helper is not None and a.helper not in used:
+            used.append(a.helper)
+    return Plan(name=scenario.name, root_node=root.node, root_module=root.module,
+                root_pose=root.pose, assignment=assignment, goals=goals, total_cost_m=cost,
+                stages=stages, actions=actions, idle=idle, helpers=used)
+
+
+def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
+                   assignment: Mapping[str, str], goals: Mapping[str, Pose2D],
+                   helper_pool: Sequence[str], poses: Mapping[str, Pose2D]
+                   ) -> tuple[list[list[str]], list[DockAction]]:
+    """Parallel docking schedule (paper Sec. IV-C).
+
+    Rules:
+
+    1. One action per edge: the node farther from the root docks onto the nearer one.
+    2. Base groups by depth; at depth 1 the docks onto the root's LEFT/RIGHT faces form a
+       group before those onto its TOP/BOTTOM faces. Empty groups are dropped.
+    3. An action whose moving face (``child_face``) is LEFT or RIGHT needs a helper. With
+       ``H`` helpers in the pool and ``h`` helper actions in a group, the group is split
+       into ``ceil(h / H)`` consecutive stages (the first also holds the group's actions
+       without helper), so no helper serves two actions of one stage. Inside a stage,
+       helpers are matched to actions by Kuhn–Munkres on the distance from the helper's
+       initial pose to the carried module's initial pose; the first ``len(need)``
+       helpers of the pool are used (reserved helpers before spare modules).
+
+    Args:
+        assignment: node -> module (all nodes).
+        goals: module -> goal pose.
+        helper_pool: module ids that may help, in order of preference.
+        poses: current poses of every module (for matching helpers).
+
+    Returns:
+        ``(stages, actions)``: ``stages[k]`` lists the docking modules of stage k.
+
+    Raises:
+        PlanningError: an action needs a helper and the pool is empty (names the action).
+    """
+    oriented = rooted_edges(nodes, edges, root_node)
+    depth = {root_node: 0}
+    for v, e in oriented.items():  # BFS order: parents first
+        depth[v] = depth[e.parent] + 1
+    groups: dict[tuple[int, int], list[DockAction]] = {}
+    for v, e in oriented.items():
+        sub = 0
+        if depth[v] == 1 and not e.parent_face.is_wheel:
+            sub = 1
+        m = assignment[v]
+        a = DockAction(module=m, node=v, stage=-1, depth=depth[v],
+                       parent_module=assignment[e.parent], parent_node=e.parent,
+                       parent_face=e.parent_face, child_face=e.child_face,
+                       needs_helper=e.child_face.is_wheel, helper=None, goal=goals[m])
+        groups.setdefault((depth[v], sub), []).append(a)
+
+    stages: list[list[str]] = []
+    actions: list[DockAction] = []
+    n_help = len(helper_pool)
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda a: a.node)
+        plain = [a for a in group if not a.needs_helper]
+        helped = [a for a in group if a.needs_helper]
+        if helped and n_help == 0:
+            a = helped[0]
+            raise PlanningError(
+                f"action {a.describe()}: docking with wheel face {a.child_face.value} needs "
+                f"a helping module, but none is available (list one under 'helpers' or add "
+                f"a spare module)")
+        chunks = [helped[i:i + n_help] for i in range(0, len(helped), n_help)] if helped \
+            else []
+        stage_lists = [plain + (chunks[0] if chunks else [])] + [c for c in chunks[1:]]
+        for chunk_actions in stage_lists:
+            k = len(stages)
+            need = [a for a in chunk_actions if a.needs_helper]
+            if need:
+                _match_helpers(need, list(helper_pool[:len(need)]), poses)
+            for a in chunk_actions:
+                a.stage = k
+            chunk_actions.sort(key=lambda a: (a.depth, a.node))
+            stages.append([a.module for a in chunk_actions])
+            actions.extend(chunk_actions)
+    return stages, actions
+
+
+def _match_helpers(need: list[DockAction], pool: Sequence[str],
+                   poses: Mapping[str, Pose2D]) -> None:
+    h = np.array([[poses[p].x, poses[p].y] for p in pool])
+    m = np.array([[poses[a.module].x, poses[a.module].y] for a in need])
+    cost = np.hypot(m[:, None, 0] - h[None, :, 0], m[:, None, 1] - h[None, :, 1])
+    rows, cols = linear_sum_assignment(cost)
+    for r, c in zip(rows, cols):
+        need[r].helper = pool[c]

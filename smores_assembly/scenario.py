@@ -1,0 +1,318 @@
+"""Scenario files: a target tree topology plus the modules' initial planar poses (no ROS).
+
+Format (``../shared/scenarios/README.md``)::
+
+    name: <string>
+    source: <where the scenario comes from>        # optional
+    module_width: 0.08                             # optional, m
+    target:
+      nodes: [<node>, ...]
+      edges:
+        - {parent: <node>, parent_face: TOP|BOTTOM|LEFT|RIGHT,
+           child: <node>,  child_face:  TOP|BOTTOM|LEFT|RIGHT}
+    modules:                                       # [x m, y m, yaw rad] in `world`
+      <module_id>: [x, y, yaw]
+    helpers: [<module_id>, ...]                    # optional, reserved helping modules
+
+Loading validates everything and refuses bad input with one :class:`ScenarioError` whose
+message names the field and the offending value, e.g.
+``target.edges[2].parent_face: unknown face 'FRONT' (expected one of TOP, BOTTOM, LEFT, RIGHT)``.
+Refused: unknown or missing keys, unknown faces, unknown nodes in an edge, duplicate nodes or
+modules (also duplicate YAML mapping keys), a target that is not a tree (wrong edge count,
+cycle, disconnected), a face used twice on one node, two nodes that unfold onto one cell,
+fewer available modules than nodes (reserved helpers are not available for nodes),
+non-finite or missing pose values, helpers that are not modules.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
+
+#: Keys of a scenario file (top level, ``target`` and each edge).
+TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers")
+TARGET_KEYS = ("nodes", "edges")
+EDGE_KEYS = ("parent", "parent_face", "child", "child_face")
+#: Module ids become ROS topic name tokens (``/<id>/cmd_vel``).
+_MODULE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+class ScenarioError(ValueError):
+    """Invalid scenario or target topology. ``field`` names the offending field (or "")."""
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge of the target tree: ``parent_face`` of ``parent`` mates ``child_face`` of
+    ``child``. "parent"/"child" only name the two sides; the root search picks the root."""
+
+    parent: str
+    parent_face: Face
+    child: str
+    child_face: Face
+
+    def other(self, node: str) -> tuple[str, Face, Face]:
+        """Seen from ``node``: ``(neighbour, node's face, neighbour's face)``."""
+        if node == self.parent:
+            return self.child, self.parent_face, self.child_face
+        if node == self.child:
+            return self.parent, self.child_face, self.parent_face
+        raise ValueError(f"node {node!r} is not on edge {self.parent!r}-{self.child!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"parent": self.parent, "parent_face": self.parent_face.value,
+                "child": self.child, "child_face": self.child_face.value}
+
+
+@dataclass
+class Scenario:
+    """A validated scenario.
+
+    Attributes:
+        name: scenario (target) name.
+        source: where it comes from (free text).
+        module_width: centre-to-centre distance of docked modules [m].
+        nodes: target node names, in file order.
+        edges: target tree edges.
+        modules: every physical module's initial pose in ``world`` (helpers included).
+        helpers: modules reserved as helping modules (never assigned to a node).
+    """
+
+    name: str
+    source: str
+    module_width: float
+    nodes: list[str]
+    edges: list[Edge]
+    modules: dict[str, Pose2D]
+    helpers: list[str] = field(default_factory=list)
+
+    def available_modules(self) -> dict[str, Pose2D]:
+        """Modules that may play a node (all modules except the reserved helpers)."""
+        hs = set(self.helpers)
+        return {m: p for m, p in self.modules.items() if m not in hs}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario in file form (``scenario_from_dict(s.to_dict())`` gives it back)."""
+        return {"name": self.name, "source": self.source, "module_width": self.module_width,
+                "target": {"nodes": list(self.nodes),
+                           "edges": [e.to_dict() for e in self.edges]},
+                "modules": {m: list(p.as_tuple()) for m, p in self.modules.items()},
+                "helpers": list(self.helpers)}
+
+
+def _check_duplicate_keys(node: yaml.Node, where: str = "") -> None:
+    """Refuse duplicate keys in any YAML mapping (PyYAML would silently keep the last one)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
+            if key in seen:
+                what = "module" if where == "modules" else "key"
+                raise _fail(where or "scenario",
+                            f"duplicate {what} {key!r} (lines {seen[key] + 1} and "
+                            f"{key_node.start_mark.line + 1})")
+            seen[key] = key_node.start_mark.line
+            _check_duplicate_keys(value_node, f"{where}.{key}" if where else str(key))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_duplicate_keys(item, f"{where}[{i}]")
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate a scenario file.
+
+    Raises:
+        ScenarioError: unreadable file, invalid YAML, duplicate keys or any validation error
+            of :func:`scenario_from_dict`; the one-line message starts with the path.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None:
+            _check_duplicate_keys(root)
+        data = yaml.safe_load(text)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{path}: {exc}", field=exc.field) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(f"{path}: invalid YAML{where}: "
+                            f"{' '.join(str(problem).split())}") from exc
+    return scenario_from_dict(data, origin=str(path))
+
+
+def scenario_from_dict(data: Any, origin: str = "<dict>") -> Scenario:
+    """Validate a scenario given as plain data (the parsed YAML) and build a :class:`Scenario`.
+
+    Args:
+        data: mapping in the scenario file format (module poses as ``[x, y, yaw]``).
+        origin: where ``data`` comes from; prefixed to error messages unless ``"<dict>"``.
+
+    Raises:
+        ScenarioError: one message naming the field and the value (see the module docstring).
+    """
+    try:
+        return _build(data)
+    except ScenarioError as exc:
+        if origin and origin != "<dict>":
+            raise ScenarioError(f"{origin}: {exc}", field=exc.field) from None
+        raise
+
+
+def _fail(field_name: str, message: str) -> ScenarioError:
+    return ScenarioError(f"{field_name}: {message}", field=field_name)
+
+
+def _check_keys(data: Any, where: str, allowed: tuple[str, ...],
+                required: tuple[str, ...]) -> None:
+    if not isinstance(data, dict):
+        raise _fail(where or "scenario",
+                    f"expected a mapping with keys {', '.join(allowed)}, "
+                    f"got {type(data).__name__} {_short(data)}")
+    for key in data:
+        if key not in allowed:
+            raise _fail(where or "scenario",
+                        f"unknown key {key!r} (expected one of {', '.join(allowed)})")
+    for key in required:
+        if key not in data:
+            raise _fail(f"{where}.{key}" if where else key, "missing")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _name(value: Any, field_name: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip() or value != value.strip():
+        raise _fail(field_name, f"expected a {what} name (non-empty string without "
+                                f"surrounding spaces), got {_short(value)}")
+    return value
+
+
+def _number(value: Any, field_name: str) -> float:
+    if value is None:
+        raise _fail(field_name, "missing value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(field_name, f"expected a number, got {_short(value)}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise _fail(field_name, f"non-finite value {_short(value)}")
+    return v
+
+
+def _build(data: Any) -> Scenario:
+    _check_keys(data, "", TOP_LEVEL_KEYS, ("name", "target", "modules"))
+    name = _name(data["name"], "name", "scenario")
+    source = data.get("source", "")
+    if source is None:
+        source = ""
+    if not isinstance(source, str):
+        raise _fail("source", f"expected a string, got {_short(source)}")
+    width = _number(data.get("module_width", MODULE_WIDTH), "module_width")
+    if width <= 0.0:
+        raise _fail("module_width", f"must be > 0, got {width!r}")
+
+    target = data["target"]
+    _check_keys(target, "target", TARGET_KEYS, TARGET_KEYS)
+    raw_nodes = target["nodes"]
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise _fail("target.nodes", f"expected a non-empty list of node names, "
+                                    f"got {_short(raw_nodes)}")
+    nodes: list[str] = []
+    seen_nodes: set[str] = set()
+    for i, n in enumerate(raw_nodes):
+        n = _name(n, f"target.nodes[{i}]", "node")
+        if n in seen_nodes:
+            raise _fail(f"target.nodes[{i}]", f"duplicate node {n!r}")
+        seen_nodes.add(n)
+        nodes.append(n)
+
+    raw_edges = target["edges"]
+    if raw_edges is None:
+        raw_edges = []
+    if not isinstance(raw_edges, list):
+        raise _fail("target.edges", f"expected a list of edges, got {_short(raw_edges)}")
+    edges: list[Edge] = []
+    used_faces: dict[tuple[str, Face], str] = {}
+    for i, e in enumerate(raw_edges):
+        where = f"target.edges[{i}]"
+        _check_keys(e, where, EDGE_KEYS, EDGE_KEYS)
+        ends = {}
+        for side in ("parent", "child"):
+            n = _name(e[side], f"{where}.{side}", "node")
+            if n not in seen_nodes:
+                raise _fail(f"{where}.{side}", f"unknown node {n!r} (not in target.nodes)")
+            try:
+                face = Face.parse(e[f"{side}_face"], field=f"{where}.{side}_face")
+            except ValueError as exc:
+                raise ScenarioError(str(exc), field=f"{where}.{side}_face") from None
+            ends[side] = (n, face)
+        if ends["parent"][0] == ends["child"][0]:
+            raise _fail(where, f"edge joins node {ends['parent'][0]!r} to itself")
+        for side in ("parent", "child"):
+            key = ends[side]
+            if key in used_faces:
+                raise _fail(f"{where}.{side}_face",
+                            f"face {key[1].value!r} of node {key[0]!r} is already used by "
+                            f"{used_faces[key]}")
+            used_faces[key] = where
+        edges.append(Edge(ends["parent"][0], ends["parent"][1],
+                          ends["child"][0], ends["child"][1]))
+
+    raw_modules = data["modules"]
+    if not isinstance(raw_modules, dict) or not raw_modules:
+        raise _fail("modules", f"expected a mapping module_id: [x, y, yaw], "
+                               f"got {_short(raw_modules)}")
+    modules: dict[str, Pose2D] = {}
+    for mid, pose in raw_modules.items():
+        if not isinstance(mid, str) or not _MODULE_ID_RE.match(mid):
+            raise _fail("modules", f"invalid module id {mid!r} (a letter, then letters, "
+                                   f"digits or '_': it names ROS topics /<id>/...)")
+        where = f"modules.{mid}"
+        if pose is None:
+            raise _fail(where, "missing pose (expected [x, y, yaw])")
+        if not isinstance(pose, (list, tuple)) or len(pose) != 3:
+            raise _fail(where, f"expected [x, y, yaw], got {_short(pose)}")
+        x, y, yaw = (_number(v, f"{where}[{k}]") for k, v in enumerate(pose))
+        modules[mid] = Pose2D(x, y, yaw)
+
+    raw_helpers = data.get("helpers", [])
+    if raw_helpers is None:
+        raw_helpers = []
+    if not isinstance(raw_helpers, list):
+        raise _fail("helpers", f"expected a list of module ids, got {_short(raw_helpers)}")
+    helpers: list[str] = []
+    for i, h in enumerate(raw_helpers):
+        if not isinstance(h, str) or h not in modules:
+            raise _fail(f"helpers[{i}]", f"unknown helper {h!r} (not among the modules)")
+        if h in helpers:
+            raise _fail(f"helpers[{i}]", f"duplicate helper {h!r}")
+        helpers.append(h)
+
+    available = len(modules) - len(helpers)
+    if available < len(nodes):
+        extra = f" ({len(helpers)} reserved as helpers)" if helpers else ""
+        raise _fail("modules", f"{available} modules available for {len(nodes)} nodes{extra}")
+
+    # Tree check and planar unfolding (imported here: topology imports this module).
+    from smores_assembly.topology import check_tree, unfold
+    check_tree(nodes, edges)
+    unfold(nodes, edges, nodes[0], Pose2D(0.0, 0.0, 0.0), width)
+    return Scenario(name=name, source=source, module_width=width, nodes=nodes, edges=edges,
+                    modules=modules, helpers=helpers)
