@@ -1,0 +1,176 @@
+"""End to end: whole stack on the fake hardware through real ROS 2 topics.
+
+The assemblies are judged by the fake hardware's ground truth: the connections it formed
+must equal the target's edges under the plan's assignment.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCEN = REPO / "config" / "scenarios"
+
+pytestmark = pytest.mark.ros
+
+
+def _run(scenario: Path, out: Path, *extra: str, timeout: float = 600.0):
+    return subprocess.run(
+        [sys.executable, "-m", "smores_assembly.cli", "run", str(scenario), "--out", str(out),
+         "--real-time-factor", "5", *extra],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def _expected(report: dict) -> set:
+    out = set()
+    for a in report["actions"]:
+        out.add(frozenset({f"{a['module']}.{a['child_face']}",
+                           f"{a['parent_module']}.{a['parent_face']}"}))
+    return out
+
+
+@pytest.mark.parametrize("name", ["mobile_manipulator", "holonomic_vehicle", "rc_car"])
+def test_scenario_assembles_completely(name, tmp_path, ros_domain):
+    r = _run(SCEN / f"{name}.yaml", tmp_path)
+    report_file = tmp_path / "report.json"
+    assert report_file.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(report_file.read_text())
+    assert r.returncode == 0, (report["error"], r.stdout[-3000:])
+    formed = {frozenset(c) for c in report["connections"]}
+    assert formed == _expected(report)
+    assert len(formed) == len(report["actions"])
+    assert report["success"] is True and report["missing_connections"] == []
+    assert report["assembly_time_s"] > 0
+    # every action went through its phases in order and ended docked
+    for a in report["actions"]:
+        phases = [p["phase"] for p in a["phases"]]
+        assert phases[-1] == "DOCKED", (a["module"], phases)
+        assert "APPROACH" in phases
+    if name == "rc_car":
+        assert all(a["helper"] == "h0" for a in report["actions"] if a["needs_helper"])
+        assert sum(a["needs_helper"] for a in report["actions"]) == 4
+    for f in ("trajectories.png", "timeline.png"):
+        assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_invalid_scenario_is_refused_before_anything_starts(tmp_path, ros_domain):
+    bad = tmp_path / "bad.yaml"
+    text = (SCEN / "mobile_manipulator.yaml").read_text().replace(
+        "parent_face: TOP,    child: front", "parent_face: FRONT,  child: front")
+    bad.write_text(text)
+    out = tmp_path / "out"
+    r = _run(bad, out)
+    assert r.returncode == 2
+    assert "FRONT" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (out / "nodes.log").exists()  # no node was started
+
+
+# --- approval gate and cancel, on one running stack -----------------------------------------
+
+@pytest.fixture
+def stack(ros_domain, ros_context, tmp_path):
+    """The fake-assembly stack (Task 1) in subprocesses, plus a test node in this process."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.launch import LaunchRunner, launch_file, load_launch
+
+    specs = load_launch(launch_file("fake_assembly"), {
+        "scenario": str(SCEN / "mobile_manipulator.yaml"), "real_time_factor": "5"})
+    log = open(tmp_path / "nodes.log", "w")
+    runner = LaunchRunner(specs, sink=lambda line: (log.write(line + "\n"), log.flush()))
+    runner.start()
+    import rclpy
+    node = rclpy.create_node("e2e_test", context=ros_context,
+                             parameter_overrides=[Parameter("use_sim_time", value=True)])
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    try:
+        yield node, ex, runner
+    finally:
+        runner.shutdown()
+        log.close()
+        node.destroy_node()
+        ex.shutdown()
+
+
+def _spin_until(ex, pred, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        ex.spin_once(timeout_sec=0.05)
+    return pred()
+
+
+def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
+    from rclpy.action import ActionClient
+    from std_srvs.srv import Trigger
+
+    from smores_assembly.action import Assemble
+    from smores_assembly.msg import ModuleStateArray
+    from smores_assembly.ros import common
+    from smores_assembly.ros.convert import scenario_to_target_msg
+    from smores_assembly.scenario import load_scenario
+
+    node, ex, runner = stack
+    truth: dict[str, tuple[float, float, float, float]] = {}
+
+    def on_truth(msg):
+        t = common.time_to_sec(msg.header.stamp)
+        for m in msg.modules:
+            truth[m.id] = (t, m.x, m.y, m.yaw)
+
+    node.create_subscription(ModuleStateArray, "/fake_hardware/ground_truth", on_truth,
+                             common.SENSOR_QOS)
+    client = ActionClient(node, Assemble, "/assembly/assemble")
+    assert _spin_until(ex, client.server_is_ready, 60.0), runner.poll()
+    fb = {"state": ""}
+    scenario = load_scenario(SCEN / "mobile_manipulator.yaml")
+    send = client.send_goal_async(
+        Assemble.Goal(target=scenario_to_target_msg(scenario), require_approval=True),
+        feedback_callback=lambda f: fb.__setitem__("state", f.feedback.state))
+    assert _spin_until(ex, send.done, 20.0) and send.result().accepted
+    result = send.result().get_result_async()
+    assert _spin_until(ex, lambda: fb["state"] == "WAITING_APPROVAL", 30.0)
+    assert _spin_until(ex, lambda: len(truth) == 7, 20.0)
+    start = dict(truth)
+    t0 = start["m0"][0]
+    # wait 5 s of simulated time: nothing may move while approval is pending
+    assert _spin_until(ex, lambda: truth["m0"][0] > t0 + 5.0, 30.0)
+    moved = {m: math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) for m in truth}
+    assert max(moved.values()) < 1e-9, moved
+    assert not result.done()
+
+    approve = node.create_client(Trigger, "/assembly/approve")
+    assert approve.wait_for_service(timeout_sec=10.0)
+    fut = approve.call_async(Trigger.Request())
+    assert _spin_until(ex, fut.done, 10.0) and fut.result().success
+
+    def some_module_moved() -> bool:
+        return any(math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) > 0.01
+                   for m in truth)
+    assert _spin_until(ex, some_module_moved, 60.0), "approval did not start the assembly"
+
+    cancel = node.create_client(Trigger, "/assembly/cancel")
+    assert cancel.wait_for_service(timeout_sec=10.0)
+    fut = cancel.call_async(Trigger.Request())
+    assert _spin_until(ex, fut.done, 10.0) and fut.result().success
+    assert _spin_until(ex, result.done, 20.0)
+    res = result.result().result
+    assert not res.success and res.error_code == Assemble.Result.ERROR_CANCELLED
+    # after a short stop (wheel deceleration), no module moves for 3 s of simulated time
+    t_c = truth["m0"][0]
+    assert _spin_until(ex, lambda: truth["m0"][0] > t_c + 1.0, 20.0)
+    stopped = dict(truth)
+    assert _spin_until(ex, lambda: truth["m0"][0] > stopped["m0"][0] + 3.0, 30.0)
+    drift = {m: math.hypot(truth[m][1] - stopped[m][1], truth[m][2] - stopped[m][2])
+             for m in truth}
+    assert max(drift.values()) < 1e-6, drift
