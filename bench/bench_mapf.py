@@ -1,0 +1,102 @@
+"""MAPF benchmark: success rate, runtime and cost of CBS and ECBS on random grids.
+
+    python -m bench.bench_mapf [--quick] [--w 1.3] [--time-limit 1.0]
+
+Instances (fixed seed): 8x8 with 12 random obstacles and 4..20 agents; 32x32 with 20 %
+obstacles and 10..50 agents; 20 instances per row. Starts and goals are distinct random
+cells of the largest connected free region. Every returned schedule is checked with
+:func:`smores_assembly.navigation.mapf.validate_schedule`. "cost/CBS" is the mean ratio of
+the ECBS cost to the CBS cost over the instances both solved.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+
+from smores_assembly.navigation.mapf import (Grid, NavigationError, solve,
+                                             validate_schedule)
+
+
+def make_instance(rng: random.Random, size: int, n_obstacles: int, n_agents: int):
+    """A random instance: (grid, starts, goals) with agents a0..a{n-1}."""
+    while True:
+        cells = [(x, y) for x in range(size) for y in range(size)]
+        obstacles = rng.sample(cells, n_obstacles)
+        grid = Grid(size, size, obstacles)
+        free = [c for c in cells if grid.free(c)]
+        # largest connected component
+        seen: set = set()
+        best: list = []
+        for c in free:
+            if c in seen:
+                continue
+            comp = list(grid.distances(c))
+            seen.update(comp)
+            if len(comp) > len(best):
+                best = comp
+        if len(best) < n_agents:
+            continue
+        best.sort()
+        starts = rng.sample(best, n_agents)
+        goals = rng.sample(best, n_agents)
+        names = [f"a{i}" for i in range(n_agents)]
+        return grid, dict(zip(names, starts)), dict(zip(names, goals))
+
+
+def run(algorithm: str, inst, w: float, time_limit: float):
+    grid, starts, goals = inst
+    t0 = time.perf_counter()
+    try:
+        sol = solve(grid, starts, goals, algorithm=algorithm, w=w, time_limit_s=time_limit,
+                    max_expansions=10**6, max_low_level_expansions=10**8)
+    except NavigationError:
+        return None, time.perf_counter() - t0
+    errs = validate_schedule(grid, starts, goals, sol.paths)
+    if errs:
+        raise AssertionError(f"{algorithm} returned an invalid schedule: {errs[:3]}")
+    return sol, time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--w", type=float, default=1.3, help="ECBS suboptimality factor")
+    ap.add_argument("--time-limit", type=float, default=1.0, help="per instance [s]")
+    ap.add_argument("--instances", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--quick", action="store_true", help="fewer rows (smoke test)")
+    args = ap.parse_args(argv)
+    rows = [(8, 12, n) for n in (4, 8, 12, 16, 20)] + \
+           [(32, int(0.2 * 32 * 32), n) for n in (10, 20, 30, 40, 50)]
+    if args.quick:
+        rows = [(8, 12, 8), (32, 204, 20)]
+    print(f"# MAPF benchmark: {args.instances} instances/row, time limit {args.time_limit} s, "
+          f"ECBS w = {args.w}, seed {args.seed}")
+    hdr = (f"| {'map':>5} | {'agents':>6} | {'CBS solved':>10} | {'CBS mean/max s':>15} | "
+           f"{'ECBS solved':>11} | {'ECBS mean/max s':>15} | {'ECBS cost/CBS':>13} |")
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for size, n_obs, n_agents in rows:
+        rng = random.Random(f"{args.seed}-{size}-{n_agents}")
+        insts = [make_instance(rng, size, n_obs, n_agents) for _ in range(args.instances)]
+        res = {}
+        for alg in ("cbs", "ecbs"):
+            res[alg] = [run(alg, inst, args.w, args.time_limit) for inst in insts]
+        cells = []
+        for alg in ("cbs", "ecbs"):
+            ok = [(s, t) for s, t in res[alg] if s is not None and t <= args.time_limit]
+            times = [t for _, t in ok]
+            cells.append(f"{len(ok):>4}/{args.instances:<5}")
+            cells.append(f"{statistics.mean(times):.3f}/{max(times):.3f}" if times else "-")
+        ratios = [e.cost / c.cost for (c, _), (e, _) in zip(res["cbs"], res["ecbs"])
+                  if c is not None and e is not None and c.cost > 0]
+        ratio = f"{statistics.mean(ratios):.4f} (max {max(ratios):.3f})" if ratios else "-"
+        print(f"| {size:>2}x{size:<2} | {n_agents:>6} | {cells[0]:>10} | {cells[1]:>15} | "
+              f"{cells[2]:>11} | {cells[3]:>15} | {ratio:>13} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
