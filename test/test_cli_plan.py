@@ -1,0 +1,104 @@
+"""`smores-assemble plan` as a subprocess: JSON values, readable table, bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smores_assembly.cli import build_parser, main
+from smores_assembly.geometry import Pose2D
+from smores_assembly.planning import plan_assembly
+from smores_assembly.scenario import load_scenario
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIOS = REPO / "config" / "scenarios"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "smores_assembly.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_plan_json_task1():
+    r = run_cli("plan", str(SCENARIOS / "mobile_manipulator.yaml"), "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["root"] == {"node": "hub", "module": "m1"}
+    assert d["goals"]["m1"] == [0.0, 0.0, 0.0]
+    assert set(d["assignment"]) == {"hub", "right", "front", "left", "arm1", "arm2", "arm3"}
+    assert d["assignment"]["hub"] == "m1"
+    # Same as the library's plan, and the cost is the summed travel to the goals.
+    sc = load_scenario(SCENARIOS / "mobile_manipulator.yaml")
+    plan = plan_assembly(sc)
+    assert d["assignment"] == plan.assignment and d["stages"] == plan.stages
+    travel = sum(sc.modules[m].distance_to(Pose2D(*d["goals"][m]))
+                 for n, m in d["assignment"].items() if n != "hub")
+    assert d["total_cost_m"] == pytest.approx(travel, abs=1e-9)
+    assert len(d["actions"]) == 6
+    first = {a["node"]: a for a in d["actions"]}
+    assert first["left"]["parent_module"] == "m1" and first["left"]["parent_face"] == "LEFT"
+    assert first["left"]["child_face"] == "BOTTOM" and first["left"]["needs_helper"] is False
+    assert first["left"]["stage"] == 0 and first["front"]["stage"] == 1
+    assert [sorted(s) for s in d["stages"]] == [
+        sorted(a["module"] for a in d["actions"] if a["stage"] == k)
+        for k in range(len(d["stages"]))]
+
+
+def test_plan_json_rc_car_uses_helper():
+    r = run_cli("plan", str(SCENARIOS / "rc_car.yaml"), "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    helped = [a for a in d["actions"] if a["needs_helper"]]
+    assert len(helped) == 4 and all(a["helper"] == "h0" for a in helped)
+    assert all(a["child_face"] in ("LEFT", "RIGHT") for a in helped)
+    assert "h0" not in d["assignment"].values()
+
+
+def test_plan_table():
+    r = run_cli("plan", str(SCENARIOS / "holonomic_vehicle.yaml"))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "root: node hub" in out and "stage" in out and "idle: -" in out
+    assert len(out.splitlines()) == 3 + 1 + 2 + 8  # header lines, table head, 8 actions, idle
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("name: x\ntarget: {nodes: [a, b], edges: [{parent: a, parent_face: FRONT, child: b, "
+     "child_face: TOP}]}\nmodules: {m0: [0, 0, 0], m1: [1, 0, 0]}\n",
+     "target.edges[0].parent_face: unknown face 'FRONT'"),
+    ("name: x\ntarget: {nodes: [a, b], edges: [{parent: a, parent_face: LEFT, child: b, "
+     "child_face: RIGHT}]}\nmodules: {m0: [0, 0, 0], m1: [1, 0, 0]}\n",
+     "needs a helping module"),
+    ("name: x\ntarget: [\n", "invalid YAML"),
+])
+def test_bad_input_exit_2_one_line(tmp_path, content, needle):
+    p = tmp_path / "bad.yaml"
+    p.write_text(content)
+    r = run_cli("plan", str(p), "--json")
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("smores-assemble: error: ") and needle in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_file_in_process(capsys, tmp_path):
+    assert main(["plan", str(tmp_path / "nope.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read" in err
+
+
+def test_run_arguments_parse():
+    args = build_parser().parse_args(["run", "s.yaml", "--out", "o", "--approve", "--record",
+                                      "--timeout", "30", "--real-time-factor", "4"])
+    assert (args.scenario, args.out, args.approve, args.record, args.timeout,
+            args.real_time_factor) == ("s.yaml", "o", True, True, 30.0, 4.0)
+    d = build_parser().parse_args(["run", "s.yaml"])
+    assert (d.out, d.approve, d.record, d.timeout, d.real_time_factor) == \
+        (None, False, False, None, None)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "s.yaml", "--timeout", "-1"])
