@@ -9,12 +9,12 @@ Model (what matters for docking control, nothing more):
 * **Driving.** Each free module is a differential-drive (unicycle) vehicle. A body twist
   command ``(v, w)`` is turned into wheel speeds ``wl = (v - w*track/2)/r``,
   ``wr = (v + w*track/2)/r``; if one exceeds ``wheel_speed_max`` both are scaled by the same
-  ratio (curvature kept). The wheel speeds then move towards those targets with at most
-  ``wheel_accel_max*dt`` change of the larger one (both scaled by one ratio, so a start from
-  rest keeps the commanded curvature). A step integrates the exact arc of the mean of the
-  old and new wheel speeds (exact for a linear ramp).
+  ratio (curvature kept). The wheel speeds then ramp linearly towards those targets at
+  ``wheel_accel_max`` for the wheel with the larger change (both scaled by one ratio, so a
+  start from rest keeps the commanded curvature). A step integrates the exact arc of the
+  mean wheel speeds over the step (exact for the linear ramp).
 * **Magnets and capture.** Each face has an EP magnet (on/off). When two faces of different
-  modules both have their magnet on, their closest points are within ``capture_range``,
+  modules both have their magnet on, the two face segments are within ``capture_range``,
   they are antiparallel within ``capture_angle_max`` and the centre of one face is within
   ``capture_lateral_max`` of the other face's centre along the face, the faces snap flush:
   the moving side (the carried module if any, else the smaller body, else the one that moved
@@ -195,31 +195,44 @@ def _face_geometry(pose, face_idx: int, width: float):
     return (pose[0] + 0.5 * width * math.cos(a), pose[1] + 0.5 * width * math.sin(a), a)
 
 
+def _point_segment_distance(px: float, py: float, cx: float, cy: float, tx: float,
+                            ty: float, half: float) -> float:
+    """Distance from point (px, py) to the segment centred at (cx, cy) with unit direction
+    (tx, ty) and half length ``half``."""
+    dx, dy = px - cx, py - cy
+    s = max(-half, min(half, dx * tx + dy * ty))
+    return math.hypot(dx - s * tx, dy - s * ty)
+
+
 def _face_relation(pa, fa: int, pb, fb: int, width: float):
     """Relation of face ``fa`` of a module at ``pa`` and face ``fb`` of one at ``pb``.
 
-    Returns ``(gap, lateral, misalignment)``: ``gap`` [m] = smallest signed distance of an
-    end point of either face from the other face's plane (along its outward normal;
-    negative when they interpenetrate), ``lateral`` [m] = offset of the face centres along
-    face a, ``misalignment`` [rad] = deviation from antiparallel normals (>= 0).
+    Returns ``(gap, lateral, misalignment)``: ``gap`` [m] = distance between the two face
+    segments (0 when they cross), ``lateral`` [m] = offset of the face centres along face
+    a, ``misalignment`` [rad] = deviation from antiparallel normals (>= 0).
     """
     half = 0.5 * width
     ax, ay, aa = _face_geometry(pa, fa, width)
     bx, by, ba = _face_geometry(pb, fb, width)
-    nax, nay = math.cos(aa), math.sin(aa)
-    nbx, nby = math.cos(ba), math.sin(ba)
-    # tangents
-    tax, tay = -nay, nax
-    tbx, tby = -nby, nbx
-    gap = math.inf
-    for sgn in (-1.0, 1.0):
-        # end points of face b against the plane of face a
-        px, py = bx + sgn * half * tbx, by + sgn * half * tby
-        gap = min(gap, (px - ax) * nax + (py - ay) * nay)
-        px, py = ax + sgn * half * tax, ay + sgn * half * tay
-        gap = min(gap, (px - bx) * nbx + (py - by) * nby)
+    tax, tay = -math.sin(aa), math.cos(aa)
+    tbx, tby = -math.sin(ba), math.cos(ba)
     lateral = (bx - ax) * tax + (by - ay) * tay
     mis = abs(wrap_angle(aa - ba - math.pi))
+    # segments cross? (signed sides of b's end points w.r.t. line a and vice versa)
+    b1x, b1y, b2x, b2y = bx - half * tbx, by - half * tby, bx + half * tbx, by + half * tby
+    a1x, a1y, a2x, a2y = ax - half * tax, ay - half * tay, ax + half * tax, ay + half * tay
+    nax, nay = tay, -tax
+    nbx, nby = tby, -tbx
+    s1 = (b1x - ax) * nax + (b1y - ay) * nay
+    s2 = (b2x - ax) * nax + (b2y - ay) * nay
+    s3 = (a1x - bx) * nbx + (a1y - by) * nby
+    s4 = (a2x - bx) * nbx + (a2y - by) * nby
+    if s1 * s2 <= 0.0 and s3 * s4 <= 0.0:
+        return 0.0, lateral, mis
+    gap = min(_point_segment_distance(b1x, b1y, ax, ay, tax, tay, half),
+              _point_segment_distance(b2x, b2y, ax, ay, tax, tay, half),
+              _point_segment_distance(a1x, a1y, bx, by, tbx, tby, half),
+              _point_segment_distance(a2x, a2y, bx, by, tbx, tby, half))
     return gap, lateral, mis
 
 
@@ -580,7 +593,10 @@ class SimWorld:
             delta[fast] *= (amax / dpeak[fast])[:, None]
         new = old + delta
         new[~driving] = 0.0
-        mean = 0.5 * (old + new)
+        # mean wheel speed over the step of a linear ramp of duration tau <= dt followed by
+        # constant speed: old + delta * (1 - tau / (2 dt))
+        tau_frac = np.minimum(dpeak / amax, 1.0)
+        mean = old + delta * (1.0 - 0.5 * tau_frac)[:, None]
         mean[~driving] = 0.0
         v = 0.5 * r * (mean[:, 0] + mean[:, 1])
         om = r * (mean[:, 1] - mean[:, 0]) / p.track
@@ -710,7 +726,7 @@ class SimWorld:
                         continue
                     gap, lateral, mis = _face_relation(self._pose[a_i], int(fa),
                                                        self._pose[b_i], int(fb), w)
-                    if not (-p.capture_range - 1e-9 <= gap <= p.capture_range + 1e-9
+                    if not (gap <= p.capture_range + 1e-9
                             and abs(lateral) <= p.capture_lateral_max + 1e-9
                             and mis <= p.capture_angle_max + 1e-9):
                         continue
