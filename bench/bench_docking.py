@@ -1,0 +1,238 @@
+"""Docking benchmark: closed-loop DockingTask on the simulated world under mocap noise.
+
+Run ``python -m bench.bench_docking [--trials 100] [--seed 1] [--noise-mm 1.0]``: for each
+target face of a fixed parent module (TOP, BOTTOM, LEFT, RIGHT, each with a child face, and
+helper-carried wheel-face docks) it docks a module from ``--trials`` random start poses
+(within 0.5 m of its goal, any heading) and prints the success rate, the time per dock and
+the final errors from the simulator's ground truth (face gap mm, lateral mm, yaw deg:
+median / p95 / max). Success = connection formed, final face-centre gap <= 4 mm and yaw
+error <= 2 deg.
+
+The same harness (:func:`run_trial`) drives the core closed-loop tests.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+from smores_assembly.docking.control import DockingSettings
+from smores_assembly.docking.task import (DockingSpec, DockingTask, Phase, PoseSample,
+                                          dock_axis, face_errors)
+from smores_assembly.geometry import Face, Pose2D, child_pose, face_center, wrap_angle
+from smores_assembly.sim import Connection, SimError, SimWorld, square_overlap
+
+PARENT = "p"
+MODULE = "m"
+HELPER = "h"
+
+#: (parent face, child face, helper?) cases: one child face per parent face, plus wheel faces.
+CASES = [
+    (Face.TOP, Face.TOP, False),
+    (Face.BOTTOM, Face.BOTTOM, False),
+    (Face.LEFT, Face.TOP, False),
+    (Face.RIGHT, Face.BOTTOM, False),
+    (Face.LEFT, Face.LEFT, True),
+    (Face.TOP, Face.RIGHT, True),
+]
+
+
+@dataclass
+class TrialResult:
+    """Outcome of one closed-loop docking trial (errors from ground truth)."""
+
+    phase: Phase
+    connected: bool
+    time_s: float
+    retries: int
+    gap_mm: float            # distance between the two face centres
+    axial_gap_mm: float
+    lateral_mm: float
+    yaw_deg: float
+    collisions: int
+    message: str = ""
+    max_motion_while_stale_m: float = 0.0
+    paused_seen: bool = False
+    sim_errors: list = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return (self.phase is Phase.DOCKED and self.connected and self.gap_mm <= 4.0
+                and abs(self.yaw_deg) <= 2.0)
+
+
+def random_start(rng: random.Random, goal: Pose2D, avoid: list[Pose2D], radius: float = 0.5,
+                 clear: float = 0.01, width: float = 0.08) -> Pose2D:
+    """A pose uniformly within ``radius`` of ``goal`` (any heading) whose square is at least
+    ``clear`` [m] away from every pose in ``avoid``."""
+    while True:
+        r = radius * math.sqrt(rng.random())
+        a = rng.uniform(-math.pi, math.pi)
+        p = Pose2D(goal.x + r * math.cos(a), goal.y + r * math.sin(a),
+                   rng.uniform(-math.pi, math.pi))
+        if all(square_overlap(p.as_tuple(), q.as_tuple(), width) < -clear for q in avoid):
+            return p
+
+
+def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool = False,
+              noise_xy: float = 0.001, noise_yaw: float = 0.01, dt: float = 0.02,
+              t_max: float = 150.0, settings: DockingSettings | None = None,
+              dropout: tuple[float, float] | None = None, start: Pose2D | None = None,
+              helper_start: Pose2D | None = None, trace: list | None = None) -> TrialResult:
+    """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
+
+    Args:
+        parent_face, child_face: the edge.
+        seed: seeds the start poses and the noise.
+        use_helper: a helping module ``h`` carries ``m`` (wheel-face docks).
+        noise_xy: std of the Gaussian mocap noise on x and y [m]; ``noise_yaw`` on yaw [rad].
+        dt: control and simulation period [s].
+        t_max: simulated time budget [s].
+        dropout: ``(t0, t1)``: the driven body's track is lost (tracked=False) in [t0, t1).
+        start, helper_start: fixed start poses instead of random ones.
+
+    Returns:
+        A :class:`TrialResult` (errors from the world's ground truth).
+    """
+    rng = random.Random(seed)
+    s = settings or DockingSettings()
+    w = s.module_width
+    parent = Pose2D(0.0, 0.0, 0.0)
+    goal = child_pose(parent, parent_face, child_face, w)
+    if start is None:
+        start = random_start(rng, goal, [parent])
+    poses = {PARENT: parent, MODULE: start}
+    helpers = ()
+    if use_helper:
+        if helper_start is None:
+            helper_start = random_start(rng, goal, [parent, start])
+        poses[HELPER] = helper_start
+        helpers = (HELPER,)
+    world = SimWorld(poses, helpers=helpers)
+    spec = DockingSpec(MODULE, PARENT, parent_face, child_face, HELPER if use_helper else "")
+    task = DockingTask(spec, s)
+    want = Connection.make(MODULE, child_face, PARENT, parent_face)
+    driven = HELPER if use_helper else MODULE
+    collisions = 0
+    sim_errors: list[str] = []
+    connected = False
+    stale_motion = 0.0
+    paused_seen = False
+    stale_ref: Pose2D | None = None
+    n = int(round(t_max / dt))
+    for _ in range(n):
+        t = world.t
+        samples = {}
+        for mid, p in world.poses().items():
+            tracked = not (dropout and mid == driven and dropout[0] <= t < dropout[1])
+            z = Pose2D(p.x + rng.gauss(0, noise_xy), p.y + rng.gauss(0, noise_xy),
+                       wrap_angle(p.yaw + rng.gauss(0, noise_yaw)))
+            samples[mid] = PoseSample(z, t, tracked)
+        out = task.tick(t, samples, connected)
+        if trace is not None:
+            key = (out.status.phase, task._sub)
+            if not trace or trace[-1][1] != key:
+                trace.append((round(t, 2), key, world.poses(), out.status.message))
+        for mid, (v, om) in out.cmd.items():
+            world.set_cmd_vel(mid, v, om)
+        mags: dict[str, set] = {PARENT: set(), MODULE: set()}
+        for c in world.connections():
+            mags.setdefault(c.module_a, set()).add(c.face_a)
+            mags.setdefault(c.module_b, set()).add(c.face_b)
+        for mid, faces in out.magnets.items():
+            mags.setdefault(mid, set()).update(faces)
+        for mid, faces in mags.items():
+            world.set_magnets(mid, faces)
+        for hc in out.helper_commands:
+            try:
+                world.helper_command(hc.helper, hc.command, hc.module, hc.carry_yaw)
+            except SimError as exc:
+                sim_errors.append(str(exc))
+        if out.status.phase is Phase.PAUSED:
+            paused_seen = True
+            if stale_ref is None:
+                stale_ref = world.pose(driven)
+            # allow the wheels' deceleration ramp (<0.1 s) before measuring the stop
+        else:
+            stale_ref = None
+        for ev in world.step(dt):
+            if ev.kind == "collision":
+                collisions += 1
+        if stale_ref is not None and dropout and t > dropout[0] + 0.2:
+            stale_motion = max(stale_motion, world.pose(driven).distance_to(stale_ref))
+        connected = want in world.connections()
+        if task.done:
+            break
+    # a few more steps: the helper backs off after the hand-over
+    if use_helper and task.phase is Phase.DOCKED:
+        for _ in range(int(3.0 / dt)):
+            samples = {mid: PoseSample(p, world.t) for mid, p in world.poses().items()}
+            out = task.tick(world.t, samples, True)
+            for mid, (v, om) in out.cmd.items():
+                world.set_cmd_vel(mid, v, om)
+            world.step(dt)
+    gt_parent, gt_mod = world.pose(PARENT), world.pose(MODULE)
+    ax = dock_axis(gt_parent, parent_face, w)
+    gap, lat, yaw = face_errors(gt_mod, child_face, ax, w)
+    fc = face_center(gt_mod, child_face, w)
+    fp = face_center(gt_parent, parent_face, w)
+    return TrialResult(task.phase, want in world.connections(), world.t, task.retries,
+                       math.hypot(fc[0] - fp[0], fc[1] - fp[1]) * 1e3, gap * 1e3, lat * 1e3,
+                       math.degrees(yaw), collisions, task.message, stale_motion,
+                       paused_seen, sim_errors)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return math.nan
+    k = min(len(xs) - 1, max(0, int(math.ceil(q * len(xs))) - 1))
+    return xs[k]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--noise-mm", type=float, default=1.0)
+    ap.add_argument("--noise-yaw-deg", type=float, default=math.degrees(0.01))
+    a = ap.parse_args(argv)
+    print(f"docking benchmark: {a.trials} trials per case, mocap noise {a.noise_mm} mm / "
+          f"{a.noise_yaw_deg:.2f} deg (1 sigma), success = connected, gap <= 4 mm, yaw <= 2 deg")
+    all_ok = True
+    for pf, cf, helper in CASES:
+        t0 = time.perf_counter()
+        res = [run_trial(pf, cf, a.seed * 100000 + i, helper, a.noise_mm * 1e-3,
+                         math.radians(a.noise_yaw_deg)) for i in range(a.trials)]
+        wall = time.perf_counter() - t0
+        ok = [r for r in res if r.success]
+        all_ok &= len(ok) == len(res)
+        times = [r.time_s for r in ok]
+        gaps = [r.gap_mm for r in res]
+        yaws = [abs(r.yaw_deg) for r in res]
+        lats = [abs(r.lateral_mm) for r in res]
+        retries = [r.retries for r in res]
+        name = f"{cf.value}->p.{pf.value}" + (" (helper)" if helper else "")
+        print(f"\n{name}: success {len(ok)}/{len(res)}  (wall {wall:.1f} s)")
+        if times:
+            print(f"  time/dock s   median {statistics.median(times):7.2f}  p95 "
+                  f"{_pct(times, .95):7.2f}  max {max(times):7.2f}")
+        for label, xs in (("gap mm", gaps), ("lateral mm", lats), ("|yaw| deg", yaws)):
+            print(f"  {label:13s} median {statistics.median(xs):7.3f}  p95 {_pct(xs, .95):7.3f}"
+                  f"  max {max(xs):7.3f}")
+        print(f"  retries       total {sum(retries)}  max {max(retries)}  collisions "
+              f"{sum(r.collisions for r in res)}")
+        for i, r in enumerate(res):
+            if not r.success:
+                print(f"  FAIL trial {i}: phase {r.phase.name} connected {r.connected} "
+                      f"gap {r.gap_mm:.2f} mm yaw {r.yaw_deg:.2f} deg retries {r.retries} "
+                      f"{r.message} {r.sim_errors[:1]}")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

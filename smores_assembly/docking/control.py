@@ -1,0 +1,513 @@
+"""Differential-drive control laws for docking (pure Python, no ROS imports).
+
+The moving body is modelled generically as *a differential-drive body with a docking face on
+its x axis*: the face centre lies ``face_offset`` metres ahead of the body's reference point
+(the wheel-axle centre). Three bodies occur (docs/ARCHITECTURE.md, "Helping modules"):
+
+* a module docking with its TOP face: offset ``+w/2``, drives forward;
+* a module docking with its BOTTOM face: offset ``-w/2``, drives in reverse;
+* a helper carrying a module turned by ``carry_yaw = -angle(child_face)``: offset ``+1.5 w``.
+
+Every law works in the *virtual forward frame* of the body: a body that docks in reverse is
+described by its pose turned by pi (:func:`virtual_pose`), in which its face lies ahead at a
+positive distance and "forward" closes the gap; :func:`real_command` maps the command back
+(``v -> -v``, ``w`` unchanged, since turning the frame by pi leaves yaw rates unchanged).
+
+Laws (all return ``(v [m/s], w [rad/s])`` before saturation by :func:`saturate`):
+
+* :func:`goto_point` / :class:`PoseRegulator`: go to a pose by turn-drive-turn with smooth
+  blending (the classic decomposition of unicycle point stabilisation, e.g. Siegwart,
+  Nourbakhsh & Scaramuzza, *Introduction to Autonomous Mobile Robots*, Sec. 3.6), with
+  hysteresis so that mocap noise does not make the regulator chatter between sub-steps.
+* :func:`approach_command`: straight approach along a docking axis, the axle-centre lateral
+  error steering a heading reference (a line-following law, ``theta_d = h - atan(k_y e_y)``,
+  ``w = k_theta (theta_d - theta)``; Samson-type path following, Siegwart et al. Sec. 3.6.2),
+  slowing down with the remaining gap.
+* :func:`track_timed_path`: timed pure pursuit (Coulter, *Implementation of the Pure Pursuit
+  Path Tracking Algorithm*, CMU-RI-TR-92-01) on the reference point of a time-stamped path:
+  the carrot is the path position ``lookahead`` seconds after now, so a module waits where
+  the path's timing makes the reference wait.
+* :func:`saturate`: per-wheel speed limits (wheel speed cap x radius) that keep curvature.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from smores_assembly.geometry import Pose2D, wrap_angle
+from smores_assembly.params import param_field
+
+# --------------------------------------------------------------------------------------------
+# settings
+
+
+@dataclass
+class DockingSettings:
+    """Every tunable of the docking controller (ROS parameters of ``docking_controller``).
+
+    Units: metres, seconds, radians unless a name says ``_deg``.
+    """
+
+    # --- drive ---
+    wheel_radius: float = param_field(0.040, "Wheel radius [m]", 0.005, 0.5)
+    track_width: float = param_field(0.0672, "Distance between the wheels [m]", 0.01, 1.0)
+    wheel_speed_max: float = param_field(math.pi / 2, "Wheel speed cap [rad/s]", 0.01, 100.0)
+    v_max: float = param_field(0.06, "Linear speed limit [m/s]", 0.001, 2.0)
+    w_max: float = param_field(1.5, "Angular speed limit [rad/s]", 0.01, 20.0)
+    module_width: float = param_field(0.08, "Module width = centre distance of docked modules [m]",
+                                      0.01, 1.0)
+    # --- navigate ---
+    path_wait_timeout_s: float = param_field(
+        1.0, "Time to wait for a path on entering NAVIGATE before going straight to "
+        "POSE_ADJUST [s]", 0.0, 60.0)
+    nav_lookahead_s: float = param_field(1.0, "Pure-pursuit look-ahead along the timed path [s]",
+                                         0.0, 10.0)
+    nav_k_dist: float = param_field(1.0, "Gain speed/distance-to-carrot [1/s]", 0.01, 20.0)
+    nav_k_heading: float = param_field(3.0, "Heading gain while tracking a path [1/s]", 0.1, 50.0)
+    nav_turn_in_place_deg: float = param_field(
+        50.0, "Heading error above which the module turns in place [deg]", 1.0, 180.0)
+    nav_goal_tolerance: float = param_field(0.02, "Distance to the path end that ends NAVIGATE [m]",
+                                            0.001, 1.0)
+    nav_timeout_margin_s: float = param_field(
+        30.0, "NAVIGATE ends (to POSE_ADJUST) this long after the path's last stamp [s]",
+        0.0, 600.0)
+    # --- pose adjust ---
+    standoff: float = param_field(0.06, "Face gap at the pre-dock pose [m]", 0.005, 0.5)
+    adjust_k_pos: float = param_field(1.5, "Speed gain on the distance to the pre-dock pose [1/s]",
+                                      0.01, 50.0)
+    adjust_k_yaw: float = param_field(3.0, "Heading gain in POSE_ADJUST [1/s]", 0.1, 50.0)
+    adjust_pos_tolerance: float = param_field(0.002, "Pre-dock position tolerance [m]",
+                                              0.0002, 0.1)
+    adjust_yaw_tolerance_deg: float = param_field(1.0, "Pre-dock heading tolerance [deg]",
+                                                  0.05, 30.0)
+    adjust_timeout_s: float = param_field(60.0, "POSE_ADJUST timeout (then RETRY) [s]", 1.0, 3600.0)
+    waypoint_tolerance: float = param_field(
+        0.015, "Pass-through tolerance of detour waypoints around obstacles [m]", 0.001, 0.5)
+    obstacle_clearance: float = param_field(
+        0.13, "Centre distance kept from other modules by direct moves (detours) [m]",
+        0.0, 1.0)
+    # --- approach ---
+    approach_speed: float = param_field(0.012, "Approach speed along the docking axis [m/s]",
+                                        0.0005, 0.5)
+    approach_min_speed: float = param_field(0.003, "Approach speed floor until the stop gap [m/s]",
+                                            0.0001, 0.5)
+    approach_k_gap: float = param_field(0.5, "Approach speed per metre of remaining gap [1/s]",
+                                        0.01, 50.0)
+    approach_k_lateral: float = param_field(
+        1.5, "Heading reference per lateral axle error, times the face offset (1 = the face "
+        "centre moves straight along the axis) [rad per (m/m)]", 0.0, 20.0)
+    approach_k_yaw: float = param_field(3.0, "Heading gain in APPROACH [1/s]", 0.1, 50.0)
+    approach_stop_gap: float = param_field(0.001, "Measured gap at which the approach stops "
+                                           "pushing and waits for capture [m]", -0.01, 0.05)
+    approach_align_gap: float = param_field(
+        0.012, "Inside this gap the module stops to realign its heading when it is off by "
+        "more than dock_yaw_tolerance_deg [m]", 0.0, 0.2)
+    approach_timeout_s: float = param_field(30.0, "APPROACH timeout (then RETRY) [s]", 1.0, 3600.0)
+    misalign_lateral_bound: float = param_field(
+        0.008, "Lateral face error during APPROACH that triggers a RETRY [m]", 0.0005, 0.1)
+    misalign_yaw_bound_deg: float = param_field(
+        8.0, "Heading error during APPROACH that triggers a RETRY [deg]", 0.1, 90.0)
+    target_moved_bound: float = param_field(
+        0.01, "Target displacement since the start of APPROACH that triggers a RETRY [m]",
+        0.0005, 1.0)
+    target_moved_yaw_deg: float = param_field(
+        5.0, "Target rotation since the start of APPROACH that triggers a RETRY [deg]", 0.1, 180.0)
+    slow_down_distance: float = param_field(
+        0.2, "Within this centre distance of the target structure speed is limited [m]",
+        0.0, 5.0)
+    near_structure_speed: float = param_field(
+        0.025, "Speed limit near the target structure (root protection) [m/s]", 0.001, 2.0)
+    # --- capture / confirmation ---
+    capture_range: float = param_field(0.004, "EP-magnet capture range (face gap) [m]",
+                                       0.0001, 0.05)
+    dock_lateral_tolerance: float = param_field(0.002, "Lateral face error accepted at capture [m]",
+                                                0.0001, 0.05)
+    dock_yaw_tolerance_deg: float = param_field(1.5, "Heading error accepted at capture [deg]",
+                                                0.05, 30.0)
+    confirm_with_connections: bool = param_field(
+        True, "Confirm a dock from the fake hardware's connections (true) or from the measured "
+        "gap held inside the capture range for confirm_dwell_s (false, real hardware)")
+    confirm_dwell_s: float = param_field(0.5, "Dwell inside capture range that confirms a dock [s]",
+                                         0.0, 60.0)
+    confirm_timeout_s: float = param_field(
+        3.0, "Time stopped at the stop gap without confirmation before a RETRY [s]", 0.1, 600.0)
+    # --- retry ---
+    max_retries: int = param_field(3, "Approach retries before the action fails", 0, 100)
+    retry_timeout_s: float = param_field(20.0, "Back-off (RETRY) timeout [s]", 1.0, 3600.0)
+    # --- estimation / tracking ---
+    stale_timeout_s: float = param_field(0.3, "A pose older than this is stale (PAUSED) [s]",
+                                         0.01, 60.0)
+    filter_alpha: float = param_field(
+        0.3, "Correction gain of the moving body's pose observer (1 = raw mocap)", 0.01, 1.0)
+    target_filter_alpha: float = param_field(
+        0.05, "Smoothing gain of the (static) target pose (1 = raw mocap)", 0.001, 1.0)
+    target_jump: float = param_field(
+        0.005, "Target innovation that resets the target filter (target moved) [m]", 0.0005, 1.0)
+    # --- helper ---
+    helper_pickup_gap: float = param_field(0.002, "Gap helper TOP face -> module face at LIFT [m]",
+                                           -0.01, 0.05)
+    helper_pickup_tolerance: float = param_field(
+        0.006, "Lateral tolerance of the helper at LIFT [m]", 0.0005, 0.05)
+    lift_timeout_s: float = param_field(3.0, "Time for a LIFT to show in the poses [s]",
+                                        0.1, 60.0)
+    lift_confirm_tolerance: float = param_field(
+        0.01, "Carried module pose error that confirms a LIFT [m]", 0.0005, 0.2)
+    helper_timeout_s: float = param_field(120.0, "WAIT_HELPER timeout [s]", 1.0, 3600.0)
+    helper_backoff: float = param_field(0.06, "Helper reverse distance after the hand-over [m]",
+                                        0.0, 1.0)
+
+    def validate(self) -> str | None:
+        """Cross-field check; returns an error message or None."""
+        if self.approach_min_speed > self.approach_speed:
+            return (f"approach_min_speed: {self.approach_min_speed} > approach_speed "
+                    f"{self.approach_speed}")
+        if self.approach_stop_gap >= self.capture_range:
+            return (f"approach_stop_gap: {self.approach_stop_gap} must be below capture_range "
+                    f"{self.capture_range}")
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# commands and limits
+
+
+def saturate(v: float, w: float, s: DockingSettings) -> tuple[float, float]:
+    """Limit a unicycle command to ``v_max``, ``w_max`` and the wheel speed cap.
+
+    Wheel rim speeds are ``v -+ w * track/2``; when one exceeds ``wheel_speed_max *
+    wheel_radius`` both ``v`` and ``w`` are scaled by the same factor (the curvature is kept).
+
+    Returns:
+        ``(v [m/s], w [rad/s])``.
+    """
+    k = 1.0
+    if abs(v) > s.v_max:
+        k = min(k, s.v_max / abs(v))
+    if abs(w) > s.w_max:
+        k = min(k, s.w_max / abs(w))
+    v, w = v * k, w * k
+    rim = s.wheel_speed_max * s.wheel_radius
+    worst = abs(v) + abs(w) * 0.5 * s.track_width
+    if worst > rim:
+        k = rim / worst
+        v, w = v * k, w * k
+    return v, w
+
+
+def virtual_pose(pose: Pose2D, reverse: bool) -> Pose2D:
+    """The body's pose in its virtual forward frame (turned by pi when it docks in reverse)."""
+    return Pose2D(pose.x, pose.y, wrap_angle(pose.yaw + math.pi)) if reverse else pose
+
+
+def real_command(v: float, w: float, reverse: bool) -> tuple[float, float]:
+    """Map a virtual-frame command back to the body: ``(-v, w)`` when reversing."""
+    return (-v, w) if reverse else (v, w)
+
+
+# --------------------------------------------------------------------------------------------
+# docking axis
+
+
+@dataclass(frozen=True)
+class DockAxis:
+    """The line along which a face is brought onto its target face (``world`` frame).
+
+    Attributes:
+        tx, ty: target face centre [m].
+        heading: direction [rad] a body must face (in its virtual frame) when docked: the
+            target face's outward normal turned by pi.
+    """
+
+    tx: float
+    ty: float
+    heading: float
+
+    def body_pose(self, face_offset: float, extra: float = 0.0) -> Pose2D:
+        """Virtual pose of a body with the face ``face_offset`` ahead, ``extra`` before contact."""
+        c, s_ = math.cos(self.heading), math.sin(self.heading)
+        back = face_offset + extra
+        return Pose2D(self.tx - back * c, self.ty - back * s_, self.heading)
+
+    def errors(self, body: Pose2D, face_offset: float) -> tuple[float, float, float]:
+        """Errors of a body (virtual pose) whose face lies ``face_offset`` ahead.
+
+        Returns:
+            ``(gap, lateral, yaw)``: gap [m] from the body's face centre to the target face
+            centre along the axis (positive while apart), lateral [m] offset of the face
+            centre across the axis (positive to the axis' left), yaw [rad] heading error.
+        """
+        fx = body.x + face_offset * math.cos(body.yaw)
+        fy = body.y + face_offset * math.sin(body.yaw)
+        c, s_ = math.cos(self.heading), math.sin(self.heading)
+        dx, dy = self.tx - fx, self.ty - fy
+        gap = dx * c + dy * s_
+        lateral = -(-dx * s_ + dy * c)
+        return gap, lateral, wrap_angle(body.yaw - self.heading)
+
+    def axle_lateral(self, body: Pose2D) -> float:
+        """Lateral offset [m] of the body's reference point (axle centre) from the axis."""
+        c, s_ = math.cos(self.heading), math.sin(self.heading)
+        return -s_ * (body.x - self.tx) + c * (body.y - self.ty)
+
+
+# --------------------------------------------------------------------------------------------
+# go to a point / pose
+
+
+def goto_point(pose: Pose2D, x: float, y: float, s: DockingSettings, speed: float,
+               allow_reverse: bool = True) -> tuple[float, float]:
+    """Drive the reference point towards ``(x, y)``: turn towards it, then drive and steer.
+
+    The linear speed is ``min(speed, adjust_k_pos * d) * cos(alpha)`` (zero while the
+    heading error ``alpha`` exceeds ``nav_turn_in_place_deg``); with ``allow_reverse`` a
+    target behind the body is reached backwards.
+
+    Returns:
+        Unsaturated ``(v, w)``.
+    """
+    dx, dy = x - pose.x, y - pose.y
+    d = math.hypot(dx, dy)
+    if d < 1e-9:
+        return 0.0, 0.0
+    alpha = wrap_angle(math.atan2(dy, dx) - pose.yaw)
+    sign = 1.0
+    if allow_reverse and abs(alpha) > math.pi / 2:
+        alpha = wrap_angle(alpha + math.pi)
+        sign = -1.0
+    v = min(speed, s.adjust_k_pos * d)
+    turn_limit = math.radians(s.nav_turn_in_place_deg)
+    v = v * max(0.0, math.cos(alpha)) if abs(alpha) < turn_limit else 0.0
+    w = s.adjust_k_yaw * alpha
+    # Close to the point the bearing is noise: stop steering at it.
+    if d < 2.0 * s.adjust_pos_tolerance:
+        w = 0.0
+    return sign * v, w
+
+
+class PoseRegulator:
+    """Turn-drive-turn regulation to a pose, through optional pass-through waypoints.
+
+    Sub-steps with hysteresis: DRIVE (towards the position; steering on the bearing) until
+    the position error is below ``adjust_pos_tolerance``; then ALIGN (turn in place to the
+    goal heading, correcting the along-heading error with ``v``). ALIGN falls back to DRIVE
+    when the position error grows past 2.5 x tolerance.
+    """
+
+    def __init__(self, goal: Pose2D, waypoints: Sequence[tuple[float, float]] = ()):
+        self.goal = goal
+        self.waypoints = list(waypoints)
+        self.aligning = False
+
+    def done(self, pose: Pose2D, s: DockingSettings) -> bool:
+        """True when position and heading are within the POSE_ADJUST tolerances."""
+        return (not self.waypoints
+                and pose.distance_to(self.goal) <= s.adjust_pos_tolerance
+                and abs(wrap_angle(pose.yaw - self.goal.yaw))
+                <= math.radians(s.adjust_yaw_tolerance_deg))
+
+    def command(self, pose: Pose2D, s: DockingSettings, speed: float) -> tuple[float, float]:
+        """Unsaturated ``(v, w)`` for the current (virtual) pose."""
+        while self.waypoints:
+            wx, wy = self.waypoints[0]
+            if math.hypot(wx - pose.x, wy - pose.y) > s.waypoint_tolerance:
+                return goto_point(pose, wx, wy, s, speed)
+            self.waypoints.pop(0)
+        g = self.goal
+        d = pose.distance_to(g)
+        tol = s.adjust_pos_tolerance
+        if self.aligning and d > 2.5 * tol:
+            self.aligning = False
+        elif not self.aligning and d <= tol:
+            self.aligning = True
+        if not self.aligning:
+            return goto_point(pose, g.x, g.y, s, speed)
+        e_yaw = wrap_angle(g.yaw - pose.yaw)
+        along = (g.x - pose.x) * math.cos(pose.yaw) + (g.y - pose.y) * math.sin(pose.yaw)
+        return s.adjust_k_pos * along, s.adjust_k_yaw * e_yaw
+
+
+# --------------------------------------------------------------------------------------------
+# approach
+
+
+def approach_command(body: Pose2D, face_offset: float, axis: DockAxis,
+                     s: DockingSettings, speed: float) -> tuple[float, float, bool]:
+    """Straight approach along ``axis`` with lateral/heading correction (virtual frame).
+
+    ``theta_d = h - atan(k_y * e_axle / d)``, ``w = k_theta * wrap(theta_d - theta)`` where
+    ``e_axle`` is the lateral offset of the axle centre and ``d`` the face offset: the face's
+    lateral error is ``e_axle + d sin(theta - h) ~ (1 - k_y) e_axle``, and ``e_axle`` decays
+    with the distance travelled (decay length ``d / k_y``). Speed ``clip(k_gap * gap,
+    approach_min_speed, speed)``, zero once ``gap <= approach_stop_gap``; inside
+    ``approach_align_gap`` the body stops to turn in place when the heading is off by more
+    than ``dock_yaw_tolerance_deg`` (turning in place leaves the axle lateral unchanged).
+
+    Returns:
+        ``(v, w, holding)``: unsaturated command; ``holding`` is True when the body stopped
+        at the stop gap (waiting for capture).
+    """
+    gap, _lat, yaw_err = axis.errors(body, face_offset)
+    e_axle = axis.axle_lateral(body)
+    theta_d = axis.heading - math.atan(s.approach_k_lateral * e_axle / abs(face_offset))
+    w = s.approach_k_yaw * wrap_angle(theta_d - body.yaw)
+    if gap <= s.approach_stop_gap:
+        # At contact: keep the heading, do not push.
+        return 0.0, s.approach_k_yaw * wrap_angle(axis.heading - body.yaw) * 0.5, True
+    if gap <= s.approach_align_gap and abs(yaw_err) > math.radians(s.dock_yaw_tolerance_deg):
+        return 0.0, s.approach_k_yaw * wrap_angle(axis.heading - body.yaw), False
+    v = min(speed, max(s.approach_min_speed, s.approach_k_gap * gap))
+    return v, w, False
+
+
+# --------------------------------------------------------------------------------------------
+# timed paths
+
+
+@dataclass(frozen=True)
+class TimedPath:
+    """A module's planned path: waypoints ``(t [s], x [m], y [m])`` with non-decreasing t.
+
+    The reference position at time ``t`` is the linear interpolation of the waypoints
+    (before the first stamp: the first point; after the last: the last point).
+    """
+
+    points: tuple[tuple[float, float, float], ...]
+
+    def __post_init__(self):
+        if not self.points:
+            raise ValueError("points: a TimedPath needs at least one waypoint")
+        for a, b in zip(self.points, self.points[1:]):
+            if b[0] < a[0]:
+                raise ValueError(f"points: stamps decrease ({a[0]} -> {b[0]})")
+
+    @classmethod
+    def from_poses(cls, poses: Sequence[tuple[float, float, float]], t_now: float,
+                   nominal_speed: float) -> "TimedPath":
+        """Build from ``(stamp, x, y)`` samples; when the stamps are not strictly increasing
+        somewhere (e.g. all zero: an untimed path) timing is by distance at ``nominal_speed``
+        from ``t_now``.
+
+        Raises:
+            ValueError: empty ``poses`` or non-positive ``nominal_speed``.
+        """
+        if not poses:
+            raise ValueError("poses: empty path")
+        if nominal_speed <= 0:
+            raise ValueError(f"nominal_speed: {nominal_speed} must be > 0")
+        stamps = [p[0] for p in poses]
+        timed = all(b >= a for a, b in zip(stamps, stamps[1:])) and stamps[-1] > 0 and (
+            len(stamps) == 1 or stamps[-1] > stamps[0])
+        if timed:
+            return cls(tuple((float(t), float(x), float(y)) for t, x, y in poses))
+        out, t = [], t_now
+        prev = None
+        for _, x, y in poses:
+            if prev is not None:
+                t += math.hypot(x - prev[0], y - prev[1]) / nominal_speed
+            out.append((t, float(x), float(y)))
+            prev = (x, y)
+        return cls(tuple(out))
+
+    @property
+    def end_time(self) -> float:
+        return self.points[-1][0]
+
+    @property
+    def end(self) -> tuple[float, float]:
+        return self.points[-1][1], self.points[-1][2]
+
+    def reference(self, t: float) -> tuple[float, float]:
+        """Reference position [m] at time ``t`` [s]."""
+        pts = self.points
+        if t <= pts[0][0]:
+            return pts[0][1], pts[0][2]
+        if t >= pts[-1][0]:
+            return pts[-1][1], pts[-1][2]
+        i = bisect.bisect_right([p[0] for p in pts], t)
+        t0, x0, y0 = pts[i - 1]
+        t1, x1, y1 = pts[i]
+        if t1 <= t0:
+            return x1, y1
+        a = (t - t0) / (t1 - t0)
+        return x0 + a * (x1 - x0), y0 + a * (y1 - y0)
+
+
+def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings,
+                     speed: float) -> tuple[float, float, bool]:
+    """Timed pure pursuit: steer the reference point to the path position at ``t + lookahead``.
+
+    The module drives forward only on the path (turning in place when the carrot is more
+    than ``nav_turn_in_place_deg`` off), at ``min(speed, nav_k_dist * distance)``; it stops
+    (waits) when it is at the carrot, which happens where the timed path dwells.
+
+    Returns:
+        ``(v, w, finished)``; ``finished`` when ``t`` is past the last stamp and the module
+        is within ``nav_goal_tolerance`` of the path end.
+    """
+    cx, cy = path.reference(t + s.nav_lookahead_s)
+    ex, ey = path.end
+    finished = t >= path.end_time and math.hypot(ex - pose.x, ey - pose.y) <= s.nav_goal_tolerance
+    if finished:
+        return 0.0, 0.0, True
+    dx, dy = cx - pose.x, cy - pose.y
+    d = math.hypot(dx, dy)
+    if d < 0.5 * s.nav_goal_tolerance:
+        return 0.0, 0.0, False
+    alpha = wrap_angle(math.atan2(dy, dx) - pose.yaw)
+    w = s.nav_k_heading * alpha
+    if abs(alpha) > math.radians(s.nav_turn_in_place_deg):
+        return 0.0, w, False
+    v = min(speed, s.nav_k_dist * d) * math.cos(alpha)
+    return v, w, False
+
+
+# --------------------------------------------------------------------------------------------
+# detours around modules for direct moves
+
+
+def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
+                     obstacles: Sequence[tuple[float, float]], clearance: float,
+                     max_step_deg: float = 50.0, depth: int = 3) -> list[tuple[float, float]]:
+    """Pass-through points that keep a straight move ``start -> goal`` ``clearance`` away from
+    circular obstacles (centres [m]), going round each blocking circle the shorter way.
+
+    Obstacles that contain the start or the goal are ignored (the body is already there or
+    must get there). Recursion on the sub-segments handles a few obstacles; this is a local
+    fallback for moves without a planned path, not a planner.
+
+    Returns:
+        The waypoints in order (not including ``start`` and ``goal``).
+    """
+    sx, sy = start
+    gx, gy = goal
+    r_wp = clearance * 1.08 / math.cos(math.radians(max_step_deg) / 2)
+    best = None
+    for ox, oy in obstacles:
+        # an obstacle nearer than the clearance to the start or the goal is skirted as
+        # closely as those allow (or ignored when the body is already touching it)
+        if min(math.hypot(sx - ox, sy - oy), math.hypot(gx - ox, gy - oy)) < 0.8 * clearance:
+            continue
+        dx, dy = gx - sx, gy - sy
+        L2 = dx * dx + dy * dy
+        a = 0.0 if L2 < 1e-12 else max(0.0, min(1.0, ((ox - sx) * dx + (oy - sy) * dy) / L2))
+        px, py = sx + a * dx, sy + a * dy
+        c_eff = min(clearance, 0.97 * math.hypot(sx - ox, sy - oy),
+                    0.97 * math.hypot(gx - ox, gy - oy))
+        if math.hypot(px - ox, py - oy) < c_eff and (best is None or a < best[0]):
+            best = (a, ox, oy)
+    if best is None or depth <= 0:
+        return []
+    _, ox, oy = best
+    a0 = math.atan2(sy - oy, sx - ox)
+    a1 = math.atan2(gy - oy, gx - ox)
+    da = wrap_angle(a1 - a0)
+    n = max(1, int(math.ceil(abs(da) / math.radians(max_step_deg))))
+    arc = [(ox + r_wp * math.cos(a0 + da * k / n), oy + r_wp * math.sin(a0 + da * k / n))
+           for k in range(0, n + 1)]
+    others = [o for o in obstacles if o != (ox, oy)]
+    out = detour_waypoints(start, arc[0], others, clearance, max_step_deg, depth - 1)
+    out += arc
+    out += detour_waypoints(arc[-1], goal, others, clearance, max_step_deg, depth - 1)
+    return out
