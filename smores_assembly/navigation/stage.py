@@ -1,0 +1,430 @@
+"""World <-> grid for one assembly stage: timed, collision-free paths for the moving modules.
+
+Pure Python (no ROS imports). :func:`plan_stage` takes the modules that move in a stage
+(current pose and goal pose in ``world``) and every other module as an obstacle, lays a
+grid over the scene, solves the multi-agent path finding problem with
+:mod:`smores_assembly.navigation.mapf`, and turns the schedule back into world waypoints
+with planned times.
+
+Grid: square cells of size ``c = module_width + cell_margin`` whose centres are
+``origin + (i c, j c)``; the grid covers the bounding box of all start, goal and obstacle
+positions plus ``border_cells`` on each side. A module standing anywhere blocks every cell
+whose centre is closer than ``clearance`` (default 0.115 m, just above the 0.113 m
+diameter of the circle swept by a 0.08 m cube turning in place), so a module on a free
+cell centre never touches it. The search is 1-robust by default (``k_robust = 1``: no
+agent enters a cell within one step of another agent's occupancy), which keeps two modules
+moving on the grid at least one cell size apart at every instant, also between steps
+(their Chebyshev distance never drops below one cell).
+
+Continuous world, discrete grid:
+
+* starts: each moving module is assigned a distinct nearby free cell (minimum total
+  distance, Hungarian method); it first drives from its pose to that cell's centre (all
+  modules do this between t = 0 and a common ``t0``), then follows the schedule;
+* goals (pre-dock poses): each goal is assigned a distinct nearby free cell (again a
+  minimum-distance assignment, so two goals falling into one cell get distinct cells);
+  after the whole schedule (makespan) every module drives from its goal cell centre
+  straight to its exact goal pose ``(x, y, yaw)``: the last waypoint is the goal pose;
+* modules moved aside: obstacles that are not ``fixed`` (idle modules, not docked
+  structures) are moved out of the way instead of failing when they stand (a) within
+  ``clearance`` of a goal pose, or (b) on a cell chosen as a moving module's start or goal
+  cell, or (c) on the only corridor between a module's start and goal (found with a
+  shortest path where entering a cell of a movable obstacle costs ``1 + n_cells``, i.e.
+  crossing as few of them as possible). They become additional agents whose goal is the
+  nearest free cell that is no moving module's start or goal cell, lies on none of their
+  shortest paths and is not near a goal pose; they keep their heading.
+
+Times: one grid step takes ``c / nominal_speed``; waypoint times are seconds from the
+stage start. Headings point along the motion; waits keep the heading; the final heading is
+the goal heading.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Collection, Mapping
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
+from smores_assembly.navigation.mapf import (ALGORITHMS, Cell, Grid, NavigationError,
+                                             UnreachableGoalError, solve)
+from smores_assembly.params import check_ranges, param_field
+
+
+@dataclass
+class NavSettings:
+    """Tunables of the navigation planner (also the ROS parameters of the node)."""
+
+    module_width: float = param_field(MODULE_WIDTH, "module footprint (cube width) [m]",
+                                      0.01, 1.0)
+    cell_margin: float = param_field(0.04, "grid cell = module_width + cell_margin [m]",
+                                     0.0, 1.0)
+    clearance: float = param_field(
+        0.115, "a module blocks every cell whose centre is closer than this [m]", 0.0, 2.0)
+    border_cells: int = param_field(2, "free cells added around the scene's bounding box",
+                                    0, 50)
+    goal_search_cells: int = param_field(
+        4, "radius [cells] searched for a free cell near a start or goal pose", 1, 50)
+    nominal_speed: float = param_field(0.03, "planned travel speed [m/s]", 1e-3, 1.0)
+    algorithm: str = param_field("ecbs", "MAPF algorithm: cbs, ecbs or prioritized")
+    suboptimality: float = param_field(1.3, "ECBS suboptimality factor w", 1.0, 10.0)
+    k_robust: int = param_field(1, "robustness: no two modules in a cell within k steps",
+                                0, 3)
+    max_expansions: int = param_field(20000, "bound on high-level search nodes", 1, 10**8)
+    max_low_level_expansions: int = param_field(2_000_000, "bound on space-time expansions",
+                                                1, 10**9)
+    time_limit_s: float = param_field(2.0, "bound on planning wall time [s]", 0.01, 600.0)
+    fallback_prioritized: bool = param_field(
+        True, "when CBS/ECBS hits a bound, try prioritized planning before failing")
+    predock_standoff: float = param_field(
+        0.06, "distance of the pre-dock pose from the docked pose along the dock axis [m]",
+        0.0, 1.0)
+    replan_lag_m: float = param_field(
+        0.12, "replan when a moving module is this far behind its timed path [m]", 0.0, 10.0)
+    monitor_period_s: float = param_field(0.5, "period of the path-following check [s]",
+                                          0.01, 60.0)
+
+    @property
+    def cell_size(self) -> float:
+        """Grid cell size [m]."""
+        return self.module_width + self.cell_margin
+
+    def validate(self) -> None:
+        """Raise ValueError naming the field on an out-of-range or unknown value."""
+        check_ranges(self)
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm: {self.algorithm!r} not one of {ALGORITHMS}")
+
+
+@dataclass
+class StagePlan:
+    """Timed world paths of one stage.
+
+    Attributes:
+        paths: module id -> list of ``(t [s from stage start], Pose2D in world)``, times
+            non-decreasing; first entry = the module's current pose at t = 0, last entry =
+            its goal pose (moving modules) or its parking cell centre (moved aside).
+        moved_aside: ids of obstacle modules planned as extra agents to clear the way.
+        start_cells, goal_cells: module id -> grid cell used by the MAPF search.
+        cell_size: [m]; origin: world position of cell (0, 0)'s centre [m]; shape: (W, H).
+        stats: algorithm, cost, makespan (steps), step_s, runtime_s, expansions, notes.
+    """
+
+    paths: dict[str, list[tuple[float, Pose2D]]]
+    moved_aside: list[str]
+    start_cells: dict[str, Cell] = field(default_factory=dict)
+    goal_cells: dict[str, Cell] = field(default_factory=dict)
+    cell_size: float = 0.0
+    origin: tuple[float, float] = (0.0, 0.0)
+    shape: tuple[int, int] = (0, 0)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        """Time of the last waypoint of all paths [s]."""
+        return max((p[-1][0] for p in self.paths.values() if p), default=0.0)
+
+
+def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:
+    """Planned pose at time ``t`` [s] (linear interpolation; clamped to the path's ends)."""
+    if not path:
+        raise ValueError("path: empty")
+    if t <= path[0][0]:
+        return path[0][1]
+    for (t0, p0), (t1, p1) in zip(path, path[1:]):
+        if t <= t1:
+            if t1 - t0 <= 0.0:
+                return p1
+            s = (t - t0) / (t1 - t0)
+            return Pose2D(p0.x + s * (p1.x - p0.x), p0.y + s * (p1.y - p0.y),
+                          wrap_angle(p0.yaw + s * wrap_angle(p1.yaw - p0.yaw)))
+    return path[-1][1]
+
+
+class _Scene:
+    """The grid laid over one stage's scene."""
+
+    def __init__(self, points: np.ndarray, s: NavSettings):
+        c = s.cell_size
+        lo = points.min(axis=0) - s.border_cells * c
+        hi = points.max(axis=0) + s.border_cells * c
+        self.c = c
+        self.origin = (float(lo[0]), float(lo[1]))
+        self.W = int(math.ceil((hi[0] - lo[0]) / c - 1e-9)) + 1
+        self.H = int(math.ceil((hi[1] - lo[1]) / c - 1e-9)) + 1
+        self.clearance = s.clearance
+
+    def center(self, cell: Cell) -> tuple[float, float]:
+        return (self.origin[0] + cell[0] * self.c, self.origin[1] + cell[1] * self.c)
+
+    def near(self, x: float, y: float, radius: float) -> list[tuple[float, Cell]]:
+        """Cells whose centre is closer than ``radius`` to (x, y), as (distance, cell)."""
+        i0 = (x - self.origin[0]) / self.c
+        j0 = (y - self.origin[1]) / self.c
+        r = int(math.ceil(radius / self.c)) + 1
+        out = []
+        for i in range(max(0, int(math.floor(i0)) - r), min(self.W, int(math.ceil(i0)) + r + 1)):
+            for j in range(max(0, int(math.floor(j0)) - r),
+                           min(self.H, int(math.ceil(j0)) + r + 1)):
+                cx, cy = self.center((i, j))
+                d = math.hypot(cx - x, cy - y)
+                if d < radius:
+                    out.append((d, (i, j)))
+        out.sort()
+        return out
+
+
+def _assign(scene: _Scene, targets: dict[str, tuple[float, float]], allowed, penalty,
+            radius: float, what: str) -> dict[str, Cell]:
+    """Distinct cells near each target minimising the summed distance (+ penalties)."""
+    ids = sorted(targets)
+    cand: dict[Cell, int] = {}
+    rows = []
+    for a in ids:
+        x, y = targets[a]
+        opts = [(d + penalty(cell), cell) for d, cell in scene.near(x, y, radius)
+                if allowed(a, cell)]
+        if not opts:
+            raise UnreachableGoalError(
+                f"module {a!r}: no free grid cell within {radius:.3f} m of its {what} "
+                f"({x:.3f}, {y:.3f})")
+        for _, cell in opts:
+            cand.setdefault(cell, len(cand))
+        rows.append(opts)
+    big = 1e6
+    cost = np.full((len(ids), len(cand)), big)
+    for r, opts in enumerate(rows):
+        for v, cell in opts:
+            cost[r, cand[cell]] = v
+    ri, ci = linear_sum_assignment(cost)
+    cells = list(cand)
+    out = {}
+    for r, col in zip(ri, ci):
+        if cost[r, col] >= big:
+            raise UnreachableGoalError(
+                f"module {ids[r]!r}: no distinct free grid cell near its {what} "
+                "(too crowded)")
+        out[ids[r]] = cells[col]
+    return out
+
+
+def _seg_dist(p, a, b) -> float:
+    ax, ay = a
+    bx, by = b
+    dx, dy = bx - ax, by - ay
+    L = dx * dx + dy * dy
+    s = 0.0 if L == 0 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / L))
+    return math.hypot(p[0] - ax - s * dx, p[1] - ay - s * dy)
+
+
+def _cheapest_crossing(W: int, H: int, fixed: set, movable: dict, src: Cell, dst: Cell):
+    """Path src -> dst through non-fixed cells crossing as few movable-occupied cells as
+    possible (Dijkstra; a movable cell costs 1 + W*H). Returns the cells or None."""
+    big = 1 + W * H
+    dist = {src: 0}
+    prev = {}
+    pq = [(0, src)]
+    while pq:
+        d, u = heapq.heappop(pq)
+        if u == dst:
+            path = [u]
+            while u in prev:
+                u = prev[u]
+                path.append(u)
+            return path[::-1]
+        if d > dist[u]:
+            continue
+        x, y = u
+        for v in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+            if not (0 <= v[0] < W and 0 <= v[1] < H) or v in fixed:
+                continue
+            nd = d + (big if v in movable else 1)
+            if nd < dist.get(v, 1 << 62):
+                dist[v] = nd
+                prev[v] = u
+                heapq.heappush(pq, (nd, v))
+    return None
+
+
+def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
+               settings: NavSettings | None = None,
+               fixed: Collection[str] = ()) -> StagePlan:
+    """Plan timed, collision-free world paths for the modules that move in one stage.
+
+    Args:
+        moving: module id -> (current pose, goal pose), both in ``world`` [m, m, rad].
+        obstacles: every other module id -> its pose in ``world``.
+        settings: planner tunables (:class:`NavSettings`).
+        fixed: ids of ``obstacles`` that must never be moved (docked structures); all other
+            obstacles may be moved aside (listed in ``StagePlan.moved_aside``).
+
+    Returns:
+        A :class:`StagePlan` (empty when ``moving`` is empty).
+
+    Raises:
+        ValueError: a module id both moving and obstacle, an unknown ``fixed`` id, bad
+            settings (naming the field).
+        NavigationError (a ValueError): no free cell near a start/goal, a goal unreachable
+            even after moving every movable obstacle, two goals too close, search bounds
+            exceeded (see :mod:`smores_assembly.navigation.mapf`).
+    """
+    s = settings or NavSettings()
+    s.validate()
+    both = sorted(set(moving) & set(obstacles))
+    if both:
+        raise ValueError(f"obstacles: modules {both} are also moving")
+    unknown = sorted(set(fixed) - set(obstacles))
+    if unknown:
+        raise ValueError(f"fixed: {unknown} are not obstacles")
+    if not moving:
+        return StagePlan({}, [], cell_size=s.cell_size)
+    pts = []
+    for m, (cur, goal) in moving.items():
+        pts += [(cur.x, cur.y), (goal.x, goal.y)]
+    pts += [(p.x, p.y) for p in obstacles.values()]
+    scene = _Scene(np.array(pts, dtype=float), s)
+    W, H = scene.W, scene.H
+    blocks = {o: {cell for _, cell in scene.near(p.x, p.y, s.clearance)}
+              for o, p in obstacles.items()}
+    fixed_cells = set().union(*[blocks[o] for o in fixed]) if fixed else set()
+    radius = s.goal_search_cells * scene.c
+    aside: set[str] = set()
+    goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
+    # (a) movable obstacles standing on a goal pose must go
+    for o, p in obstacles.items():
+        if o in fixed:
+            continue
+        if any(math.hypot(p.x - gx, p.y - gy) < s.clearance for gx, gy in goals_xy.values()):
+            aside.add(o)
+
+    def movable_cells() -> dict[Cell, set[str]]:
+        mc: dict[Cell, set[str]] = {}
+        for o in obstacles:
+            if o in fixed or o in aside:
+                continue
+            for cell in blocks[o]:
+                mc.setdefault(cell, set()).add(o)
+        return mc
+
+    penalty_occupied = 2.0 * scene.c
+    for _ in range(len(obstacles) + 2):
+        mc = movable_cells()
+        before = set(aside)
+        goal_cells = _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
+                             lambda cell: penalty_occupied if cell in mc else 0.0,
+                             radius, "goal pose")
+        start_xy = {m: (cur.x, cur.y) for m, (cur, _) in moving.items()}
+        start_cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
+                              lambda cell: penalty_occupied if cell in mc else 0.0,
+                              radius, "current pose")
+        for cell in list(goal_cells.values()) + list(start_cells.values()):
+            aside |= mc.get(cell, set())
+        mc = movable_cells()
+        for m in sorted(moving):
+            path = _cheapest_crossing(W, H, fixed_cells, mc, start_cells[m], goal_cells[m])
+            if path is None:
+                raise UnreachableGoalError(
+                    f"module {m!r}: its goal ({goals_xy[m][0]:.3f}, {goals_xy[m][1]:.3f}) is "
+                    "walled off by fixed structures")
+            for cell in path:
+                aside |= mc.get(cell, set())
+        if aside == before:
+            break
+    mc = movable_cells()
+    # parking cells for modules moved aside
+    agents_start = dict(start_cells)
+    agents_goal = dict(goal_cells)
+    if aside:
+        taken = set(goal_cells.values()) | set(start_cells.values())
+        needed = set()
+        blocked = fixed_cells | set(mc)
+        g = Grid(W, H, blocked)
+        for m in moving:
+            d = g.distances(goal_cells[m])
+            a0 = start_cells[m]
+            if a0 in d:  # one shortest path (descending the distance field)
+                cur = a0
+                while d[cur] > 0:
+                    needed.add(cur)
+                    cur = min(g.neighbors(cur), key=lambda n: (d.get(n, 1 << 30), n))
+        legs = [(scene.center(goal_cells[m]), goals_xy[m]) for m in moving]
+
+        def park_ok(a, cell):
+            if cell in blocked or cell in taken or cell in needed:
+                return False
+            cc = scene.center(cell)
+            return all(_seg_dist(cc, a0, b0) >= s.clearance for a0, b0 in legs)
+
+        ox = {o: (obstacles[o].x, obstacles[o].y) for o in aside}
+        parks = _assign(scene, ox, park_ok, lambda cell: 0.0, 3 * radius, "parking area")
+        starts_aside = _assign(scene, ox,
+                               lambda a, cell: cell not in blocked and cell not in taken,
+                               lambda cell: 0.0, radius, "current pose")
+        agents_start.update(starts_aside)
+        agents_goal.update(parks)
+        blocked = fixed_cells | set(mc)
+    else:
+        blocked = fixed_cells | set(mc)
+    grid = Grid(W, H, blocked)
+    sol = solve(grid, agents_start, agents_goal, algorithm=s.algorithm, w=s.suboptimality,
+                k_robust=s.k_robust, max_expansions=s.max_expansions,
+                max_low_level_expansions=s.max_low_level_expansions,
+                time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized)
+    # --- back to the world, with times ---
+    v = s.nominal_speed
+    dt = scene.c / v
+    T = sol.makespan
+    current = {m: cur for m, (cur, _) in moving.items()}
+    current.update({o: obstacles[o] for o in aside})
+    final = {m: goal for m, (_, goal) in moving.items()}
+    for o in aside:
+        cx, cy = scene.center(agents_goal[o])
+        final[o] = Pose2D(cx, cy, obstacles[o].yaw)
+    t0 = max(math.hypot(current[a].x - scene.center(agents_start[a])[0],
+                        current[a].y - scene.center(agents_start[a])[1]) / v
+             for a in sol.paths)
+    t_end = t0 + T * dt
+    paths: dict[str, list[tuple[float, Pose2D]]] = {}
+    for a, cells in sol.paths.items():
+        cur = current[a]
+        wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
+        yaw = cur.yaw
+        px, py = cur.x, cur.y
+        for k in range(T + 1):
+            cell = cells[k] if k < len(cells) else cells[-1]
+            cx, cy = scene.center(cell)
+            if math.hypot(cx - px, cy - py) > 1e-12:
+                yaw = math.atan2(cy - py, cx - px)
+            wp.append((t0 + k * dt, Pose2D(cx, cy, yaw)))
+            px, py = cx, cy
+        goal = final[a]
+        leg = math.hypot(goal.x - px, goal.y - py)
+        if leg > 1e-12:
+            wp.append((t_end + leg / v, goal))
+        else:
+            wp[-1] = (wp[-1][0], goal)
+        paths[a] = _compress(wp)
+    stats = {
+        "algorithm": sol.algorithm, "cost": sol.cost, "makespan": T,
+        "lower_bound": sol.lower_bound, "runtime_s": sol.runtime_s,
+        "high_level_expanded": sol.high_level_expanded,
+        "low_level_expanded": sol.low_level_expanded, "step_s": dt, "t0_s": t0,
+        "grid": [W, H], "notes": list(sol.notes),
+    }
+    return StagePlan(paths=paths, moved_aside=sorted(aside),
+                     start_cells={a: agents_start[a] for a in sol.paths},
+                     goal_cells={a: agents_goal[a] for a in sol.paths},
+                     cell_size=scene.c, origin=scene.origin, shape=(W, H), stats=stats)
+
+
+def _compress(wp: list[tuple[float, Pose2D]]) -> list[tuple[float, Pose2D]]:
+    """Drop inner waypoints of a wait (same pose before and after): keep its two ends."""
+    out: list[tuple[float, Pose2D]] = []
+    for i, (t, p) in enumerate(wp):
+        if 0 < i < len(wp) - 1 and out and out[-1][1] == p and wp[i + 1][1] == p:
+            continue
+        out.append((t, p))
+    return out

@@ -1,0 +1,336 @@
+"""Navigation node: timed, collision-free paths for the modules of the active stage.
+
+Thin adapter over :func:`smores_assembly.navigation.stage.plan_stage`.
+
+Subscribes: ``/assembly/plan`` (AssemblyPlan, latched), ``/modules/states``
+(ModuleStateArray, sensor QoS), ``/assembly/active_stage`` (std_msgs/Int32, latched),
+``/assembly/docking_status`` (DockingStatusArray; modules reported DOCKED are treated as
+part of the fixed structure and are not planned again).
+
+When the active stage ``k >= 0`` is set or changes (and a plan and states are known) it
+plans for every action of stage ``k``:
+
+* an action without helper: the moving body is the action's module, its goal the pre-dock
+  pose ``predock_pose(goal, child_face, predock_standoff)``;
+* an action with ``needs_helper``: the moving body is the helper, its goal the pick-up pose
+  (one module width in front of the module to be carried, facing it, on the free side
+  nearest the helper); a helper serving several actions of one stage goes to the first
+  one (in plan order) whose module is not docked yet, and is replanned when it docks.
+
+Fixed obstacles (never moved): the root module, modules of earlier stages, modules
+reported DOCKED and modules waiting to be carried. Every other tracked module is an
+obstacle that may be moved aside (it then gets a path too).
+
+Publishes: ``/<id>/path`` (nav_msgs/Path, latched, frame ``world``, ``header.stamp`` = stage
+planning time, each pose's stamp = planned arrival time) for every moving or moved-aside
+module; ``/assembly/markers`` (MarkerArray, namespace ``paths``). On a planning failure the
+error is logged and an empty Path is published for the affected modules (the docking
+controller then drives directly).
+
+Service ``/navigation/replan`` (std_srvs/Trigger) replans from the current poses; a moving
+module lagging more than ``replan_lag_m`` behind its timed path triggers the same.
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+from geometry_msgs.msg import Point, PoseStamped
+from nav_msgs.msg import Path
+from rclpy.node import Node
+from std_msgs.msg import ColorRGBA, Int32
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
+from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
+from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
+from smores_assembly.ros import common
+
+_PHASE_DOCKED = 6
+
+
+def pickup_pose(module: Pose2D, helper: Pose2D, others: list[Pose2D], width: float,
+                clearance: float) -> Pose2D:
+    """Pose of a helper about to lift ``module``: one ``width`` in front of one of the
+    module's four sides, facing it (helper yaw points at the module), on the side whose
+    spot is free of ``others`` (centre farther than ``clearance``) and nearest the helper.
+    Falls back to the side nearest the helper when none is free."""
+    cands = []
+    for k in range(4):
+        a = module.yaw + k * math.pi / 2
+        p = Pose2D(module.x + width * math.cos(a), module.y + width * math.sin(a),
+                   wrap_angle(a + math.pi))
+        free = all(p.distance_to(o) >= clearance for o in others)
+        cands.append((not free, p.distance_to(helper), k, p))
+    cands.sort(key=lambda c: c[:3])
+    return cands[0][3]
+
+
+class NavigationNode(Node):
+    """See the module docstring."""
+
+    def __init__(self, **node_kwargs) -> None:
+        """``node_kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, overrides)."""
+        super().__init__("navigation", **node_kwargs)
+
+        def _validate(s: NavSettings):
+            try:
+                s.validate()
+            except ValueError as exc:
+                return str(exc)
+            return None
+
+        self.settings = common.declare_dataclass_params(self, NavSettings(), validate=_validate)
+        self._plan: AssemblyPlan | None = None
+        self._poses: dict[str, Pose2D] = {}
+        self._stage = -1
+        self._docked: set[str] = set()
+        self._pending = False
+        self._current: StagePlan | None = None
+        self._current_moving: set[str] = set()
+        self._t_start = 0.0
+        self._helper_targets: dict[str, str] = {}
+        self._last_replan = -1e9
+        self._path_pubs: dict[str, object] = {}
+        self._published: set[str] = set()
+        self.plan_count = 0  # number of planning attempts (tests, diagnostics)
+        self.last_error = ""
+        self.create_subscription(AssemblyPlan, common.TOPIC_PLAN, self._on_plan,
+                                 common.LATCHED_QOS)
+        self.create_subscription(ModuleStateArray, common.TOPIC_STATES, self._on_states,
+                                 common.SENSOR_QOS)
+        self.create_subscription(Int32, common.TOPIC_ACTIVE_STAGE, self._on_stage,
+                                 common.LATCHED_QOS)
+        self.create_subscription(DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+                                 self._on_status, 10)
+        self._marker_pub = self.create_publisher(MarkerArray, common.TOPIC_MARKERS,
+                                                 common.LATCHED_QOS)
+        self.create_service(Trigger, "/navigation/replan", self._on_replan)
+        self._timer = self.create_timer(self.settings.monitor_period_s, self._monitor)
+        self.get_logger().info("navigation ready")
+
+    # --- inputs ---------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_plan(self, msg: AssemblyPlan) -> None:
+        self._plan = msg
+        self._docked.clear()
+        if self._stage >= 0:
+            self._pending = True
+            self._try_plan("new assembly plan")
+
+    def _on_states(self, msg: ModuleStateArray) -> None:
+        for m in msg.modules:
+            if m.tracked:
+                self._poses[m.id] = Pose2D(m.x, m.y, m.yaw)
+            else:
+                self._poses.pop(m.id, None)
+        if self._pending:
+            self._try_plan("module states arrived")
+
+    def _on_stage(self, msg: Int32) -> None:
+        k = int(msg.data)
+        if k == self._stage and self._current is not None:
+            return
+        self._stage = k
+        self._current = None
+        if k < 0:
+            self._pending = False
+            return
+        self._pending = True
+        self._try_plan(f"stage {k} active")
+
+    def _on_status(self, msg: DockingStatusArray) -> None:
+        newly = {s.module for s in msg.modules if s.phase == _PHASE_DOCKED} - self._docked
+        if not newly:
+            return
+        self._docked |= newly
+        # a helper whose carried module just docked goes on to its next module
+        if any(self._helper_targets.get(h) in newly for h in self._helper_targets):
+            self._pending = True
+            self._try_plan(f"{sorted(newly)} docked")
+
+    def _on_replan(self, _req, resp):
+        if self._stage < 0 or self._plan is None:
+            resp.success, resp.message = False, "no active stage"
+            return resp
+        self._pending = True
+        ok = self._try_plan("replan requested")
+        resp.success = ok
+        resp.message = "replanned" if ok else (self.last_error or "waiting for module states")
+        return resp
+
+    # --- planning -------------------------------------------------------------------------
+    def _stage_problem(self):
+        """(moving, obstacles, fixed, missing) for the active stage from plan and poses."""
+        plan, k, s = self._plan, self._stage, self.settings
+        actions = list(plan.actions)
+        fixed = {plan.root.root_module} if plan.root.root_module else set()
+        fixed |= {a.module for a in actions if a.stage < k}
+        fixed |= self._docked
+        moving: dict[str, tuple[Pose2D, Pose2D]] = {}
+        missing: list[str] = []
+        helper_targets: dict[str, str] = {}
+        for a in actions:
+            if a.stage != k or a.module in self._docked:
+                continue
+            goal = Pose2D(a.goal_x, a.goal_y, a.goal_yaw)
+            if a.needs_helper:
+                fixed.add(a.module)
+                h = a.helper
+                if not h:
+                    continue  # the planner refuses such plans; nothing to drive
+                if h in helper_targets:
+                    continue  # this helper first serves an earlier action
+                if h not in self._poses or a.module not in self._poses:
+                    missing += [x for x in (h, a.module) if x not in self._poses]
+                    continue
+                helper_targets[h] = a.module
+                others = [p for m, p in self._poses.items() if m not in (h, a.module)]
+                goal_pose = pickup_pose(self._poses[a.module], self._poses[h], others,
+                                        s.module_width, s.clearance)
+                moving[h] = (self._poses[h], goal_pose)
+            else:
+                if a.module not in self._poses:
+                    missing.append(a.module)
+                    continue
+                face = Face.parse(a.child_face, "child_face")
+                moving[a.module] = (self._poses[a.module],
+                                    predock_pose(goal, face, s.predock_standoff))
+        obstacles = {m: p for m, p in self._poses.items() if m not in moving}
+        fixed = {m for m in fixed if m in obstacles}
+        self._helper_targets = helper_targets
+        return moving, obstacles, fixed, missing
+
+    def _try_plan(self, reason: str) -> bool:
+        if self._plan is None or self._stage < 0 or not self._poses:
+            return False
+        moving, obstacles, fixed, missing = self._stage_problem()
+        if missing and not moving:
+            # states may still be incomplete: wait for more (the pending flag stays set)
+            self.get_logger().warn(f"stage {self._stage}: no pose yet for {sorted(missing)}")
+            return False
+        self._pending = False
+        self.plan_count += 1
+        self._last_replan = self._now()
+        t_start = self._now()
+        if missing:
+            self.get_logger().error(f"stage {self._stage}: untracked modules {sorted(missing)} "
+                                    "are not planned (empty path)")
+            self._publish_empty(missing, t_start)
+        if not moving:
+            self._current = None
+            return True
+        try:
+            sp = plan_stage(moving, obstacles, self.settings, fixed=fixed)
+        except ValueError as exc:  # NavigationError is a ValueError
+            self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
+            self.get_logger().error(self.last_error + " — publishing empty paths "
+                                    f"for {sorted(moving)} (direct driving)")
+            self._current = None
+            self._publish_empty(sorted(moving), t_start)
+            return False
+        self.last_error = ""
+        self._current, self._t_start = sp, t_start
+        self._current_moving = set(moving)
+        for m, path in sp.paths.items():
+            self._publish_path(m, path, t_start)
+        self._publish_markers(sp)
+        st = sp.stats
+        self.get_logger().info(
+            f"stage {self._stage} ({reason}): planned {sorted(moving)}"
+            + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")
+            + f" with {st['algorithm']}: cost {st['cost']}, makespan {st['makespan']} steps, "
+            f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms")
+        return True
+
+    # --- outputs --------------------------------------------------------------------------
+    def _pub(self, m: str):
+        pub = self._path_pubs.get(m)
+        if pub is None:
+            pub = self.create_publisher(Path, common.module_topic(m, "path"), common.LATCHED_QOS)
+            self._path_pubs[m] = pub
+        return pub
+
+    def _publish_path(self, m: str, path: list[tuple[float, Pose2D]], t_start: float) -> None:
+        msg = Path()
+        msg.header.frame_id = common.WORLD_FRAME
+        msg.header.stamp = common.sec_to_time(t_start)
+        for t, p in path:
+            ps = PoseStamped()
+            ps.header.frame_id = common.WORLD_FRAME
+            ps.header.stamp = common.sec_to_time(t_start + t)
+            ps.pose = common.pose2d_to_pose(p)
+            msg.poses.append(ps)
+        self._pub(m).publish(msg)
+        self._published.add(m)
+
+    def _publish_empty(self, modules, t_start: float) -> None:
+        for m in modules:
+            msg = Path()
+            msg.header.frame_id = common.WORLD_FRAME
+            msg.header.stamp = common.sec_to_time(t_start)
+            self._pub(m).publish(msg)
+
+    def _publish_markers(self, sp: StagePlan) -> None:
+        arr = MarkerArray()
+        clear = Marker()
+        clear.header.frame_id = common.WORLD_FRAME
+        clear.ns = "paths"
+        clear.action = Marker.DELETEALL
+        arr.markers.append(clear)
+        stamp = self.get_clock().now().to_msg()
+        for i, (m, path) in enumerate(sorted(sp.paths.items())):
+            mk = Marker()
+            mk.header.frame_id = common.WORLD_FRAME
+            mk.header.stamp = stamp
+            mk.ns = "paths"
+            mk.id = i
+            mk.type = Marker.LINE_STRIP
+            mk.action = Marker.ADD
+            mk.pose.orientation.w = 1.0
+            mk.scale.x = 0.01
+            hue = (i * 0.61803398875) % 1.0
+            aside = m in sp.moved_aside
+            mk.color = ColorRGBA(r=0.5 if aside else 0.2 + 0.8 * hue,
+                                 g=0.5 if aside else 0.8 - 0.6 * hue,
+                                 b=0.5 if aside else 0.9, a=0.9)
+            mk.text = m
+            mk.points = [Point(x=float(p.x), y=float(p.y), z=0.005) for _, p in path]
+            arr.markers.append(mk)
+        self._marker_pub.publish(arr)
+
+    # --- monitoring -----------------------------------------------------------------------
+    def _monitor(self) -> None:
+        sp = self._current
+        if sp is None or self._stage < 0:
+            return
+        now = self._now()
+        t = now - self._t_start
+        if now - self._last_replan < max(1.0, 2 * self.settings.monitor_period_s):
+            return
+        for m in sorted(self._current_moving):
+            path = sp.paths.get(m)
+            if not path or m in self._docked or m not in self._poses:
+                continue
+            if t > path[-1][0]:
+                continue  # path finished: the docking controller takes over
+            lag = self._poses[m].distance_to(pose_at(path, t))
+            if lag > self.settings.replan_lag_m:
+                self.get_logger().warn(f"{m} is {lag:.3f} m off its timed path "
+                                       f"(> replan_lag_m={self.settings.replan_lag_m}): "
+                                       "replanning from the current poses")
+                self._pending = True
+                self._try_plan(f"{m} fell behind")
+                return
+
+
+def main(args=None) -> int:
+    """Run the navigation node."""
+    return common.run_node(NavigationNode, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""MAPF core: optimality against a brute-force oracle, ECBS bound, validator, error classes, CLI."""
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
+                                             InvalidCellError, NavigationError,
+                                             SearchLimitError, UnreachableGoalError, solve,
+                                             validate_schedule)
+
+
+# --- brute-force oracle: Dijkstra in the joint space ---------------------------------------
+
+def brute_force_cost(grid: Grid, starts: dict, goals: dict) -> int:
+    """Optimal sum of costs by Dijkstra over (joint positions, parked flags).
+
+    An agent may "park" (zero-cost transition) when it stands on its goal; a parked agent
+    never moves again. One joint step costs the number of agents not yet parked, so an
+    agent parked at time T contributes T: the standard sum-of-costs objective.
+    """
+    names = sorted(starts)
+    n = len(names)
+    goal = tuple(tuple(goals[a]) for a in names)
+    moves = {}
+    for x in range(grid.width):
+        for y in range(grid.height):
+            if grid.free((x, y)):
+                moves[(x, y)] = [(x, y)] + grid.neighbors((x, y))
+    start = (tuple(tuple(starts[a]) for a in names), 0)
+    full = (1 << n) - 1
+    dist = {start: 0}
+    pq = [(0, start)]
+    while pq:
+        d, (pos, parked) = heapq.heappop(pq)
+        if d > dist[(pos, parked)]:
+            continue
+        if parked == full:
+            return d
+        # parking transitions (cost 0)
+        for i in range(n):
+            if not parked >> i & 1 and pos[i] == goal[i]:
+                st = (pos, parked | 1 << i)
+                if d < dist.get(st, 1 << 30):
+                    dist[st] = d
+                    heapq.heappush(pq, (d, st))
+        active = [i for i in range(n) if not parked >> i & 1]
+        step = len(active)
+        opts = [moves[pos[i]] if i in active else [pos[i]] for i in range(n)]
+        for nxt in itertools.product(*opts):
+            if len(set(nxt)) < n:
+                continue
+            if any(nxt[i] == pos[j] and nxt[j] == pos[i] and i != j and pos[i] != pos[j]
+                   for i in range(n) for j in range(i + 1, n)):
+                continue
+            st = (nxt, parked)
+            if d + step < dist.get(st, 1 << 30):
+                dist[st] = d + step
+                heapq.heappush(pq, (d + step, st))
+    raise AssertionError("no solution")
+
+
+def random_instance(rng, w, h, n_obs, n_agents):
+    while True:
+        cells = [(x, y) for x in range(w) for y in range(h)]
+        obs = rng.sample(cells, n_obs)
+        grid = Grid(w, h, obs)
+        free = [c for c in cells if grid.free(c)]
+        comp = sorted(grid.distances(free[0]))
+        if len(comp) != len(free) or len(free) < n_agents + 1:
+            continue
+        s = rng.sample(free, n_agents)
+        g = rng.sample(free, n_agents)
+        names = [f"a{i}" for i in range(n_agents)]
+        return grid, dict(zip(names, s)), dict(zip(names, g))
+
+
+def _solvable(grid, s, g):
+    try:
+        return brute_force_cost(grid, s, g)
+    except AssertionError:
+        return None
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cbs_matches_brute_force_optimum_and_ecbs_stays_within_w(seed):
+    rng = random.Random(seed)
+    if seed % 3:  # 2 or 3 agents on 4x4 with 3 obstacles
+        grid, s, g = random_instance(rng, 4, 4, 3, 2 + seed % 2)
+    else:  # 3 agents on 3x3 with 1 obstacle (crowded)
+        grid, s, g = random_instance(rng, 3, 3, 1, 3)
+    opt = _solvable(grid, s, g)
+    if opt is None:
+        with pytest.raises(NavigationError):
+            solve(grid, s, g, algorithm="cbs", max_expansions=2000, time_limit_s=2.0)
+        return
+    cbs = solve(grid, s, g, algorithm="cbs")
+    assert validate_schedule(grid, s, g, cbs.paths) == []
+    assert cbs.cost == opt
+    assert cbs.lower_bound == opt
+    for w in (1.0, 1.2, 1.5):
+        ecbs = solve(grid, s, g, algorithm="ecbs", w=w)
+        assert validate_schedule(grid, s, g, ecbs.paths) == []
+        assert opt <= ecbs.cost <= w * opt + 1e-9
+        assert ecbs.lower_bound <= opt
+
+
+def test_classic_swap_through_a_side_pocket():
+    # a corridor with one side cell: the two agents must use the pocket to pass
+    grid = Grid(5, 2, [(0, 1), (1, 1), (3, 1), (4, 1)])
+    s, g = {"a": (0, 0), "b": (4, 0)}, {"a": (4, 0), "b": (0, 0)}
+    opt = brute_force_cost(grid, s, g)
+    for alg in ("cbs", "ecbs"):
+        sol = solve(grid, s, g, algorithm=alg, w=1.5)
+        assert validate_schedule(grid, s, g, sol.paths) == []
+        assert sol.cost <= 1.5 * opt
+    assert solve(grid, s, g, algorithm="cbs").cost == opt == 11
+
+
+@pytest.mark.parametrize("k", [0, 1])
+@pytest.mark.parametrize("alg", ["cbs", "ecbs", "prioritized"])
+def test_every_algorithm_returns_valid_schedules_on_random_instances(alg, k):
+    rng = random.Random(100 + k)
+    for _ in range(6):
+        grid, s, g = random_instance(rng, 8, 8, 8, 6)
+        try:
+            sol = solve(grid, s, g, algorithm=alg, w=1.3, k_robust=k, time_limit_s=5.0)
+        except SearchLimitError:
+            assert alg == "prioritized"  # incomplete by design
+            continue
+        assert validate_schedule(grid, s, g, sol.paths, k_robust=k) == []
+        assert sol.cost == sum(len(p) - 1 for p in sol.paths.values())
+
+
+def test_k_robust_forbids_following():
+    # a chain: with k = 0 the agents may follow each other, with k = 1 never
+    grid = Grid(4, 1)
+    s, g = {"a": (1, 0), "b": (0, 0)}, {"a": (3, 0), "b": (2, 0)}
+    sol0 = solve(grid, s, g, algorithm="cbs")
+    assert sol0.cost == 4
+    sol1 = solve(grid, s, g, algorithm="cbs", k_robust=1)
+    assert validate_schedule(grid, s, g, sol1.paths, k_robust=1) == []
+    assert validate_schedule(grid, s, g, sol0.paths, k_robust=1) != []
+    assert sol1.cost == 5  # b waits one step before following
+
+
+# --- unsolvable classes --------------------------------------------------------------------
+
+def test_duplicate_goals():
+    with pytest.raises(DuplicateGoalError, match="share the goal"):
+        solve(Grid(3, 3), {"a": (0, 0), "b": (2, 2)}, {"a": (1, 1), "b": (1, 1)})
+
+
+def test_duplicate_starts():
+    with pytest.raises(DuplicateStartError):
+        solve(Grid(3, 3), {"a": (0, 0), "b": (0, 0)}, {"a": (1, 1), "b": (2, 2)})
+
+
+def test_start_or_goal_in_obstacle_or_outside():
+    grid = Grid(3, 3, [(1, 1)])
+    with pytest.raises(InvalidCellError, match="start .* inside an obstacle"):
+        solve(grid, {"a": (1, 1)}, {"a": (0, 0)})
+    with pytest.raises(InvalidCellError, match="goal .* outside"):
+        solve(grid, {"a": (0, 0)}, {"a": (3, 0)})
+    with pytest.raises(InvalidCellError, match="goal .* inside an obstacle"):
+        solve(grid, {"a": (0, 0)}, {"a": (1, 1)})
+
+
+def test_unreachable_goal_detected_before_search():
+    grid = Grid(5, 5, [(2, y) for y in range(5)])
+    with pytest.raises(UnreachableGoalError, match="not reachable"):
+        solve(grid, {"a": (0, 0)}, {"a": (4, 4)}, max_expansions=1)
+    assert isinstance(UnreachableGoalError("x"), ValueError)
+
+
+def test_search_bound_exceeded_on_unsolvable_corridor_swap():
+    # two agents must swap in a corridor without passing place: no solution, CBS runs on
+    grid = Grid(4, 1)
+    s, g = {"a": (0, 0), "b": (3, 0)}, {"a": (3, 0), "b": (0, 0)}
+    with pytest.raises(SearchLimitError, match="max_expansions=300"):
+        solve(grid, s, g, algorithm="cbs", max_expansions=300)
+    with pytest.raises(SearchLimitError, match="time_limit_s"):
+        solve(grid, s, g, algorithm="ecbs", max_expansions=10**9, time_limit_s=0.2)
+    with pytest.raises(SearchLimitError):
+        solve(grid, s, g, algorithm="ecbs", max_expansions=200, fallback=True)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="algorithm"):
+        solve(Grid(2, 2), {"a": (0, 0)}, {"a": (1, 1)}, algorithm="astar")
+    with pytest.raises(ValueError, match="w:"):
+        solve(Grid(2, 2), {"a": (0, 0)}, {"a": (1, 1)}, w=0.9)
+    with pytest.raises(ValueError, match="obstacles"):
+        Grid(2, 2, [(5, 5)])
+
+
+# --- the validator catches violations ------------------------------------------------------
+
+def test_validator_reports_each_kind_of_violation():
+    grid = Grid(3, 3, [(1, 1)])
+    s, g = {"a": (0, 0), "b": (2, 0)}, {"a": (2, 0), "b": (0, 0)}
+    assert any("jump" in e for e in validate_schedule(grid, s, g, {"a": [(0, 0), (2, 0)],
+                                                                   "b": [(2, 0), (0, 0)]}))
+    swap = {"a": [(0, 0), (1, 0), (2, 0)], "b": [(2, 0), (1, 0), (0, 0)]}
+    assert any("both at" in e for e in validate_schedule(grid, s, g, swap))
+    swap2 = {"a": [(0, 0), (1, 0)], "b": [(1, 0), (0, 0)]}
+    errs = validate_schedule(Grid(2, 1), {"a": (0, 0), "b": (1, 0)},
+                             {"a": (1, 0), "b": (0, 0)}, swap2)
+    assert any("swap" in e for e in errs)
+    assert any("obstacle" in e or "blocked" in e for e in validate_schedule(
+        grid, {"a": (0, 1)}, {"a": (2, 1)}, {"a": [(0, 1), (1, 1), (2, 1)]}))
+    assert any("ends at" in e for e in validate_schedule(
+        grid, {"a": (0, 0)}, {"a": (2, 0)}, {"a": [(0, 0), (1, 0)]}))
+    # parked agent blocks its goal forever
+    errs = validate_schedule(Grid(3, 2), {"a": (0, 0), "b": (2, 1)}, {"a": (1, 0), "b": (0, 1)},
+                             {"a": [(0, 0), (1, 0)],
+                              "b": [(2, 1), (2, 0), (1, 0), (0, 0), (0, 1)]})
+    assert any("both at" in e for e in errs)
+
+
+# --- command line (libMultiRobotPlanning formats) ------------------------------------------
+
+def _cli(tmp_path, data, *args):
+    f = tmp_path / "in.yaml"
+    f.write_text(yaml.safe_dump(data))
+    return subprocess.run([sys.executable, "-m", "smores_assembly.navigation", str(f), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_solves_and_prints_the_output_format(tmp_path):
+    data = {"map": {"dimensions": [5, 2], "obstacles": [[0, 1], [1, 1], [3, 1], [4, 1]]},
+            "agents": [{"name": "agent0", "start": [0, 0], "goal": [4, 0]},
+                       {"name": "agent1", "start": [4, 0], "goal": [0, 0]}]}
+    for alg in ("cbs", "ecbs"):
+        r = _cli(tmp_path, data, "--algorithm", alg, "--w", "1.3")
+        assert r.returncode == 0, r.stderr
+        out = yaml.safe_load(r.stdout)
+        st = out["statistics"]
+        assert set(st) == {"cost", "makespan", "runtime", "highLevelExpanded",
+                           "lowLevelExpanded"}
+        grid = Grid(5, 2, data["map"]["obstacles"])
+        s = {a["name"]: tuple(a["start"]) for a in data["agents"]}
+        g = {a["name"]: tuple(a["goal"]) for a in data["agents"]}
+        assert validate_schedule(grid, s, g, out["schedule"]) == []
+        assert st["cost"] == sum(len(v) - 1 for v in out["schedule"].values())
+        if alg == "cbs":
+            assert st["cost"] == 11  # brute-force optimum (test above)
+    out_file = tmp_path / "out.yaml"
+    r = _cli(tmp_path, data, "--output", str(out_file))
+    assert r.returncode == 0 and r.stdout == ""
+    assert "schedule" in yaml.safe_load(out_file.read_text())
+
+
+def test_cli_failure_exits_2_with_one_line(tmp_path):
+    data = {"map": {"dimensions": [3, 3], "obstacles": []},
+            "agents": [{"name": "a", "start": [0, 0], "goal": [1, 1]},
+                       {"name": "b", "start": [2, 2], "goal": [1, 1]}]}
+    r = _cli(tmp_path, data)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "share the goal" in r.stderr
+    data = {"map": {"dimensions": [4, 1], "obstacles": []},
+            "agents": [{"name": "a", "start": [0, 0], "goal": [3, 0]},
+                       {"name": "b", "start": [3, 0], "goal": [0, 0]}]}
+    r = _cli(tmp_path, data, "--max-expansions", "200")
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "max_expansions" in r.stderr
+    r = _cli(tmp_path, {"map": {"dimensions": [3]}, "agents": []})
+    assert r.returncode == 2 and "map.dimensions" in r.stderr
