@@ -54,6 +54,10 @@ from smores_assembly.navigation.mapf import (ALGORITHMS, Cell, Grid, NavigationE
 from smores_assembly.params import check_ranges, param_field
 
 
+class GoalOccupiedError(NavigationError):
+    """A goal pose overlaps a fixed (docked) module: no motion can reach it."""
+
+
 @dataclass
 class NavSettings:
     """Tunables of the navigation planner (also the ROS parameters of the node)."""
@@ -267,6 +271,7 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     Raises:
         ValueError: a module id both moving and obstacle, an unknown ``fixed`` id, bad
             settings (naming the field).
+        GoalOccupiedError: a goal pose overlaps a ``fixed`` module.
         NavigationError (a ValueError): no free cell near a start/goal, a goal unreachable
             even after moving every movable obstacle, two goals too close, search bounds
             exceeded (see :mod:`smores_assembly.navigation.mapf`).
@@ -293,6 +298,13 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     radius = s.goal_search_cells * scene.c
     aside: set[str] = set()
     goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
+    for m, (gx, gy) in sorted(goals_xy.items()):
+        for o in sorted(fixed):
+            d = math.hypot(obstacles[o].x - gx, obstacles[o].y - gy)
+            if d < s.module_width - 1e-9:
+                raise GoalOccupiedError(
+                    f"module {m!r}: goal pose ({gx:.3f}, {gy:.3f}) overlaps fixed module "
+                    f"{o!r} ({d:.3f} m < module_width {s.module_width} m)")
     # (a) movable obstacles standing on a goal pose must go
     for o, p in obstacles.items():
         if o in fixed:

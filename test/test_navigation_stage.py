@@ -1,0 +1,184 @@
+"""Stage planner in world coordinates: safety over time, exact goals, blockers moved aside."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, child_pose, predock_pose)
+from smores_assembly.navigation.mapf import UnreachableGoalError
+from smores_assembly.navigation.stage import (GoalOccupiedError, NavSettings, plan_stage,
+                                              pose_at)
+
+
+def min_separation(plan, moving, obstacles):
+    """Smallest centre distance between two modules (at least one of them planned to move)
+    over the whole plan, sampling every path at 1/20 of a grid step (also mid-transition)."""
+    step = plan.stats["step_s"]
+    T = plan.duration_s
+    ts = np.arange(0.0, T + step / 20, step / 20)
+    static = {o: p for o, p in obstacles.items() if o not in plan.paths}
+    worst = (math.inf, None)
+    ids = sorted(plan.paths)
+    for t in ts:
+        pos = {m: pose_at(plan.paths[m], t) for m in ids}
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                d = pos[a].distance_to(pos[b])
+                if d < worst[0]:
+                    worst = (d, (a, b, t))
+            for o, p in static.items():
+                d = pos[a].distance_to(p)
+                if d < worst[0]:
+                    worst = (d, (a, o, t))
+    return worst
+
+
+def check_plan(plan, moving, obstacles):
+    for m, (cur, goal) in moving.items():
+        path = plan.paths[m]
+        assert path[0] == (0.0, cur)
+        assert path[-1][1] == goal  # exactly the goal pose, heading included
+        times = [t for t, _ in path]
+        assert times == sorted(times)
+    for m in plan.moved_aside:
+        assert plan.paths[m][0][1] == obstacles[m]
+    d, where = min_separation(plan, moving, obstacles)
+    assert d >= MODULE_WIDTH - 1e-9, f"modules {where} only {d:.4f} m apart"
+    return d
+
+
+def structure():
+    """A docked root with two children (fixed) and the pre-dock goals of three more."""
+    root = Pose2D(0.0, 0.0, 0.3)
+    front = child_pose(root, Face.TOP, Face.BOTTOM)
+    back = child_pose(root, Face.BOTTOM, Face.TOP)
+    goals = {
+        "m3": predock_pose(child_pose(root, Face.LEFT, Face.BOTTOM), Face.BOTTOM, 0.06),
+        "m4": predock_pose(child_pose(root, Face.RIGHT, Face.BOTTOM), Face.BOTTOM, 0.06),
+        "m5": predock_pose(child_pose(front, Face.TOP, Face.BOTTOM), Face.BOTTOM, 0.06),
+    }
+    return {"m0": root, "m1": front, "m2": back}, goals
+
+
+def test_stage_reaches_exact_goals_without_contact():
+    fixed, goals = structure()
+    moving = {"m3": (Pose2D(-0.45, 0.5, 1.0), goals["m3"]),
+              "m4": (Pose2D(0.35, -0.55, -2.0), goals["m4"]),
+              "m5": (Pose2D(0.6, 0.45, 0.2), goals["m5"])}
+    obstacles = dict(fixed)
+    obstacles["idle"] = Pose2D(-0.5, -0.3, 0.0)
+    plan = plan_stage(moving, obstacles, NavSettings(), fixed=list(fixed))
+    check_plan(plan, moving, obstacles)
+    assert plan.moved_aside == []
+    assert set(plan.paths) == set(moving)
+    # times: one grid step per cell_size / nominal_speed
+    s = NavSettings()
+    assert plan.stats["step_s"] == pytest.approx(s.cell_size / s.nominal_speed)
+    # headings follow the motion between cell centres
+    for m, path in plan.paths.items():
+        for (t0, p0), (t1, p1) in zip(path[1:-2], path[2:-1]):
+            if p0.distance_to(p1) > 1e-9:
+                assert math.isclose(p1.yaw, math.atan2(p1.y - p0.y, p1.x - p0.x), abs_tol=1e-9)
+                assert t1 - t0 == pytest.approx(plan.stats["step_s"] * p0.distance_to(p1)
+                                                / plan.cell_size, rel=1e-6)
+
+
+def test_idle_module_on_a_goal_is_moved_aside():
+    fixed, goals = structure()
+    g = goals["m3"]
+    moving = {"m3": (Pose2D(-0.5, 0.45, 0.0), g), "m5": (Pose2D(0.6, 0.5, 0.0), goals["m5"])}
+    obstacles = dict(fixed)
+    obstacles["idle"] = Pose2D(g.x + 0.03, g.y - 0.02, 2.0)  # standing on m3's goal
+    obstacles["far"] = Pose2D(0.6, -0.6, 0.0)
+    plan = plan_stage(moving, obstacles, NavSettings(), fixed=list(fixed))
+    assert plan.moved_aside == ["idle"]
+    check_plan(plan, moving, obstacles)
+    park = plan.paths["idle"][-1][1]
+    assert park.yaw == obstacles["idle"].yaw  # keeps its heading
+    for goal in goals.values():
+        assert park.distance_to(goal) >= NavSettings().clearance
+    # a docked module on the goal is never moved: the planner refuses instead
+    with pytest.raises(GoalOccupiedError, match="'m3'.*'idle'"):
+        plan_stage(moving, obstacles, NavSettings(), fixed=list(fixed) + ["idle"])
+
+
+def _room():
+    """A square room of fixed modules (walls 0.08 apart) with a door at +y; the door is
+    closed by two idle modules; the goal is in the room."""
+    walls = {}
+    k = 0
+    half = 0.32
+    xs = [round(-half + 0.08 * i, 3) for i in range(9)]
+    for x in xs:
+        walls[f"w{k}"] = Pose2D(x, -half, 0.0); k += 1
+        if abs(x) > 0.17:  # door: |x| <= 0.16 open at y = +half
+            walls[f"w{k}"] = Pose2D(x, half, 0.0); k += 1
+    for y in xs[1:-1]:
+        walls[f"w{k}"] = Pose2D(-half, y, 0.0); k += 1
+        walls[f"w{k}"] = Pose2D(half, y, 0.0); k += 1
+    blockers = {"b1": Pose2D(-0.06, half, 0.0), "b2": Pose2D(0.06, half, 0.0)}
+    return walls, blockers
+
+
+def test_blockers_in_the_only_corridor_are_moved_aside():
+    walls, blockers = _room()
+    moving = {"m": (Pose2D(0.05, 0.75, -1.57), Pose2D(0.0, 0.0, 0.5))}
+    obstacles = {**walls, **blockers}
+    plan = plan_stage(moving, obstacles, NavSettings(), fixed=list(walls))
+    assert plan.moved_aside and set(plan.moved_aside) <= set(blockers)
+    check_plan(plan, moving, obstacles)
+    # without moving them the goal is unreachable
+    with pytest.raises(UnreachableGoalError):
+        plan_stage(moving, obstacles, NavSettings(), fixed=list(obstacles))
+
+
+def test_two_goals_in_one_cell_get_distinct_cells():
+    # two goal poses closer than a cell: both still end exactly at their goal poses
+    moving = {"a": (Pose2D(-0.5, 0.0, 0.0), Pose2D(0.0, 0.0, 0.0)),
+              "b": (Pose2D(0.5, 0.0, 3.0), Pose2D(0.0, 0.09, 1.0))}
+    plan = plan_stage(moving, {}, NavSettings())
+    assert plan.goal_cells["a"] != plan.goal_cells["b"]
+    assert plan.paths["a"][-1][1] == moving["a"][1]
+    assert plan.paths["b"][-1][1] == moving["b"][1]
+
+
+def test_start_cells_distinct_when_modules_share_a_cell():
+    moving = {"a": (Pose2D(0.0, 0.0, 0.0), Pose2D(0.6, 0.0, 0.0)),
+              "b": (Pose2D(0.085, 0.01, 0.0), Pose2D(-0.6, 0.0, 0.0))}
+    plan = plan_stage(moving, {}, NavSettings())
+    assert plan.start_cells["a"] != plan.start_cells["b"]
+    check_plan(plan, moving, {})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_stages_are_safe(seed):
+    rng = random.Random(seed)
+    fixed, goals = structure()
+    spots = []
+    while len(spots) < 7:
+        p = (rng.uniform(-0.7, 0.7), rng.uniform(-0.7, 0.7))
+        if math.hypot(*p) > 0.4 and all(math.dist(p, q) > 0.15 for q in spots):
+            spots.append(p)
+    ids = ["m3", "m4", "m5"]
+    moving = {m: (Pose2D(*spots[i], rng.uniform(-3, 3)), goals[m]) for i, m in enumerate(ids)}
+    obstacles = dict(fixed)
+    for i in range(3, 7):
+        obstacles[f"i{i}"] = Pose2D(*spots[i], 0.0)
+    plan = plan_stage(moving, obstacles, NavSettings(), fixed=list(fixed))
+    check_plan(plan, moving, obstacles)
+
+
+def test_bad_input_is_refused_with_the_field_name():
+    with pytest.raises(ValueError, match="also moving"):
+        plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {"a": Pose2D(0, 0, 0)})
+    with pytest.raises(ValueError, match="fixed"):
+        plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {}, fixed=["x"])
+    with pytest.raises(ValueError, match="algorithm"):
+        plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {},
+                   NavSettings(algorithm="dijkstra"))
+    with pytest.raises(ValueError, match="nominal_speed"):
+        plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {}, NavSettings(nominal_speed=-1))
+    assert plan_stage({}, {"x": Pose2D(0, 0, 0)}).paths == {}
