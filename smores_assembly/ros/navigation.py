@@ -210,7 +210,7 @@ class NavigationNode(Node):
         moving, obstacles, fixed, missing = self._stage_problem()
         if missing and not moving:
             # states may still be incomplete: wait for more (the pending flag stays set)
-            self.get_logger().warn(f"stage {self._stage}: no pose yet for {sorted(missing)}")
+            self.get_logger().warning(f"stage {self._stage}: no pose yet for {sorted(missing)}")
             return False
         self._pending = False
         self.plan_count += 1
@@ -319,7 +319,7 @@ class NavigationNode(Node):
                 continue  # path finished: the docking controller takes over
             lag = self._poses[m].distance_to(pose_at(path, t))
             if lag > self.settings.replan_lag_m:
-                self.get_logger().warn(f"{m} is {lag:.3f} m off its timed path "
+                self.get_logger().warning(f"{m} is {lag:.3f} m off its timed path "
                                        f"(> replan_lag_m={self.settings.replan_lag_m}): "
                                        "replanning from the current poses")
                 self._pending = True

@@ -1,0 +1,159 @@
+"""Navigation node in-process: plan + states + active stage in, timed Paths and markers out."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+
+def _spin_until(ex, pred, timeout: float, tick=None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if tick is not None:
+            tick()
+        if pred():
+            return True
+        ex.spin_once(timeout_sec=0.02)
+    return pred()
+
+
+@pytest.fixture
+def rig(ros_context):
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.navigation import NavigationNode
+
+    nav = NavigationNode(context=ros_context, parameter_overrides=[
+        Parameter("monitor_period_s", value=0.1)])
+    node = rclpy.create_node("nav_test", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(nav)
+    ex.add_node(node)
+    try:
+        yield nav, node, ex
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        nav.destroy_node()
+
+
+POSES = {"m0": (0.0, 0.0, 0.0), "m1": (0.45, 0.35, 2.0), "m2": (-0.4, -0.35, 0.5),
+         "h0": (-0.45, 0.3, -1.0), "m9": (0.4, -0.4, 0.0)}
+
+
+def _msgs(poses):
+    from smores_assembly.msg import AssemblyPlan, DockingAction, ModuleState, ModuleStateArray
+
+    plan = AssemblyPlan()
+    plan.root.root_module = "m0"
+    plan.num_stages = 1
+    # m1 docks its BOTTOM onto m0's TOP; m2 docks its LEFT (wheel) face onto m0's RIGHT
+    plan.actions = [
+        DockingAction(module="m1", node="front", stage=0, parent_module="m0",
+                      parent_face="TOP", child_face="BOTTOM", needs_helper=False,
+                      goal_x=0.08, goal_y=0.0, goal_yaw=0.0),
+        DockingAction(module="m2", node="right", stage=0, parent_module="m0",
+                      parent_face="RIGHT", child_face="LEFT", needs_helper=True, helper="h0",
+                      goal_x=0.0, goal_y=-0.08, goal_yaw=0.0),
+    ]
+    states = ModuleStateArray()
+    states.header.frame_id = "world"
+    for m, (x, y, yaw) in poses.items():
+        states.modules.append(ModuleState(id=m, x=x, y=y, yaw=yaw, tracked=True))
+    return plan, states
+
+
+def test_paths_end_at_predock_and_pickup_poses(rig):
+    from nav_msgs.msg import Path
+    from std_msgs.msg import Int32
+    from std_srvs.srv import Trigger
+    from visualization_msgs.msg import MarkerArray
+
+    from smores_assembly.geometry import Face, Pose2D, predock_pose
+    from smores_assembly.msg import AssemblyPlan, ModuleStateArray
+    from smores_assembly.ros import common
+    from smores_assembly.ros.navigation import pickup_pose
+
+    nav, node, ex = rig
+    plan, states = _msgs(POSES)
+    paths: dict[str, list] = {"m1": [], "h0": [], "m2": []}
+    markers: list = []
+    for m in paths:
+        node.create_subscription(Path, f"/{m}/path", paths[m].append, common.LATCHED_QOS)
+    node.create_subscription(MarkerArray, common.TOPIC_MARKERS, markers.append,
+                             common.LATCHED_QOS)
+    plan_pub = node.create_publisher(AssemblyPlan, common.TOPIC_PLAN, common.LATCHED_QOS)
+    stage_pub = node.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE, common.LATCHED_QOS)
+    states_pub = node.create_publisher(ModuleStateArray, common.TOPIC_STATES,
+                                       common.SENSOR_QOS)
+    plan_pub.publish(plan)
+    stage_pub.publish(Int32(data=0))
+    assert _spin_until(ex, lambda: paths["m1"] and paths["h0"] and markers, 20.0,
+                       tick=lambda: states_pub.publish(states))
+    assert nav.last_error == ""
+    assert not paths["m2"]  # carried by the helper: it does not drive itself
+
+    want_m1 = predock_pose(Pose2D(0.08, 0.0, 0.0), Face.BOTTOM, 0.06)
+    p = {m: Pose2D(*v) for m, v in POSES.items()}
+    want_h0 = pickup_pose(p["m2"], p["h0"], [p["m0"], p["m1"], p["m9"]], 0.08, 0.115)
+    for m, want in (("m1", want_m1), ("h0", want_h0)):
+        msg = paths[m][-1]
+        assert msg.header.frame_id == "world"
+        assert len(msg.poses) >= 3
+        last = common.pose_to_pose2d(msg.poses[-1].pose)
+        assert abs(last.x - want.x) < 1e-9 and abs(last.y - want.y) < 1e-9
+        assert abs(last.yaw - want.yaw) < 1e-9 or abs(abs(last.yaw - want.yaw) - 6.283185307179586) < 1e-9
+        first = common.pose_to_pose2d(msg.poses[0].pose)
+        assert abs(first.x - p[m].x) < 1e-9 and abs(first.y - p[m].y) < 1e-9
+        stamps = [common.time_to_sec(ps.header.stamp) for ps in msg.poses]
+        t0 = common.time_to_sec(msg.header.stamp)
+        assert stamps[0] == pytest.approx(t0, abs=1e-6)
+        assert all(b >= a for a, b in zip(stamps, stamps[1:])) and stamps[-1] > t0 + 1.0
+    # the helper faces the module it picks up, one width away
+    assert want_h0.distance_to(p["m2"]) == pytest.approx(0.08)
+    mk = [m for m in markers[-1].markers if m.ns == "paths" and m.action == 0]
+    assert {m.text for m in mk} == {"m1", "h0"}
+
+    # replan on request (from the current poses)
+    n_before = nav.plan_count
+    cli = node.create_client(Trigger, "/navigation/replan")
+    assert cli.wait_for_service(timeout_sec=5.0)
+    fut = cli.call_async(Trigger.Request())
+    assert _spin_until(ex, fut.done, 10.0)
+    assert fut.result().success, fut.result().message
+    assert nav.plan_count == n_before + 1
+
+    # a module far off its timed path triggers an automatic replan
+    n_paths = len(paths["m1"])
+    lagging = dict(POSES, m1=(0.45, 0.6, 2.0))
+    _, lag_states = _msgs(lagging)
+    assert _spin_until(ex, lambda: len(paths["m1"]) > n_paths, 15.0,
+                       tick=lambda: states_pub.publish(lag_states))
+    first = common.pose_to_pose2d(paths["m1"][-1].poses[0].pose)
+    assert abs(first.y - 0.6) < 1e-9  # replanned from the current pose
+
+
+def test_planning_failure_publishes_empty_paths(rig):
+    from nav_msgs.msg import Path
+    from std_msgs.msg import Int32
+
+    from smores_assembly.msg import AssemblyPlan, ModuleStateArray
+    from smores_assembly.ros import common
+
+    nav, node, ex = rig
+    plan, states = _msgs(POSES)
+    plan.actions[0].goal_x, plan.actions[0].goal_y = 0.06, 0.0  # pre-dock pose inside m0
+    plan.actions[0].child_face = "TOP"  # pre-dock = goal + 0.06 along +x: (0.0, 0.0)
+    got: list = []
+    node.create_subscription(Path, "/m1/path", got.append, common.LATCHED_QOS)
+    node.create_publisher(AssemblyPlan, common.TOPIC_PLAN, common.LATCHED_QOS).publish(plan)
+    node.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE, common.LATCHED_QOS).publish(
+        Int32(data=0))
+    pub = node.create_publisher(ModuleStateArray, common.TOPIC_STATES, common.SENSOR_QOS)
+    assert _spin_until(ex, lambda: got, 20.0, tick=lambda: pub.publish(states))
+    assert len(got[-1].poses) == 0 and got[-1].header.frame_id == "world"
+    assert "overlaps fixed module 'm0'" in nav.last_error
