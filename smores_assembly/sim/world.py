@@ -341,6 +341,11 @@ class SimWorld:
         p, t = self._joint[self._i(module)]
         return float(p), float(t)
 
+    def joint_targets(self, module: str) -> tuple[float, float]:
+        """Commanded (pan, tilt) of ``module`` [rad]."""
+        p, t = self._joint_target[self._i(module)]
+        return float(p), float(t)
+
     def wheel_speeds(self, module: str) -> tuple[float, float]:
         """Current (left, right) wheel speeds of ``module`` [rad/s]."""
         l, r = self._wheel[self._i(module)]

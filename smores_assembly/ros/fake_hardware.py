@@ -1,0 +1,462 @@
+"""``fake_hardware`` node: simulated SMORES-EP modules seen through a simulated mocap.
+
+Thin ROS adapter over :class:`smores_assembly.sim.SimWorld` (the physics is documented
+there). Run it as ``python -m smores_assembly.ros.fake_hardware --ros-args -p scenario:=...``.
+
+Time: this node is the time source. It steps the physics on a **wall-clock** (steady) timer
+at ``physics_rate_hz`` in simulated time, ``real_time_factor`` times faster than wall time
+(``0``: as fast as possible, still servicing callbacks between batches of steps), and
+publishes ``/clock`` (when ``publish_clock``) so that the rest of the stack runs with
+``use_sim_time``. It refuses ``use_sim_time:=true`` for itself. All stamps are simulated time.
+
+Subscribes (per module ``<id>`` of the scenario):
+
+* ``/<id>/cmd_vel`` (geometry_msgs/Twist): ``linear.x`` [m/s], ``angular.z`` [rad/s]; a
+  command older than ``cmd_vel_timeout_s`` (simulated time) is replaced by zero (watchdog).
+* ``/<id>/joint_commands`` (sensor_msgs/JointState): ``pan`` / ``tilt`` positions [rad]
+  (by name; without names, positions are ``[pan, tilt]``).
+* ``/<id>/magnets`` (smores_assembly/MagnetCommand): magnet per face.
+* ``/<id>/helper_command`` (smores_assembly/HelperCommand), helpers only:
+  ``LIFT`` ``module`` (carried one width ahead of the helper's TOP face, turned to
+  ``carry_yaw`` relative to the helper's heading), ``ROTATE`` (new ``carry_yaw``),
+  ``RELEASE`` (put down where it is). A refused command is logged as an error.
+
+Publishes:
+
+* mocap: ``geometry_msgs/PoseStamped`` per module on ``mocap_topic_format`` (default
+  vicon_receiver's ``/vicon/{id}/{id}``), frame ``mocap_frame_id``, z = w/2, at
+  ``mocap_rate_hz`` with Gaussian noise (``mocap_noise_std_m`` on x, y, z;
+  ``mocap_noise_std_rad`` on yaw), dropouts (no message, probability
+  ``dropout_probability`` per sample) and ``latency_s`` (the sample is published that much
+  later; its stamp is the capture time). Sensor QoS.
+* ``/<id>/joint_states`` (sensor_msgs/JointState ``pan``, ``tilt``) at ``joint_state_rate_hz``.
+* ``/fake_hardware/connections`` (ConnectionArray, latched): on start and on every change.
+* ``/fake_hardware/collisions`` (CollisionEvent, reliable) + a warning log per contact start.
+* ``/fake_hardware/ground_truth`` (ModuleStateArray, exact poses, all tracked) at
+  ``ground_truth_rate_hz``.
+* ``/clock`` (rosgraph_msgs/Clock) after every physics step when ``publish_clock``.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, Twist
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import JointState
+
+from smores_assembly.geometry import Face
+from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
+                                 MagnetCommand, ModuleState, ModuleStateArray)
+from smores_assembly.msg import Connection as ConnectionMsg
+from smores_assembly.params import check_ranges, param_field
+from smores_assembly.ros import common
+from smores_assembly.sim import SimError, SimParams, SimWorld
+
+TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
+_HELPER_NAMES = {HelperCommand.LIFT: "LIFT", HelperCommand.ROTATE: "ROTATE",
+                 HelperCommand.RELEASE: "RELEASE"}
+
+
+@dataclass
+class FakeHardwareSettings:
+    """Tunables of the fake hardware node besides the physics (:class:`SimParams`)."""
+
+    scenario: str = param_field("", "path of the scenario YAML (modules' initial poses, "
+                                    "helpers)")
+    physics_rate_hz: float = param_field(100.0, "physics step rate [Hz, simulated time]",
+                                         1.0, 10000.0)
+    mocap_rate_hz: float = param_field(100.0, "mocap sample rate [Hz, simulated time]",
+                                       0.1, 10000.0)
+    mocap_noise_std_m: float = param_field(0.0, "mocap position noise std (x, y, z) [m]",
+                                           0.0, 0.1)
+    mocap_noise_std_rad: float = param_field(0.0, "mocap yaw noise std [rad]", 0.0, 1.0)
+    dropout_probability: float = param_field(
+        0.0, "probability that a mocap sample of a module is not published", 0.0, 1.0)
+    latency_s: float = param_field(0.0, "mocap latency: publish delay of a sample [s]",
+                                   0.0, 5.0)
+    real_time_factor: float = param_field(
+        1.0, "simulated seconds per wall second (0: as fast as possible)", 0.0, 1000.0)
+    publish_clock: bool = param_field(True, "publish /clock (simulated time)")
+    mocap_topic_format: str = param_field(
+        "/vicon/{id}/{id}", "mocap topic per module; {id} is replaced by the module id")
+    mocap_frame_id: str = param_field(common.WORLD_FRAME, "frame_id of the mocap poses")
+    cmd_vel_timeout_s: float = param_field(
+        0.5, "a cmd_vel older than this is treated as zero [s, simulated time]", 0.001, 1e6)
+    ground_truth_rate_hz: float = param_field(
+        50.0, "rate of /fake_hardware/ground_truth [Hz, simulated time]", 0.1, 10000.0)
+    joint_state_rate_hz: float = param_field(
+        20.0, "rate of /<id>/joint_states [Hz, simulated time]", 0.1, 10000.0)
+    max_tick_wall_s: float = param_field(
+        0.005, "longest wall time spent stepping before callbacks are serviced again [s]",
+        0.0001, 1.0)
+    random_seed: int = param_field(0, "seed of the mocap noise and dropout generator",
+                                   0, 2**31 - 1)
+
+
+def _validate_settings(s: FakeHardwareSettings) -> str | None:
+    if "{id}" not in s.mocap_topic_format:
+        return f"mocap_topic_format: {s.mocap_topic_format!r} must contain {{id}}"
+    try:
+        check_ranges(s)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _validate_sim(p: SimParams) -> str | None:
+    try:
+        p.validate()
+    except SimError as exc:
+        return str(exc)
+    return None
+
+
+class FakeHardwareNode(Node):
+    """The ``fake_hardware`` node (see the module docstring).
+
+    Raises:
+        ValueError: missing/invalid scenario, a parameter out of range, or
+            ``use_sim_time`` set (this node is the time source).
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("fake_hardware", **kwargs)
+        if self.get_parameter("use_sim_time").value:
+            raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
+                             "/clock); it must run with use_sim_time:=false")
+        self.settings = common.declare_dataclass_params(
+            self, FakeHardwareSettings(), validate=_validate_settings,
+            on_change=lambda _s: self._on_settings_change())
+        self.sim_params = common.declare_dataclass_params(self, SimParams(),
+                                                          validate=_validate_sim)
+        s = self.settings
+        if not s.scenario:
+            raise ValueError("scenario: the path of a scenario YAML file is required")
+        from smores_assembly.scenario import load_scenario  # noqa: PLC0415
+        scen = load_scenario(s.scenario)
+        if abs(scen.module_width - self.sim_params.module_width) > 1e-12:
+            self.get_logger().info(
+                f"module_width: using the scenario's {scen.module_width} m "
+                f"(parameter said {self.sim_params.module_width} m)")
+            self.set_parameters([Parameter("module_width", value=float(scen.module_width))])
+        try:
+            self.world = SimWorld(scen.modules, self.sim_params, helpers=scen.helpers)
+        except SimError as exc:
+            raise ValueError(f"scenario {s.scenario}: {exc}") from exc
+        self.ids = self.world.modules()
+        self._rng = np.random.default_rng(s.random_seed)
+        n = len(self.ids)
+
+        # command watchdog
+        self._cmd_time = np.full(n, -math.inf)
+        self._cmd_active = np.zeros(n, dtype=bool)
+        self._next_expiry = math.inf
+
+        # publishers
+        self._mocap_pubs = [self.create_publisher(
+            PoseStamped, s.mocap_topic_format.replace("{id}", m), common.SENSOR_QOS)
+            for m in self.ids]
+        self._mocap_msgs = []
+        for _ in self.ids:
+            msg = PoseStamped()
+            msg.header.frame_id = s.mocap_frame_id
+            self._mocap_msgs.append(msg)
+        self._joint_pubs = [self.create_publisher(
+            JointState, common.module_topic(m, "joint_states"), 10) for m in self.ids]
+        self._conn_pub = self.create_publisher(ConnectionArray, common.TOPIC_CONNECTIONS,
+                                               common.LATCHED_QOS)
+        self._coll_pub = self.create_publisher(
+            CollisionEvent, common.TOPIC_COLLISIONS,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 10)
+        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
+        self._clock_msg = ClockMsg()
+
+        # subscriptions
+        for i, m in enumerate(self.ids):
+            self.create_subscription(Twist, common.module_topic(m, "cmd_vel"),
+                                     lambda msg, i=i: self._on_cmd_vel(i, msg),
+                                     common.COMMAND_QOS)
+            self.create_subscription(JointState, common.module_topic(m, "joint_commands"),
+                                     lambda msg, i=i: self._on_joints(i, msg),
+                                     common.COMMAND_QOS)
+            self.create_subscription(MagnetCommand, common.module_topic(m, "magnets"),
+                                     lambda msg, i=i: self._on_magnets(i, msg),
+                                     common.COMMAND_QOS)
+            self.create_subscription(HelperCommand, common.module_topic(m, "helper_command"),
+                                     lambda msg, i=i: self._on_helper(i, msg),
+                                     common.COMMAND_QOS)
+
+        # schedules (simulated time)
+        self._next_mocap = 0.0
+        self._next_gt = 0.0
+        self._next_joint = 0.0
+        self._latency_queue: collections.deque = collections.deque()
+        self.steps = 0
+        self._publish_connections()
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._timer = None
+        self._wall_start = time.monotonic()
+        self._anchor()
+        self._make_timer()
+        self.get_logger().info(
+            f"fake hardware: {n} modules ({', '.join(self.ids)}), helpers "
+            f"{sorted(self.world.helpers) or '[]'}, physics {s.physics_rate_hz} Hz, mocap "
+            f"{s.mocap_rate_hz} Hz on {s.mocap_topic_format}, real_time_factor "
+            f"{s.real_time_factor}")
+
+    # --- timing --------------------------------------------------------------------------
+    def _anchor(self) -> None:
+        self._wall0 = time.monotonic()
+        self._sim0 = self.world.t
+
+    def _make_timer(self) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+        s = self.settings
+        rtf = s.real_time_factor
+        period = 0.0 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
+        self._timer = self.create_timer(period, self._tick, clock=self._steady)
+
+    def _on_settings_change(self) -> None:
+        self._anchor()
+        self._make_timer()
+
+    def _tick(self) -> None:
+        try:
+            self._tick_impl()
+        except Exception:
+            if not self.context.ok():  # shutting down (SIGTERM while stepping)
+                return
+            raise
+
+    def _tick_impl(self) -> None:
+        s = self.settings
+        dt = 1.0 / s.physics_rate_hz
+        start = time.monotonic()
+        budget = s.max_tick_wall_s
+        if s.real_time_factor == 0:
+            while True:
+                self.step_once(dt)
+                if time.monotonic() - start >= budget:
+                    break
+            return
+        due = self._sim0 + (start - self._wall0) * s.real_time_factor
+        while self.world.t + dt <= due + 1e-12:
+            self.step_once(dt)
+            if time.monotonic() - start >= budget:
+                break
+        if due - self.world.t > 1.0:  # cannot keep up: do not try to catch up forever
+            self.get_logger().warn(
+                f"real_time_factor {s.real_time_factor} not reached; running slower",
+                throttle_duration_sec=5.0)
+            self._anchor()
+
+    def on_shutdown(self) -> None:
+        """Log how far the simulation got (called by ``run_node``)."""
+        wall = time.monotonic() - self._wall_start
+        self.get_logger().info(
+            f"stopped at t={self.world.t:.2f} s simulated after {self.steps} steps "
+            f"in {wall:.2f} s wall (x{self.world.t / max(wall, 1e-9):.1f})")
+
+    # --- one physics step + publishing -----------------------------------------------------
+    def step_once(self, dt: float) -> None:
+        """Advance the world by ``dt`` [s] and publish what is due."""
+        world = self.world
+        t = world.t
+        if t >= self._next_expiry - 1e-9:
+            self._expire_commands(t)
+        events = world.step(dt)
+        self.steps += 1
+        t = world.t
+        if events:
+            self._handle_events(events)
+        s = self.settings
+        if s.publish_clock:
+            self._clock_msg.clock = common.sec_to_time(t)
+            self._clock_pub.publish(self._clock_msg)
+        if t >= self._next_mocap - 1e-9:
+            self._next_mocap = max(self._next_mocap + 1.0 / s.mocap_rate_hz, t - 1e-9)
+            self._sample_mocap(t)
+        if self._latency_queue:
+            self._flush_mocap(t)
+        if t >= self._next_gt - 1e-9:
+            self._next_gt = max(self._next_gt + 1.0 / s.ground_truth_rate_hz, t - 1e-9)
+            self._publish_ground_truth(t)
+        if t >= self._next_joint - 1e-9:
+            self._next_joint = max(self._next_joint + 1.0 / s.joint_state_rate_hz, t - 1e-9)
+            self._publish_joint_states(t)
+
+    def _expire_commands(self, t: float) -> None:
+        timeout = self.settings.cmd_vel_timeout_s
+        expired = self._cmd_active & (t - self._cmd_time >= timeout - 1e-9)
+        for i in np.flatnonzero(expired):
+            self.world.set_cmd_vel(self.ids[i], 0.0, 0.0)
+            self._cmd_active[i] = False
+        self._update_expiry()
+
+    def _update_expiry(self) -> None:
+        if self._cmd_active.any():
+            self._next_expiry = float(self._cmd_time[self._cmd_active].min()
+                                      + self.settings.cmd_vel_timeout_s)
+        else:
+            self._next_expiry = math.inf
+
+    def _sample_mocap(self, t: float) -> None:
+        s = self.settings
+        poses = self.world.pose_array()
+        n = len(poses)
+        z = np.full(n, 0.5 * self.sim_params.module_width)
+        if s.mocap_noise_std_m > 0:
+            poses[:, :2] += self._rng.normal(0.0, s.mocap_noise_std_m, (n, 2))
+            z += self._rng.normal(0.0, s.mocap_noise_std_m, n)
+        if s.mocap_noise_std_rad > 0:
+            poses[:, 2] += self._rng.normal(0.0, s.mocap_noise_std_rad, n)
+        visible = (self._rng.random(n) >= s.dropout_probability
+                   if s.dropout_probability > 0 else np.ones(n, dtype=bool))
+        sample = (t + s.latency_s, t, poses, z, visible)
+        if s.latency_s > 0:
+            self._latency_queue.append(sample)
+        else:
+            self._publish_mocap(*sample[1:])
+
+    def _flush_mocap(self, t: float) -> None:
+        q = self._latency_queue
+        while q and q[0][0] <= t + 1e-9:
+            self._publish_mocap(*q.popleft()[1:])
+
+    def _publish_mocap(self, stamp_t: float, poses: np.ndarray, z: np.ndarray,
+                       visible: np.ndarray) -> None:
+        stamp = common.sec_to_time(stamp_t)
+        half = 0.5 * poses[:, 2]
+        qz, qw = np.sin(half), np.cos(half)
+        for i in np.flatnonzero(visible):
+            msg = self._mocap_msgs[i]
+            msg.header.stamp = stamp
+            p = msg.pose.position
+            p.x, p.y, p.z = float(poses[i, 0]), float(poses[i, 1]), float(z[i])
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = 0.0, 0.0, float(qz[i]), float(qw[i])
+            self._mocap_pubs[i].publish(msg)
+
+    def _publish_ground_truth(self, t: float) -> None:
+        stamp = common.sec_to_time(t)
+        msg = ModuleStateArray()
+        msg.header.stamp = stamp
+        msg.header.frame_id = common.WORLD_FRAME
+        z = 0.5 * self.sim_params.module_width
+        poses = self.world.pose_array()
+        for m, (x, y, yaw) in zip(self.ids, poses):
+            st = ModuleState()
+            st.id = m
+            st.x, st.y, st.yaw = float(x), float(y), float(yaw)
+            st.pose.position.x, st.pose.position.y, st.pose.position.z = st.x, st.y, z
+            st.pose.orientation.z, st.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+            st.tracked = True
+            st.stamp = stamp
+            msg.modules.append(st)
+        self._gt_pub.publish(msg)
+
+    def _publish_joint_states(self, t: float) -> None:
+        stamp = common.sec_to_time(t)
+        for i, m in enumerate(self.ids):
+            msg = JointState()
+            msg.header.stamp = stamp
+            msg.name = ["pan", "tilt"]
+            msg.position = list(self.world.joint_states(m))
+            self._joint_pubs[i].publish(msg)
+
+    def _handle_events(self, events) -> None:
+        changed = False
+        for e in events:
+            if e.kind == "collision":
+                msg = CollisionEvent()
+                msg.header.stamp = common.sec_to_time(e.t)
+                msg.header.frame_id = common.WORLD_FRAME
+                msg.module_a, msg.module_b = e.modules
+                msg.penetration_m = float(e.penetration_m or 0.0)
+                self._coll_pub.publish(msg)
+                self.get_logger().warn(
+                    f"collision at t={e.t:.3f} s: {e.modules[0]} and {e.modules[1]} "
+                    f"(overlap {1000 * msg.penetration_m:.2f} mm); motion blocked")
+            else:
+                changed = True
+                self.get_logger().info(
+                    f"{e.kind} at t={e.t:.3f} s: {e.modules[0]}.{e.faces[0].value} - "
+                    f"{e.modules[1]}.{e.faces[1].value}")
+        if changed:
+            self._publish_connections()
+
+    def _publish_connections(self) -> None:
+        msg = ConnectionArray()
+        msg.header.stamp = common.sec_to_time(self.world.t)
+        msg.header.frame_id = common.WORLD_FRAME
+        for c in sorted(self.world.connections()):
+            msg.connections.append(ConnectionMsg(module_a=c.module_a, face_a=c.face_a.value,
+                                                 module_b=c.module_b, face_b=c.face_b.value))
+        self._conn_pub.publish(msg)
+
+    # --- callbacks -----------------------------------------------------------------------
+    def _on_cmd_vel(self, i: int, msg: Twist) -> None:
+        try:
+            self.world.set_cmd_vel(self.ids[i], msg.linear.x, msg.angular.z)
+        except SimError as exc:
+            self.get_logger().warn(f"/{self.ids[i]}/cmd_vel ignored: {exc}",
+                                   throttle_duration_sec=1.0)
+            return
+        self._cmd_time[i] = self.world.t
+        self._cmd_active[i] = msg.linear.x != 0.0 or msg.angular.z != 0.0
+        self._update_expiry()
+
+    def _on_joints(self, i: int, msg: JointState) -> None:
+        m = self.ids[i]
+        pan, tilt = self.world.joint_targets(m)  # a joint not named keeps its target
+        if msg.name:
+            for name, pos in zip(msg.name, msg.position):
+                if name == "pan":
+                    pan = pos
+                elif name == "tilt":
+                    tilt = pos
+        elif len(msg.position) >= 2:
+            pan, tilt = msg.position[0], msg.position[1]
+        try:
+            self.world.set_joints(m, pan, tilt)
+        except SimError as exc:
+            self.get_logger().warn(f"/{m}/joint_commands ignored: {exc}",
+                                   throttle_duration_sec=1.0)
+
+    def _on_magnets(self, i: int, msg: MagnetCommand) -> None:
+        faces = [f for f, on in ((Face.TOP, msg.top), (Face.BOTTOM, msg.bottom),
+                                 (Face.LEFT, msg.left), (Face.RIGHT, msg.right)) if on]
+        self.world.set_magnets(self.ids[i], faces)
+
+    def _on_helper(self, i: int, msg: HelperCommand) -> None:
+        m = self.ids[i]
+        name = _HELPER_NAMES.get(msg.command)
+        try:
+            if name is None:
+                raise SimError(f"command: {msg.command} is not LIFT(1), ROTATE(2) or "
+                               f"RELEASE(3)")
+            self.world.helper_command(m, name, msg.module, msg.carry_yaw)
+        except SimError as exc:
+            self.get_logger().error(f"/{m}/helper_command refused: {exc}")
+            return
+        self.get_logger().info(f"helper {m}: {name} {msg.module} carry_yaw={msg.carry_yaw:.3f}")
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``python -m smores_assembly.ros.fake_hardware --ros-args ...``."""
+    return common.run_node(lambda: FakeHardwareNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
