@@ -20,9 +20,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from smores_assembly.docking.control import DockingSettings
-from smores_assembly.docking.task import (DockingSpec, DockingTask, Phase, PoseSample,
-                                          dock_axis, face_errors)
+from smores_assembly.docking.control import DockingSettings, TimedPath
+from smores_assembly.docking.task import (DockingSpec, DockingTask, ErrorCode, Phase,
+                                          PoseSample, dock_axis, face_errors)
 from smores_assembly.geometry import Face, Pose2D, child_pose, face_center, wrap_angle
 from smores_assembly.sim import Connection, SimError, SimWorld, square_overlap
 
@@ -58,11 +58,25 @@ class TrialResult:
     max_motion_while_stale_m: float = 0.0
     paused_seen: bool = False
     sim_errors: list = field(default_factory=list)
+    capture_gap_mm: float = math.nan      # ground truth (face centres, along the axis) in
+                                          # the step before the capture snapped the faces
+    capture_lateral_mm: float = math.nan
+    capture_yaw_deg: float = math.nan
+    max_cmd_while_paused: float = 0.0
+    messages: set = field(default_factory=set)
+    error_code: ErrorCode = ErrorCode.NONE
+    helper_carries: str | None = None
+    final_poses: dict = field(default_factory=dict)
+    durations: dict = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
+        """Docked and connected, final face gap <= 4 mm and yaw error <= 2 deg, and the
+        moving face was already within 2 deg and 4 mm laterally in the step before the
+        magnets captured it (the snap does not hide a poor approach)."""
         return (self.phase is Phase.DOCKED and self.connected and self.gap_mm <= 4.0
-                and abs(self.yaw_deg) <= 2.0)
+                and abs(self.yaw_deg) <= 2.0 and abs(self.capture_lateral_mm) <= 4.0
+                and abs(self.capture_yaw_deg) <= 2.0)
 
 
 def random_start(rng: random.Random, goal: Pose2D, avoid: list[Pose2D], radius: float = 0.5,
@@ -82,7 +96,10 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               noise_xy: float = 0.001, noise_yaw: float = 0.01, dt: float = 0.02,
               t_max: float = 150.0, settings: DockingSettings | None = None,
               dropout: tuple[float, float] | None = None, start: Pose2D | None = None,
-              helper_start: Pose2D | None = None, trace: list | None = None) -> TrialResult:
+              helper_start: Pose2D | None = None, trace: list | None = None,
+              dropout_phase: tuple[Phase, float] | None = None,
+              path: TimedPath | None = None, parent_magnets: bool = True,
+              kick_parent: tuple[Phase, float, float] | None = None) -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -94,6 +111,13 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         t_max: simulated time budget [s].
         dropout: ``(t0, t1)``: the driven body's track is lost (tracked=False) in [t0, t1).
         start, helper_start: fixed start poses instead of random ones.
+        trace: if a list, ``(t, (phase, sub-step), poses, message)`` is appended at changes.
+        dropout_phase: ``(phase, length)``: the track is lost for ``length`` s from the
+            moment the task first enters ``phase``.
+        path: a timed path handed to the task at the start.
+        parent_magnets: False keeps the parent's magnets off (no capture can happen).
+        kick_parent: ``(phase, v, duration)``: the parent drives at ``v`` for ``duration`` s
+            when the task first enters ``phase`` (the target moves).
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).
@@ -124,27 +148,44 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     paused_seen = False
     stale_ref: Pose2D | None = None
     n = int(round(t_max / dt))
+    max_cmd_paused = 0.0
+    messages: set[str] = set()
+    kick_until = None
+    capture = None
+    prev_poses = world.poses()
     for _ in range(n):
         t = world.t
+        if dropout_phase and dropout is None and task.phase is dropout_phase[0]:
+            dropout = (t, t + dropout_phase[1])
+        if kick_parent and kick_until is None and task.phase is kick_parent[0]:
+            kick_until = t + kick_parent[2]
         samples = {}
         for mid, p in world.poses().items():
             tracked = not (dropout and mid == driven and dropout[0] <= t < dropout[1])
             z = Pose2D(p.x + rng.gauss(0, noise_xy), p.y + rng.gauss(0, noise_xy),
                        wrap_angle(p.yaw + rng.gauss(0, noise_yaw)))
             samples[mid] = PoseSample(z, t, tracked)
-        out = task.tick(t, samples, connected)
+        out = task.tick(t, samples, connected, path if t == 0.0 else None)
+        if out.status.message:
+            messages.add(out.status.message)
         if trace is not None:
             key = (out.status.phase, task._sub)
             if not trace or trace[-1][1] != key:
                 trace.append((round(t, 2), key, world.poses(), out.status.message))
         for mid, (v, om) in out.cmd.items():
             world.set_cmd_vel(mid, v, om)
+            if out.status.phase is Phase.PAUSED:
+                max_cmd_paused = max(max_cmd_paused, abs(v), abs(om))
+        if kick_until is not None:
+            world.set_cmd_vel(PARENT, kick_parent[1] if t < kick_until else 0.0, 0.0)
         mags: dict[str, set] = {PARENT: set(), MODULE: set()}
         for c in world.connections():
             mags.setdefault(c.module_a, set()).add(c.face_a)
             mags.setdefault(c.module_b, set()).add(c.face_b)
         for mid, faces in out.magnets.items():
             mags.setdefault(mid, set()).update(faces)
+        if not parent_magnets:
+            mags[PARENT] = set()
         for mid, faces in mags.items():
             world.set_magnets(mid, faces)
         for hc in out.helper_commands:
@@ -154,17 +195,22 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
                 sim_errors.append(str(exc))
         if out.status.phase is Phase.PAUSED:
             paused_seen = True
-            if stale_ref is None:
+            # allow the wheels' deceleration ramp (< 0.1 s) before measuring the stop
+            if stale_ref is None and dropout and t >= dropout[0] + 0.2 - 1e-9:
                 stale_ref = world.pose(driven)
-            # allow the wheels' deceleration ramp (<0.1 s) before measuring the stop
         else:
             stale_ref = None
         for ev in world.step(dt):
             if ev.kind == "collision":
                 collisions += 1
-        if stale_ref is not None and dropout and t > dropout[0] + 0.2:
+        if stale_ref is not None:
             stale_motion = max(stale_motion, world.pose(driven).distance_to(stale_ref))
         connected = want in world.connections()
+        if connected and capture is None:
+            # ground truth of the moving face just before the magnets snapped it flush
+            ax0 = dock_axis(prev_poses[PARENT], parent_face, w)
+            capture = face_errors(prev_poses[MODULE], child_face, ax0, w)
+        prev_poses = world.poses()
         if task.done:
             break
     # a few more steps: the helper backs off after the hand-over
@@ -180,10 +226,14 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     gap, lat, yaw = face_errors(gt_mod, child_face, ax, w)
     fc = face_center(gt_mod, child_face, w)
     fp = face_center(gt_parent, parent_face, w)
+    cap = capture if capture is not None else (math.nan, math.nan, math.nan)
     return TrialResult(task.phase, want in world.connections(), world.t, task.retries,
                        math.hypot(fc[0] - fp[0], fc[1] - fp[1]) * 1e3, gap * 1e3, lat * 1e3,
                        math.degrees(yaw), collisions, task.message, stale_motion,
-                       paused_seen, sim_errors)
+                       paused_seen, sim_errors, cap[0] * 1e3, cap[1] * 1e3,
+                       math.degrees(cap[2]), max_cmd_paused, messages, task.error,
+                       world.carried_by(HELPER) if use_helper else None,
+                       world.poses(), task.durations)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -219,10 +269,17 @@ def main(argv: list[str] | None = None) -> int:
         name = f"{cf.value}->p.{pf.value}" + (" (helper)" if helper else "")
         print(f"\n{name}: success {len(ok)}/{len(res)}  (wall {wall:.1f} s)")
         if times:
-            print(f"  time/dock s   median {statistics.median(times):7.2f}  p95 "
+            print(f"  time/dock s     median {statistics.median(times):7.2f}  p95 "
                   f"{_pct(times, .95):7.2f}  max {max(times):7.2f}")
-        for label, xs in (("gap mm", gaps), ("lateral mm", lats), ("|yaw| deg", yaws)):
-            print(f"  {label:13s} median {statistics.median(xs):7.3f}  p95 {_pct(xs, .95):7.3f}"
+        cg = [r.capture_gap_mm for r in res if r.connected]
+        cl = [abs(r.capture_lateral_mm) for r in res if r.connected]
+        cy = [abs(r.capture_yaw_deg) for r in res if r.connected]
+        for label, xs in (("final gap mm", gaps), ("final lat mm", lats),
+                          ("final |yaw|deg", yaws), ("capture gap mm", cg),
+                          ("capture lat mm", cl), ("capture yaw deg", cy)):
+            if not xs:
+                continue
+            print(f"  {label:15s} median {statistics.median(xs):7.3f}  p95 {_pct(xs, .95):7.3f}"
                   f"  max {max(xs):7.3f}")
         print(f"  retries       total {sum(retries)}  max {max(retries)}  collisions "
               f"{sum(r.collisions for r in res)}")

@@ -75,7 +75,7 @@ class DockingSettings:
         0.0, 600.0)
     # --- pose adjust ---
     standoff: float = param_field(0.06, "Face gap at the pre-dock pose [m]", 0.005, 0.5)
-    adjust_k_pos: float = param_field(1.5, "Speed gain on the distance to the pre-dock pose [1/s]",
+    adjust_k_pos: float = param_field(2.0, "Speed gain on the distance to the pre-dock pose [1/s]",
                                       0.01, 50.0)
     adjust_k_yaw: float = param_field(3.0, "Heading gain in POSE_ADJUST [1/s]", 0.1, 50.0)
     adjust_pos_tolerance: float = param_field(0.002, "Pre-dock position tolerance [m]",
@@ -89,11 +89,11 @@ class DockingSettings:
         0.13, "Centre distance kept from other modules by direct moves (detours) [m]",
         0.0, 1.0)
     # --- approach ---
-    approach_speed: float = param_field(0.012, "Approach speed along the docking axis [m/s]",
+    approach_speed: float = param_field(0.015, "Approach speed along the docking axis [m/s]",
                                         0.0005, 0.5)
     approach_min_speed: float = param_field(0.003, "Approach speed floor until the stop gap [m/s]",
                                             0.0001, 0.5)
-    approach_k_gap: float = param_field(0.5, "Approach speed per metre of remaining gap [1/s]",
+    approach_k_gap: float = param_field(1.0, "Approach speed per metre of remaining gap [1/s]",
                                         0.01, 50.0)
     approach_k_lateral: float = param_field(
         1.5, "Heading reference per lateral axle error, times the face offset (1 = the face "
@@ -115,10 +115,11 @@ class DockingSettings:
     target_moved_yaw_deg: float = param_field(
         5.0, "Target rotation since the start of APPROACH that triggers a RETRY [deg]", 0.1, 180.0)
     slow_down_distance: float = param_field(
-        0.2, "Within this centre distance of the target structure speed is limited [m]",
+        0.10, "Within this distance of the target face centre (from the moving face centre) "
+        "speed is limited [m]",
         0.0, 5.0)
     near_structure_speed: float = param_field(
-        0.025, "Speed limit near the target structure (root protection) [m/s]", 0.001, 2.0)
+        0.03, "Speed limit near the target structure (root protection) [m/s]", 0.001, 2.0)
     # --- capture / confirmation ---
     capture_range: float = param_field(0.004, "EP-magnet capture range (face gap) [m]",
                                        0.0001, 0.05)
