@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -62,6 +63,13 @@ from smores_assembly.ros import common
 from smores_assembly.sim import SimError, SimParams, SimWorld
 
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
+
+
+def _stamp(t: float) -> Time:
+    """Simulated time [s] as a builtin_interfaces/Time (via integer nanoseconds, so that
+    stamps never go backwards through rounding)."""
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 _HELPER_NAMES = {HelperCommand.LIFT: "LIFT", HelperCommand.ROTATE: "ROTATE",
                  HelperCommand.RELEASE: "RELEASE"}
 
@@ -256,7 +264,7 @@ class FakeHardwareNode(Node):
             if time.monotonic() - start >= budget:
                 break
         if due - self.world.t > 1.0:  # cannot keep up: do not try to catch up forever
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f"real_time_factor {s.real_time_factor} not reached; running slower",
                 throttle_duration_sec=5.0)
             self._anchor()
@@ -282,7 +290,7 @@ class FakeHardwareNode(Node):
             self._handle_events(events)
         s = self.settings
         if s.publish_clock:
-            self._clock_msg.clock = common.sec_to_time(t)
+            self._clock_msg.clock = _stamp(t)
             self._clock_pub.publish(self._clock_msg)
         if t >= self._next_mocap - 1e-9:
             self._next_mocap = max(self._next_mocap + 1.0 / s.mocap_rate_hz, t - 1e-9)
@@ -336,7 +344,7 @@ class FakeHardwareNode(Node):
 
     def _publish_mocap(self, stamp_t: float, poses: np.ndarray, z: np.ndarray,
                        visible: np.ndarray) -> None:
-        stamp = common.sec_to_time(stamp_t)
+        stamp = _stamp(stamp_t)
         half = 0.5 * poses[:, 2]
         qz, qw = np.sin(half), np.cos(half)
         for i in np.flatnonzero(visible):
@@ -349,7 +357,7 @@ class FakeHardwareNode(Node):
             self._mocap_pubs[i].publish(msg)
 
     def _publish_ground_truth(self, t: float) -> None:
-        stamp = common.sec_to_time(t)
+        stamp = _stamp(t)
         msg = ModuleStateArray()
         msg.header.stamp = stamp
         msg.header.frame_id = common.WORLD_FRAME
@@ -367,7 +375,7 @@ class FakeHardwareNode(Node):
         self._gt_pub.publish(msg)
 
     def _publish_joint_states(self, t: float) -> None:
-        stamp = common.sec_to_time(t)
+        stamp = _stamp(t)
         for i, m in enumerate(self.ids):
             msg = JointState()
             msg.header.stamp = stamp
@@ -380,12 +388,12 @@ class FakeHardwareNode(Node):
         for e in events:
             if e.kind == "collision":
                 msg = CollisionEvent()
-                msg.header.stamp = common.sec_to_time(e.t)
+                msg.header.stamp = _stamp(e.t)
                 msg.header.frame_id = common.WORLD_FRAME
                 msg.module_a, msg.module_b = e.modules
                 msg.penetration_m = float(e.penetration_m or 0.0)
                 self._coll_pub.publish(msg)
-                self.get_logger().warn(
+                self.get_logger().warning(
                     f"collision at t={e.t:.3f} s: {e.modules[0]} and {e.modules[1]} "
                     f"(overlap {1000 * msg.penetration_m:.2f} mm); motion blocked")
             else:
@@ -398,7 +406,7 @@ class FakeHardwareNode(Node):
 
     def _publish_connections(self) -> None:
         msg = ConnectionArray()
-        msg.header.stamp = common.sec_to_time(self.world.t)
+        msg.header.stamp = _stamp(self.world.t)
         msg.header.frame_id = common.WORLD_FRAME
         for c in sorted(self.world.connections()):
             msg.connections.append(ConnectionMsg(module_a=c.module_a, face_a=c.face_a.value,
@@ -410,7 +418,7 @@ class FakeHardwareNode(Node):
         try:
             self.world.set_cmd_vel(self.ids[i], msg.linear.x, msg.angular.z)
         except SimError as exc:
-            self.get_logger().warn(f"/{self.ids[i]}/cmd_vel ignored: {exc}",
+            self.get_logger().warning(f"/{self.ids[i]}/cmd_vel ignored: {exc}",
                                    throttle_duration_sec=1.0)
             return
         self._cmd_time[i] = self.world.t
@@ -431,7 +439,7 @@ class FakeHardwareNode(Node):
         try:
             self.world.set_joints(m, pan, tilt)
         except SimError as exc:
-            self.get_logger().warn(f"/{m}/joint_commands ignored: {exc}",
+            self.get_logger().warning(f"/{m}/joint_commands ignored: {exc}",
                                    throttle_duration_sec=1.0)
 
     def _on_magnets(self, i: int, msg: MagnetCommand) -> None:

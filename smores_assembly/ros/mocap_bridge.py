@@ -1,0 +1,321 @@
+"""``mocap_bridge`` node: mocap driver output -> ``/modules/states``.
+
+Thin adapter over :class:`smores_assembly.mocap.MocapFilter` (frames, rejection rules and
+staleness are documented there). Run: ``python -m smores_assembly.ros.mocap_bridge
+--ros-args -p source:=vicon -p "module_ids:=['m0', 'm1']"``.
+
+Sources (parameter ``source``):
+
+* ``vicon``: vicon_receiver, ``geometry_msgs/PoseStamped`` per body on
+  ``vicon_topic_format`` (default ``/vicon/{id}/{id}``);
+* ``vrpn``: vrpn_mocap, ``geometry_msgs/PoseStamped`` on ``vrpn_topic_format`` (default
+  ``/vrpn_mocap/{id}/pose``);
+* ``mocap4r2``: ``mocap4r2_msgs/RigidBodies`` on ``mocap4r2_topic`` (bodies matched by
+  ``rigid_body_name``). Only available when the ``mocap4r2_msgs`` Python interface is
+  installed; otherwise the value is refused at start-up with a clear message.
+
+Subscriptions use sensor QoS (best effort matches reliable and best-effort drivers).
+
+Parameters besides those of :class:`BridgeSettings` and
+:class:`smores_assembly.mocap.MocapFilterSettings`:
+
+* ``module_ids`` (string array): modules to track; quote them on the command line
+  (``"module_ids:=['m0', 'm1']"``). Empty: the modules of the ``scenario`` file.
+* ``marker_offsets.<id>`` (double array ``[x, y, z, roll, pitch, yaw]``): per-module
+  override of ``marker_offset`` (the module centre's pose in the tracked body's frame),
+  e.g. in a params file::
+
+      mocap_bridge:
+        ros__parameters:
+          marker_offset: [0.0, 0.0, -0.045, 0.0, 0.0, 0.0]
+          marker_offsets:
+            m3: [0.005, 0.0, -0.045, 0.0, 0.0, 0.1]
+
+Publishes ``/modules/states`` (smores_assembly/ModuleStateArray, sensor QoS, frame
+``world``) at ``publish_rate_hz`` (node clock: simulated time with ``use_sim_time``): every
+module, ``tracked`` false when its last valid sample is older than ``stale_timeout_s``.
+Warns (throttled) when a body's sample rate leaves ``[expected_rate_min_hz,
+expected_rate_max_hz]`` and when no sample at all arrived for ``no_data_warn_s`` (wall time).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
+                                   RigidTransform)
+from smores_assembly.msg import ModuleState, ModuleStateArray
+from smores_assembly.params import check_ranges, param_field
+from smores_assembly.ros import common
+
+SOURCES = ("vicon", "vrpn", "mocap4r2")
+
+
+def _stamp(t: float) -> Time:
+    """Seconds as a builtin_interfaces/Time via integer nanoseconds (monotonic rounding)."""
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+@dataclass
+class BridgeSettings:
+    """Tunables of the mocap bridge node (besides the filter's)."""
+
+    source: str = param_field("vicon", "mocap driver: vicon | vrpn | mocap4r2")
+    vicon_topic_format: str = param_field(
+        "/vicon/{id}/{id}", "vicon_receiver PoseStamped topic; {id} = module id")
+    vrpn_topic_format: str = param_field(
+        "/vrpn_mocap/{id}/pose", "vrpn_mocap PoseStamped topic; {id} = module id")
+    mocap4r2_topic: str = param_field("/rigid_bodies", "mocap4r2 RigidBodies topic")
+    mocap_to_world: list = param_field(
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        "T_world_mocap as [x, y, z, roll, pitch, yaw] [m, rad] (static x-y-z axes)")
+    marker_offset: list = param_field(
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        "default T_body_module (module centre in the tracked body's frame) as "
+        "[x, y, z, roll, pitch, yaw] [m, rad]; per module: marker_offsets.<id>")
+    publish_rate_hz: float = param_field(50.0, "rate of /modules/states [Hz, node clock]",
+                                         0.1, 1000.0)
+    use_header_stamp: bool = param_field(
+        True, "use the samples' header stamps as sample times (else the reception time)")
+    scenario: str = param_field(
+        "", "scenario YAML whose modules are tracked when module_ids is empty")
+
+
+def _validate_bridge(s: BridgeSettings) -> str | None:
+    try:
+        check_ranges(s)
+    except ValueError as exc:
+        return str(exc)
+    if s.source not in SOURCES:
+        return f"source: {s.source!r} is not one of {', '.join(SOURCES)}"
+    for name in ("vicon_topic_format", "vrpn_topic_format"):
+        if "{id}" not in getattr(s, name):
+            return f"{name}: {getattr(s, name)!r} must contain {{id}}"
+    for name in ("mocap_to_world", "marker_offset"):
+        try:
+            RigidTransform.from_xyzrpy(getattr(s, name), name)
+        except MocapError as exc:
+            return str(exc)
+    return None
+
+
+def _validate_filter(s: MocapFilterSettings) -> str | None:
+    try:
+        s.validate()
+    except MocapError as exc:
+        return str(exc)
+    return None
+
+
+class MocapBridgeNode(Node):
+    """The ``mocap_bridge`` node (see the module docstring).
+
+    Raises:
+        ValueError: unknown or unavailable source, no module ids, a bad transform or a
+            parameter out of range (message names the parameter and the value).
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("mocap_bridge", **kwargs)
+        self.settings = common.declare_dataclass_params(
+            self, BridgeSettings(), validate=_validate_bridge,
+            on_change=lambda _s: self._apply_transforms())
+        self.filter_settings = common.declare_dataclass_params(
+            self, MocapFilterSettings(), validate=_validate_filter)
+        ids = self.declare_parameter(
+            "module_ids", Parameter.Type.STRING_ARRAY,
+            ParameterDescriptor(
+                description="modules to track (mocap body names); empty: the scenario's",
+                read_only=True)).value or []
+        s = self.settings
+        if not ids and s.scenario:
+            from smores_assembly.scenario import load_scenario  # noqa: PLC0415
+            ids = list(load_scenario(s.scenario).modules)
+        if not ids:
+            raise ValueError("module_ids: no modules to track (set module_ids or scenario)")
+        self.ids = [str(m) for m in ids]
+        self._offset_params = {}
+        for m in self.ids:
+            p = self.declare_parameter(
+                f"marker_offsets.{m}", Parameter.Type.DOUBLE_ARRAY,
+                ParameterDescriptor(
+                    description=f"T_body_module of {m} as [x, y, z, roll, pitch, yaw] "
+                                "(overrides marker_offset)"))
+            self._offset_params[m] = p.name
+        stray = sorted(k for k in self._parameter_overrides
+                       if k.startswith("marker_offsets.")
+                       and k[len("marker_offsets."):] not in self.ids)
+        if stray:
+            raise ValueError(f"marker_offsets: {stray} name modules that are not tracked "
+                             f"(module_ids: {self.ids})")
+        try:
+            self.filter = MocapFilter(self.ids, self.filter_settings)
+        except MocapError as exc:
+            raise ValueError(str(exc)) from exc
+        self._apply_transforms()
+        self.add_on_set_parameters_callback(self._on_offset_set)
+        self.add_post_set_parameters_callback(self._after_set)
+
+        fs = self.filter_settings
+        from smores_assembly.mocap import RateMonitor  # noqa: PLC0415
+        self.rates = RateMonitor(self.ids, fs.rate_window_s, fs.expected_rate_min_hz,
+                                 fs.expected_rate_max_hz)
+        self._wall_last_any: float | None = None
+        self._wall_start = time.monotonic()
+        self._subscribe(s.source)
+        self._pub = self.create_publisher(ModuleStateArray, common.TOPIC_STATES,
+                                          common.SENSOR_QOS)
+        self._pub_timer = self.create_timer(1.0 / s.publish_rate_hz, self._publish)
+        self._diag_timer = self.create_timer(
+            1.0, self._diagnose, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._rate_started = False
+        self.get_logger().info(
+            f"mocap bridge: source {s.source}, tracking {', '.join(self.ids)}")
+
+    # --- configuration -------------------------------------------------------------------
+    def _offset_transform(self, m: str, value) -> RigidTransform:
+        return RigidTransform.from_xyzrpy(value, f"marker_offsets.{m}")
+
+    def _apply_transforms(self) -> None:
+        s = self.settings
+        overrides = {}
+        for m, name in getattr(self, "_offset_params", {}).items():
+            try:
+                v = self.get_parameter(name).value
+            except ParameterUninitializedException:
+                continue
+            if v is not None and len(v) > 0:
+                try:
+                    overrides[m] = self._offset_transform(m, v)
+                except MocapError as exc:
+                    raise ValueError(str(exc)) from exc
+        if hasattr(self, "filter"):
+            self.filter.set_transforms(RigidTransform.from_xyzrpy(s.mocap_to_world,
+                                                                  "mocap_to_world"),
+                                       RigidTransform.from_xyzrpy(s.marker_offset,
+                                                                  "marker_offset"),
+                                       overrides)
+
+    def _on_offset_set(self, params):
+        for p in params:
+            if p.name.startswith("marker_offsets."):
+                try:
+                    self._offset_transform(p.name.split(".", 1)[1], p.value)
+                except MocapError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _after_set(self, params) -> None:
+        if any(p.name.startswith("marker_offsets.") for p in params):
+            self._apply_transforms()
+
+    def _subscribe(self, source: str) -> None:
+        s = self.settings
+        if source in ("vicon", "vrpn"):
+            fmt = s.vicon_topic_format if source == "vicon" else s.vrpn_topic_format
+            self.topics = [fmt.replace("{id}", m) for m in self.ids]
+            for m, topic in zip(self.ids, self.topics):
+                self.create_subscription(PoseStamped, topic,
+                                         lambda msg, m=m: self._on_pose(m, msg),
+                                         common.SENSOR_QOS)
+            return
+        try:
+            from mocap4r2_msgs.msg import RigidBodies  # noqa: PLC0415
+        except ImportError:
+            raise ValueError(
+                "source: 'mocap4r2' needs the mocap4r2_msgs Python interface, which is not "
+                "installed here (it is not available as a wheel); build mocap4r2_msgs into "
+                "this environment or use source 'vicon' or 'vrpn'") from None
+        self.topics = [s.mocap4r2_topic]
+        self.create_subscription(RigidBodies, s.mocap4r2_topic, self._on_rigid_bodies,
+                                 common.SENSOR_QOS)
+
+    # --- samples -------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _offer(self, m: str, header_stamp, pose) -> None:
+        now = self._now()
+        self._wall_last_any = time.monotonic()
+        self.rates.record(m, now)
+        stamp = common.time_to_sec(header_stamp) if self.settings.use_header_stamp else now
+        if stamp <= 0.0:
+            stamp = now
+        p, q = pose.position, pose.orientation
+        reason = self.filter.update(m, stamp, now, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z))
+        if reason is not None:
+            self.get_logger().warning(
+                f"{m}: mocap sample dropped ({reason}); "
+                f"dropped so far: {dict(self.filter.rejected[m])}",
+                throttle_duration_sec=2.0)
+
+    def _on_pose(self, m: str, msg: PoseStamped) -> None:
+        self._offer(m, msg.header.stamp, msg.pose)
+
+    def _on_rigid_bodies(self, msg) -> None:  # pragma: no cover - needs mocap4r2_msgs
+        for body in msg.rigidbodies:
+            if body.rigid_body_name in self.filter.rejected:
+                self._offer(body.rigid_body_name, msg.header.stamp, body.pose)
+
+    # --- output --------------------------------------------------------------------------
+    def _publish(self) -> None:
+        now = self._now()
+        out = ModuleStateArray()
+        out.header.stamp = _stamp(now)
+        out.header.frame_id = common.WORLD_FRAME
+        for est in self.filter.states(now):
+            st = ModuleState()
+            st.id = est.id
+            st.x, st.y, st.yaw = est.x, est.y, est.yaw
+            st.pose.position.x, st.pose.position.y, st.pose.position.z = (
+                float(v) for v in est.position)
+            w, x, y, z = (float(v) for v in est.quaternion)
+            st.pose.orientation.w, st.pose.orientation.x = w, x
+            st.pose.orientation.y, st.pose.orientation.z = y, z
+            st.tracked = est.tracked
+            st.stamp = _stamp(est.stamp)
+            out.modules.append(st)
+        self._pub.publish(out)
+
+    def _diagnose(self) -> None:
+        fs = self.filter_settings
+        wall = time.monotonic()
+        last = self._wall_last_any if self._wall_last_any is not None else self._wall_start
+        if wall - last > fs.no_data_warn_s:
+            what = "no mocap sample has arrived yet" if self._wall_last_any is None else \
+                f"no mocap sample for {wall - last:.1f} s"
+            self.get_logger().warning(f"{what} on {', '.join(self.topics)}",
+                                   throttle_duration_sec=10.0)
+            return
+        now = self._now()
+        if not self._rate_started:
+            self.rates.start(now)
+            self._rate_started = True
+            return
+        self.rates.window_s = fs.rate_window_s
+        self.rates.lo, self.rates.hi = fs.expected_rate_min_hz, fs.expected_rate_max_hz
+        bad = self.rates.out_of_band(now)
+        if bad:
+            txt = ", ".join(f"{m}: {r:.1f} Hz" for m, r in sorted(bad.items()))
+            self.get_logger().warning(
+                f"mocap rate outside [{fs.expected_rate_min_hz}, {fs.expected_rate_max_hz}] Hz"
+                f": {txt}", throttle_duration_sec=10.0)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``python -m smores_assembly.ros.mocap_bridge --ros-args ...``."""
+    return common.run_node(lambda: MocapBridgeNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
