@@ -109,6 +109,10 @@ def test_cbs_matches_brute_force_optimum_and_ecbs_stays_within_w(seed):
         assert validate_schedule(grid, s, g, ecbs.paths) == []
         assert opt <= ecbs.cost <= w * opt + 1e-9
         assert ecbs.lower_bound <= opt
+    # ECBS that first tries a tighter factor keeps the tighter guarantee when it succeeds
+    tight = solve(grid, s, g, algorithm="ecbs", w=1.5, tight_w=1.0)
+    assert validate_schedule(grid, s, g, tight.paths) == []
+    assert tight.cost == opt and tight.algorithm == "ecbs(w=1.0)"
 
 
 def test_classic_swap_through_a_side_pocket():

@@ -329,12 +329,13 @@ class _Occupancy:
 class _Constraints:
     """Constraints of one agent: vertex (cell, t), edge (u, v, t) and permanent cell -> t0."""
 
-    __slots__ = ("vertex", "edge", "perm", "max_t")
+    __slots__ = ("vertex", "edge", "perm", "max_t", "mdd")
 
     def __init__(self, vertex=frozenset(), edge=frozenset(), perm=None):
         self.vertex: frozenset = vertex
         self.edge: frozenset = edge
         self.perm: dict[int, int] = perm or {}
+        self.mdd = None  # cached (cost, levels) of the optimal paths under these constraints
         mt = -1
         for (_, t) in vertex:
             mt = max(mt, t)
@@ -472,30 +473,32 @@ def _pos(p: list[int], t: int) -> int:
     return p[t] if t < len(p) else p[-1]
 
 
-def _find_conflicts(paths: Mapping[str, list[int]], k: int, first_only: bool):
+def _find_conflicts(paths: Mapping[str, list[int]], k: int, max_list: int = 32):
     """Conflicts between agents' paths (flat cells).
 
-    Returns ``(count, first)`` where ``first`` is the earliest conflict as
-    ``("v", a, b, cell, t_a, t_b)`` or ``("e", a, b, u, v, t)``; ``count`` the number of
-    conflicting (agent pair, time) incidents.
+    Returns ``(count, conflicts)``: ``count`` the number of conflicting (agent pair, time)
+    incidents, ``conflicts`` the first ``max_list`` of them in time order, each
+    ``("v", a, b, cell, t_a, t_b)`` (a at cell at t_a, b at cell at t_b, |t_a - t_b| <= k)
+    or ``("e", a, b, u, v, t)`` (a: u -> v and b: v -> u between t and t + 1).
     """
     agents = sorted(paths)
     T = max(len(p) for p in paths.values()) + k
     count = 0
-    first = None
-    # history of the last k+1 steps: cell -> list of (agent, t)
+    found: list = []
+    # history of the last k steps: cell -> agent
     hist: deque = deque()
+    prevpos = None
     for t in range(T):
         here: dict[int, str] = {}
+        pos = {}
         for a in agents:
             c = _pos(paths[a], t)
+            pos[a] = c
             b = here.get(c)
             if b is not None:
                 count += 1
-                if first is None:
-                    first = ("v", b, a, c, t, t)
-                    if first_only:
-                        return count, first
+                if len(found) < max_list:
+                    found.append(("v", b, a, c, t, t))
             else:
                 here[c] = a
             # delayed vertex conflicts (k-robust) with earlier steps
@@ -503,36 +506,73 @@ def _find_conflicts(paths: Mapping[str, list[int]], k: int, first_only: bool):
                 b = prev.get(c)
                 if b is not None and b != a:
                     count += 1
-                    if first is None:
-                        first = ("v", b, a, c, t - back, t)
-                        if first_only:
-                            return count, first
-        if k == 0 and t > 0:
-            prevpos = {a: _pos(paths[a], t - 1) for a in agents}
+                    if len(found) < max_list:
+                        found.append(("v", b, a, c, t - back, t))
+        if k == 0 and prevpos is not None:
             moves = {}
             for a in agents:
-                u, v = prevpos[a], _pos(paths[a], t)
+                u, v = prevpos[a], pos[a]
                 if u != v:
                     moves[(u, v)] = a
             for (u, v), a in moves.items():
                 b = moves.get((v, u))
                 if b is not None and a < b:
                     count += 1
-                    if first is None:
-                        first = ("e", a, b, u, v, t - 1)
-                        if first_only:
-                            return count, first
+                    if len(found) < max_list:
+                        found.append(("e", a, b, u, v, t - 1))
+        prevpos = pos
         if k > 0:
             hist.append(here)
             if len(hist) > k:
                 hist.popleft()
-    return count, first
+    return count, found
+
+
+def _mdd(grid: Grid, start: int, goal: int, h: list[int], cons: "_Constraints",
+         cost: int) -> list[set[int]] | None:
+    """Multi-valued decision diagram (Sharon et al., ICTS, AIJ 2013): per time step the
+    cells on some path of exactly ``cost`` steps satisfying ``cons``."""
+    vertex, edge, adj = cons.vertex, cons.edge, grid._adj
+    levels = [{start}]
+    for t in range(cost):
+        nxt = set()
+        for u in levels[-1]:
+            for v in adj[u] + (u,):
+                hv = h[v]
+                if hv >= 0 and t + 1 + hv <= cost and (v, t + 1) not in vertex \
+                        and (u, v, t) not in edge:
+                    nxt.add(v)
+        levels.append(nxt)
+    if goal not in levels[cost]:
+        return None
+    levels[cost] = {goal}
+    for t in range(cost - 1, -1, -1):
+        nxt = levels[t + 1]
+        levels[t] = {u for u in levels[t]
+                     if any(v in nxt and (u, v, t) not in edge for v in adj[u] + (u,))}
+    return levels
+
+
+def _cardinal(levels: list[set[int]] | None, conflict, side: int) -> bool:
+    """True when every optimal path of the agent on ``side`` (0 = a, 1 = b) of ``conflict``
+    uses the conflicting cell/move, so that resolving it raises its cost (Boyarski et al.,
+    "ICBS: Improved Conflict-Based Search", IJCAI 2015, Sec. 3)."""
+    if levels is None:
+        return False
+    cost = len(levels) - 1
+    if conflict[0] == "v":
+        c, t = conflict[3], conflict[4 + side]
+        return t > cost or levels[t] == {c}
+    u, v, t = conflict[3], conflict[4], conflict[5]
+    if side == 1:
+        u, v = v, u
+    return t + 1 <= cost and levels[t] == {u} and levels[t + 1] == {v}
 
 
 # --- conflict-based search (CBS / ECBS) ----------------------------------------------------
 
 class _HLNode:
-    __slots__ = ("cons", "paths", "lbs", "cost", "lb", "nconf", "conflict", "closed", "id")
+    __slots__ = ("cons", "paths", "lbs", "cost", "lb", "nconf", "conflicts", "closed", "id")
 
     def __init__(self, cons, paths, lbs, k):
         self.cons = cons
@@ -540,7 +580,7 @@ class _HLNode:
         self.lbs = lbs
         self.cost = sum(len(p) - 1 for p in paths.values())
         self.lb = sum(lbs.values())
-        self.nconf, self.conflict = _find_conflicts(paths, k, first_only=False)
+        self.nconf, self.conflicts = _find_conflicts(paths, k)
         self.closed = False
 
 
@@ -583,9 +623,23 @@ def _conflict_search(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[s
             node = open_heap[0][2]
         node.closed = True
         budget.tick_high()
-        if node.conflict is None:
+        if not node.conflicts:
             return node.paths, lb_min
-        conflict = node.conflict
+        conflict = node.conflicts[0]
+        if w == 1.0:  # CBS: split on a cardinal conflict first, then a semi-cardinal one
+            best_rank = -1
+            for cf in node.conflicts:
+                rank = 0
+                for side, agent in enumerate(cf[1:3]):
+                    c = node.cons[agent]
+                    cost = len(node.paths[agent]) - 1
+                    if c.mdd is None or c.mdd[0] != cost:
+                        c.mdd = (cost, _mdd(grid, s[agent], g[agent], h[agent], c, cost))
+                    rank += _cardinal(c.mdd[1], cf, side)
+                if rank > best_rank:
+                    conflict, best_rank = cf, rank
+                    if rank == 2:
+                        break
         if conflict[0] == "v":
             _, a, b, c, ta, tb = conflict
             if k == 0:
@@ -672,7 +726,8 @@ ALGORITHMS = ("cbs", "ecbs", "prioritized")
 def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, Sequence[int]],
           algorithm: str = "ecbs", w: float = 1.3, k_robust: int = 0,
           max_expansions: int = 100_000, max_low_level_expansions: int = 5_000_000,
-          time_limit_s: float = 10.0, fallback: bool = False) -> Solution:
+          time_limit_s: float = 10.0, fallback: bool = False,
+          tight_w: float | None = None, tight_fraction: float = 0.25) -> Solution:
     """Plan collision-free paths for all agents.
 
     Args:
@@ -687,6 +742,10 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         max_low_level_expansions: bound on all low-level (space-time) expansions.
         time_limit_s: wall-time bound [s].
         fallback: when CBS/ECBS hits a bound, try prioritized planning before giving up.
+        tight_w: ECBS only: first run ECBS with this smaller factor (e.g. 1.05) on
+            ``tight_fraction`` of the bounds and keep its (better) solution; only when it
+            hits its bound, run with ``w`` on the remaining budget. The guarantee stays
+            cost <= w * optimum (<= tight_w * optimum when the first run succeeds).
 
     Returns:
         A :class:`Solution`.
@@ -717,6 +776,19 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         if algorithm == "prioritized":
             paths = _prioritized(grid, s, g, h, k_robust, budget)
             lb = sum(h[a][s[a]] for a in s)
+        elif algorithm == "ecbs" and tight_w is not None and 1.0 <= tight_w < w:
+            tight = _Budget(max(1, int(tight_fraction * max_expansions)),
+                            max(1, int(tight_fraction * max_low_level_expansions)),
+                            tight_fraction * time_limit_s)
+            try:
+                paths, lb = _conflict_search(grid, s, g, h, tight_w, k_robust, tight)
+                used = f"ecbs(w={tight_w})"
+            except SearchLimitError:
+                paths = None
+            budget.high += tight.high
+            budget.low += tight.low
+            if paths is None:
+                paths, lb = _conflict_search(grid, s, g, h, w, k_robust, budget)
         else:
             paths, lb = _conflict_search(grid, s, g, h, 1.0 if algorithm == "cbs" else w,
                                          k_robust, budget)

@@ -75,6 +75,9 @@ class NavSettings:
     nominal_speed: float = param_field(0.03, "planned travel speed [m/s]", 1e-3, 1.0)
     algorithm: str = param_field("ecbs", "MAPF algorithm: cbs, ecbs or prioritized")
     suboptimality: float = param_field(1.3, "ECBS suboptimality factor w", 1.0, 10.0)
+    tight_suboptimality: float = param_field(
+        1.05, "ECBS first tries this smaller w on a quarter of the bounds (1 = optimal)",
+        1.0, 10.0)
     k_robust: int = param_field(1, "robustness: no two modules in a cell within k steps",
                                 0, 3)
     max_expansions: int = param_field(20000, "bound on high-level search nodes", 1, 10**8)
@@ -384,7 +387,9 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     sol = solve(grid, agents_start, agents_goal, algorithm=s.algorithm, w=s.suboptimality,
                 k_robust=s.k_robust, max_expansions=s.max_expansions,
                 max_low_level_expansions=s.max_low_level_expansions,
-                time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized)
+                time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized,
+                tight_w=s.tight_suboptimality if s.tight_suboptimality < s.suboptimality
+                else None)
     # --- back to the world, with times ---
     v = s.nominal_speed
     dt = scene.c / v
