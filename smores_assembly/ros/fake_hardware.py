@@ -185,7 +185,7 @@ class FakeHardwareNode(Node):
         self._coll_pub = self.create_publisher(
             CollisionEvent, common.TOPIC_COLLISIONS,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 10)
+        self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 100)
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
         self._clock_msg = ClockMsg()
 

@@ -1,0 +1,349 @@
+"""fake_hardware node over DDS: kinematics, capture, collisions, mocap noise, entry point."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+pytestmark = pytest.mark.ros
+
+W = 0.08
+
+
+def write_scenario(tmp_path, modules, helpers=()):
+    path = tmp_path / "scenario.yaml"
+    data = {"name": "test", "module_width": W,
+            "target": {"nodes": ["n0"], "edges": []},
+            "modules": {m: list(p) for m, p in modules.items()}}
+    if helpers:
+        data["helpers"] = list(helpers)
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def spin_until(ex, pred, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        ex.spin_once(timeout_sec=0.01)
+    return pred()
+
+
+class Rig:
+    """The fake hardware (in-process, 10x real time) plus a probe node, one executor."""
+
+    def __init__(self, ctx, tmp_path, modules, helpers=(), **params):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from smores_assembly.msg import CollisionEvent, ConnectionArray, ModuleStateArray
+        from smores_assembly.ros import common
+        from smores_assembly.ros.fake_hardware import TOPIC_GROUND_TRUTH, FakeHardwareNode
+
+        overrides = {"scenario": write_scenario(tmp_path, modules, helpers),
+                     "real_time_factor": 10.0, "ground_truth_rate_hz": 100.0}
+        overrides.update(params)
+        self.fake = FakeHardwareNode(context=ctx, parameter_overrides=[
+            Parameter(k, value=v) for k, v in overrides.items()])
+        self.node = rclpy.create_node("probe", context=ctx)
+        self.ex = SingleThreadedExecutor(context=ctx)
+        self.ex.add_node(self.fake)
+        self.ex.add_node(self.node)
+        self.gt, self.conns, self.colls = [], [], []
+        big = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(ModuleStateArray, TOPIC_GROUND_TRUTH, self.gt.append, big)
+        self.node.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS,
+                                      self.conns.append, common.LATCHED_QOS)
+        self.node.create_subscription(CollisionEvent, common.TOPIC_COLLISIONS,
+                                      self.colls.append, big)
+        # command publishers for every module, matched with the fake hardware up front
+        from geometry_msgs.msg import Twist
+        from sensor_msgs.msg import JointState
+
+        from smores_assembly.msg import HelperCommand, MagnetCommand
+        types = {"cmd_vel": Twist, "magnets": MagnetCommand, "helper_command": HelperCommand,
+                 "joint_commands": JointState}
+        self._pubs = {(m, k): self.node.create_publisher(t, common.module_topic(m, k),
+                                                         common.COMMAND_QOS)
+                      for m in modules for k, t in types.items()}
+        assert spin_until(self.ex, lambda: all(p.get_subscription_count() > 0
+                                               for p in self._pubs.values()), 10)
+
+    def pub(self, module, kind, msg):
+        self._pubs[(module, kind)].publish(msg)
+
+    def cmd_vel(self, module, v, w):
+        from geometry_msgs.msg import Twist
+        msg = Twist()
+        msg.linear.x, msg.angular.z = float(v), float(w)
+        self.pub(module, "cmd_vel", msg)
+
+    def magnets(self, module, **faces):
+        from smores_assembly.msg import MagnetCommand
+        self.pub(module, "magnets", MagnetCommand(**faces))
+
+    def wait_magnets(self, module, faces):
+        from smores_assembly.geometry import Face
+        want = {Face(f) for f in faces}
+        assert spin_until(self.ex, lambda: self.fake.world.magnets(module) == want, 5)
+
+    def pose(self, msg, module):
+        from smores_assembly.geometry import Pose2D
+        for st in msg.modules:
+            if st.id == module:
+                return Pose2D(st.x, st.y, st.yaw)
+        raise KeyError(module)
+
+    def wait_sim(self, seconds):
+        """Spin until the simulation advanced by ``seconds`` and the ground truth of that
+        moment arrived; returns that ground-truth message."""
+        target = self.fake.world.t + seconds
+        return self.gt_at(target)
+
+    def gt_at(self, t):
+        """The first ground-truth message stamped at or after ``t`` (spins for it)."""
+        def find():
+            for g in reversed(self.gt):
+                if self.stamp(g) < t - 1e-9:
+                    break
+            else:
+                return self.gt[0] if self.gt else None
+            i = self.gt.index(g) + 1
+            return self.gt[i] if i < len(self.gt) else None
+        assert spin_until(self.ex, lambda: find() is not None, 30), "no ground truth"
+        return find()
+
+    @staticmethod
+    def stamp(msg):
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+    def close(self):
+        self.ex.shutdown()
+        self.node.destroy_node()
+        self.fake.destroy_node()
+
+
+@pytest.fixture
+def make_rig(ros_context, tmp_path):
+    rigs = []
+
+    def make(modules, helpers=(), **params):
+        rig = Rig(ros_context, tmp_path, modules, helpers, **params)
+        rigs.append(rig)
+        return rig
+
+    yield make
+    for r in rigs:
+        r.close()
+
+
+def unicycle(p0, v, w, t):
+    from smores_assembly.geometry import Pose2D, wrap_angle
+    r = v / w
+    th = p0.yaw + w * t
+    return Pose2D(p0.x + r * (math.sin(th) - math.sin(p0.yaw)),
+                  p0.y - r * (math.cos(th) - math.cos(p0.yaw)), wrap_angle(th))
+
+
+def test_commanded_arc_ends_where_the_unicycle_model_says(make_rig):
+    """One cmd_vel, cut by the watchdog after cmd_vel_timeout_s: with symmetric linear
+    wheel ramps the arc length is exactly v * T, so the end pose is the closed form's."""
+    from smores_assembly.geometry import Pose2D, wrap_angle
+
+    p0 = Pose2D(0.1, -0.2, 0.7)
+    T, v, w = 2.0, 0.04, 0.5
+    rig = make_rig({"m": p0.as_tuple(), "far": (2.0, 2.0, 0.0)}, cmd_vel_timeout_s=T)
+    rig.wait_sim(0.05)
+    rig.cmd_vel("m", v, w)
+    # wait until it moved and stopped again, then for the ground truth of that moment
+    world = rig.fake.world
+    assert spin_until(rig.ex, lambda: world.wheel_speeds("m") != (0.0, 0.0), 10)
+    assert spin_until(rig.ex, lambda: world.wheel_speeds("m") == (0.0, 0.0), 30)
+    t_stop = world.t
+    end = rig.pose(rig.gt_at(t_stop + 0.5), "m")
+    expect = unicycle(p0, v, w, T)
+    assert math.hypot(end.x - expect.x, end.y - expect.y) < 1e-4   # well inside a mm
+    assert abs(wrap_angle(end.yaw - expect.yaw)) < 1e-4
+    assert rig.pose(rig.gt_at(t_stop), "far") == Pose2D(2.0, 2.0, 0.0)
+
+
+def test_face_to_face_connects_inside_capture_range_and_stays(make_rig):
+    from smores_assembly.geometry import Face, child_pose
+    from smores_assembly.sim import SimParams
+
+    cap = SimParams().capture_range
+    # pair a-b: magnets on both TOP faces; pair c-d: d's magnets off
+    rig = make_rig({"a": (0.0, 0.0, 0.0), "b": (0.2, 0.003, math.pi),
+                    "c": (0.0, 0.5, 0.0), "d": (0.2, 0.5, math.pi)}, cmd_vel_timeout_s=100.0)
+    rig.magnets("a", top=True)
+    rig.magnets("b", top=True)
+    rig.magnets("c", top=True)
+    rig.wait_magnets("b", ["TOP"])
+    rig.wait_magnets("c", ["TOP"])
+    rig.cmd_vel("a", 0.05, 0.0)
+    rig.cmd_vel("c", 0.05, 0.0)
+    assert spin_until(rig.ex, lambda: rig.conns and rig.conns[-1].connections, 20)
+    conn_msg = rig.conns[-1]
+    assert [(c.module_a, c.face_a, c.module_b, c.face_b) for c in conn_msg.connections] == [
+        ("a", "TOP", "b", "TOP")]
+    t_conn = rig.stamp(conn_msg)
+    after = rig.gt_at(t_conn)
+    assert rig.stamp(after) == pytest.approx(t_conn)
+    # one step (10 ms) before the capture the faces were still outside the capture range
+    before = [g for g in rig.gt if rig.stamp(g) < t_conn - 1e-6]
+    assert rig.stamp(before[-1]) == pytest.approx(t_conn - 0.01)
+    gap = rig.pose(before[-1], "b").x - rig.pose(before[-1], "a").x - W
+    assert cap < gap < cap + 0.05 * 0.01 + 1e-9
+    # flush: the moving module was snapped exactly into its docked pose
+    a, b = rig.pose(after, "a"), rig.pose(after, "b")
+    docked = child_pose(b, Face.TOP, Face.TOP, W)
+    assert math.hypot(a.x - docked.x, a.y - docked.y) < 1e-9
+    # docked modules ignore their commands: they stay where they are, still connected
+    rig.cmd_vel("a", -0.05, 0.5)
+    rig.cmd_vel("b", 0.05, 0.0)
+    g = rig.wait_sim(1.0)
+    assert rig.pose(g, "a") == a and rig.pose(g, "b") == b
+    assert len(rig.conns[-1].connections) == 1
+    # c drove into d's face without d's magnet: stalled against the face, no connection,
+    # and no collision (a face contact)
+    c, d = rig.pose(g, "c"), rig.pose(g, "d")
+    assert 0.0 <= d.x - c.x - W <= 0.002
+    assert not rig.colls
+    # magnets off: released; a can drive away again
+    rig.magnets("b")
+    assert spin_until(rig.ex, lambda: not rig.conns[-1].connections, 10)
+    rig.cmd_vel("a", -0.05, 0.0)
+    assert rig.pose(rig.wait_sim(0.5), "a").x < a.x - 0.01
+
+
+def test_misaligned_approach_is_a_reported_collision(make_rig):
+    rig = make_rig({"e": (0.0, 0.0, 0.0), "f": (0.2, 0.02, math.pi + math.radians(30))},
+                   cmd_vel_timeout_s=100.0)
+    rig.magnets("e", top=True)
+    rig.magnets("f", top=True)
+    rig.wait_magnets("f", ["TOP"])
+    rig.cmd_vel("e", 0.05, 0.0)
+    assert spin_until(rig.ex, lambda: rig.colls, 20)
+    ev = rig.colls[0]
+    assert (ev.module_a, ev.module_b) == ("e", "f") and ev.penetration_m > 0
+    g = rig.wait_sim(1.0)
+    assert len(rig.colls) == 1                  # once per contact start
+    assert not rig.conns[-1].connections        # 30 degrees off: no capture
+    from smores_assembly.sim import square_overlap
+    e, f = rig.pose(g, "e"), rig.pose(g, "f")
+    assert square_overlap(e.as_tuple(), f.as_tuple(), W) <= 1e-6   # the motion was blocked
+
+
+def test_helper_lifts_and_docks_a_wheel_face(make_rig):
+    from smores_assembly.geometry import Face, child_pose
+    from smores_assembly.msg import HelperCommand
+
+    rig = make_rig({"h": (0.0, 0.0, 0.0), "m": (0.086, 0.004, 0.1), "s": (0.4, 0.0, math.pi)},
+                   helpers=["h"], cmd_vel_timeout_s=100.0, carry_yaw_rate=3.0)
+    rig.magnets("m", left=True)
+    rig.magnets("s", top=True)
+    rig.wait_magnets("s", ["TOP"])
+    rig.wait_magnets("m", ["LEFT"])
+    rig.pub("h", "helper_command", HelperCommand(command=HelperCommand.LIFT, module="m",
+                                                 carry_yaw=-math.pi / 2))
+    assert spin_until(rig.ex, lambda: rig.fake.world.carried_by("h") == "m", 5)
+    rig.wait_sim(1.0)   # finish the rotation
+    rig.cmd_vel("h", 0.05, 0.0)
+    assert spin_until(rig.ex, lambda: rig.conns and rig.conns[-1].connections, 20)
+    c = rig.conns[-1].connections[0]
+    assert (c.module_a, c.face_a, c.module_b, c.face_b) == ("m", "LEFT", "s", "TOP")
+    g = rig.gt_at(rig.stamp(rig.conns[-1]))
+    assert rig.fake.world.carried_by("h") is None
+    m = rig.pose(g, "m")
+    goal = child_pose(rig.pose(g, "s"), Face.TOP, Face.LEFT, W)
+    assert math.hypot(m.x - goal.x, m.y - goal.y) < 1e-9
+    assert not rig.colls
+
+
+def test_mocap_noise_and_dropout_statistics(make_rig):
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from smores_assembly.ros.common import quaternion_to_yaw
+
+    sd_m, sd_rad, drop = 0.004, 0.02, 0.25
+    rig = make_rig({"m": (0.3, -0.1, 2.0)}, mocap_noise_std_m=sd_m, mocap_noise_std_rad=sd_rad,
+                   dropout_probability=drop, random_seed=5, real_time_factor=20.0)
+    got = []
+    rig.node.create_subscription(PoseStamped, "/vicon/m/m", got.append,
+                                 QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT))
+    assert spin_until(rig.ex, lambda: len(got) >= 600, 30)
+    assert all(g.header.frame_id == "world" for g in got)
+    x = np.array([g.pose.position.x for g in got])
+    y = np.array([g.pose.position.y for g in got])
+    z = np.array([g.pose.position.z for g in got])
+    yaw = np.array([quaternion_to_yaw(g.pose.orientation) for g in got])
+    n = len(got)
+    for arr, mean, sd in ((x, 0.3, sd_m), (y, -0.1, sd_m), (z, W / 2, sd_m), (yaw, 2.0, sd_rad)):
+        assert abs(arr.mean() - mean) < 4 * sd / math.sqrt(n)
+        assert abs(arr.std(ddof=1) / sd - 1) < 4 / math.sqrt(2 * n)
+    # dropout: stamps lie on the 100 Hz grid; the fraction present is 1 - p
+    stamps = np.array([g.header.stamp.sec + g.header.stamp.nanosec * 1e-9 for g in got])
+    ticks = np.round(stamps * 100).astype(int)
+    assert np.all(np.diff(ticks) >= 1)
+    span = ticks[-1] - ticks[0] + 1
+    frac = n / span
+    assert abs(frac - (1 - drop)) < 4 * math.sqrt(drop * (1 - drop) / span)
+
+
+def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, python_exe):
+    """``python -m smores_assembly.ros.fake_hardware`` with a params file: /clock advances,
+    noise-free mocap equals the scenario pose; a parameter out of range exits with 2."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+
+    from smores_assembly.ros import common
+
+    scen = write_scenario(tmp_path, {"m0": (0.25, -0.5, -2.5), "m1": (0.0, 0.0, 0.0)})
+    params = tmp_path / "fh.yaml"
+    params.write_text(yaml.safe_dump({"fake_hardware": {"ros__parameters": {
+        "scenario": scen, "real_time_factor": 5.0,
+        "mocap_topic_format": "/vrpn_mocap/{id}/pose"}}}))
+    env = dict(os.environ)
+    bad = subprocess.run([python_exe, "-m", "smores_assembly.ros.fake_hardware", "--ros-args",
+                          "--params-file", str(params), "-p", "physics_rate_hz:=0.0"],
+                         env=env, capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2, bad.stderr
+    assert "physics_rate_hz" in bad.stderr + bad.stdout
+    proc = subprocess.Popen([python_exe, "-m", "smores_assembly.ros.fake_hardware",
+                             "--ros-args", "--params-file", str(params)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        node = rclpy.create_node("probe_entry", context=ros_context)
+        ex = SingleThreadedExecutor(context=ros_context)
+        ex.add_node(node)
+        clocks, poses = [], []
+        node.create_subscription(Clock, "/clock", clocks.append, 10)
+        node.create_subscription(PoseStamped, "/vrpn_mocap/m0/pose", poses.append,
+                                 common.SENSOR_QOS)
+        ok = spin_until(ex, lambda: len(clocks) > 20 and len(poses) > 5, 30)
+        assert ok, "no /clock or mocap from the subprocess"
+        t = [c.clock.sec + c.clock.nanosec * 1e-9 for c in clocks]
+        assert all(b > a for a, b in zip(t, t[1:]))
+        p = poses[-1].pose
+        assert (p.position.x, p.position.y, p.position.z) == pytest.approx((0.25, -0.5, W / 2),
+                                                                           abs=1e-12)
+        assert common.quaternion_to_yaw(p.orientation) == pytest.approx(-2.5, abs=1e-12)
+        ex.shutdown()
+        node.destroy_node()
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 0, out
+    assert "stopped at t=" in out
