@@ -245,6 +245,7 @@ class DockingTask:
         self._lift_sent_t = -1e9
         self._pickup_axis: DockAxis | None = None
         self._path: TimedPath | None = None
+        self._no_path = False
         self._backoff_from: Pose2D | None = None
         self._last_reason = ""
         self._errors = (math.nan, math.nan, math.nan)
@@ -258,6 +259,11 @@ class DockingTask:
     def done(self) -> bool:
         """True in DOCKED or FAILED."""
         return self.phase in (Phase.DOCKED, Phase.FAILED)
+
+    @property
+    def helper_free(self) -> bool:
+        """True when this task no longer drives its helper (done, back-off finished)."""
+        return self.done and self._backoff_from is None
 
     @property
     def effective_phase(self) -> Phase:
@@ -277,6 +283,11 @@ class DockingTask:
         self._hold_t = self._dwell_t = 0.0
         self._sub = ""
         self._sub_t = 0.0
+
+    def path_unavailable(self) -> None:
+        """The navigation says there will be no path (e.g. an empty Path after a planning
+        failure): NAVIGATE ends at once and the body moves directly."""
+        self._no_path = True
 
     def cancel(self, message: str = "cancelled") -> None:
         """Stop the task: FAILED with ``ErrorCode.CANCELLED`` (no-op once done)."""
@@ -327,6 +338,7 @@ class DockingTask:
         self._t_last = t
         if path is not None:
             self._path = path
+            self._no_path = False
         prev_cmd = self._cmd.get(self.driven, (0.0, 0.0))
         self.body_obs.predict(prev_cmd[0], prev_cmd[1], dt)
         self._cmd = {self.spec.module: (0.0, 0.0), self.driven: (0.0, 0.0)}
@@ -438,6 +450,18 @@ class DockingTask:
             self._sub, self._sub_t = "goto", 0.0
         ax = self._pickup_axis
         self._sub_t += dt
+        if self._sub == "goto" and self._path is not None and self._reg is None:
+            self._sub, self._sub_t = "path", 0.0
+        if self._sub == "path":
+            # the navigation's timed path towards the pick-up pose, then the direct moves
+            v, om, finished = track_timed_path(helper, self._path, t, s, s.v_max)
+            if finished or t > self._path.end_time + s.nav_timeout_margin_s:
+                self._path = None
+                self._pickup_axis = None   # re-choose the side from where the path ended
+                self._sub, self._sub_t = "goto", 0.0
+            else:
+                self._set_cmd(v, om, virtual=False)
+            return
         if self._sub == "goto":
             goal = ax.body_pose(0.5 * w, s.standoff)
             if self._reg is None:
@@ -485,7 +509,7 @@ class DockingTask:
     def _navigate(self, t: float, dt: float, connected: bool) -> None:
         s = self.s
         if self._path is None:
-            if self._phase_elapsed >= s.path_wait_timeout_s:
+            if self._no_path or self._phase_elapsed >= s.path_wait_timeout_s:
                 self._enter(Phase.POSE_ADJUST, t)
             return
         if t > self._path.end_time + s.nav_timeout_margin_s:
@@ -622,20 +646,17 @@ class DockingTask:
                     self.spec.parent_module: frozenset({self.spec.parent_face})}
         return {}
 
-    def _output(self, t: float) -> TaskOutput:
+    def status(self) -> TaskStatus:
+        """The current status (errors from the latest estimates; NaN while unknown)."""
         ax = self.axis()
         if ax is not None and self.module_est is not None:
             m = self.module_est
-            if self.spec.module != self.driven or self.body_obs.est is None:
-                pass
-            else:
+            if self.spec.module == self.driven and self.body_obs.est is not None:
                 m = self.body_obs.est
             gap, lat, yaw = face_errors(m, self.spec.child_face, ax, self.s.module_width)
         else:
             gap = lat = yaw = math.nan
-        if self.phase in (Phase.PAUSED, Phase.FAILED, Phase.IDLE):
-            self._cmd = {k: (0.0, 0.0) for k in self._cmd}
-        st = TaskStatus(
+        return TaskStatus(
             module=self.spec.module, target_module=self.spec.parent_module,
             face_pair=f"{self.spec.child_face.value}->{self.spec.parent_module}."
                       f"{self.spec.parent_face.value}",
@@ -643,7 +664,12 @@ class DockingTask:
             yaw_error_deg=math.degrees(yaw), retries=self.retries,
             phase_elapsed_s=self._phase_elapsed, phase_durations=dict(self.durations),
             error_code=self.error, message=self.message)
-        return TaskOutput(dict(self._cmd), self.magnet_faces(), list(self._helper_out), st)
+
+    def _output(self, t: float) -> TaskOutput:
+        if self.phase in (Phase.PAUSED, Phase.FAILED, Phase.IDLE):
+            self._cmd = {k: (0.0, 0.0) for k in self._cmd}
+        return TaskOutput(dict(self._cmd), self.magnet_faces(), list(self._helper_out),
+                          self.status())
 
 
 class PathFollower:

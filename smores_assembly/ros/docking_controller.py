@@ -1,0 +1,381 @@
+"""``docking_controller`` node: closed-loop docking of the active stage's actions.
+
+Thin adapter over :class:`smores_assembly.docking.DockingTask` (phases, laws and tunables
+are documented in :mod:`smores_assembly.docking`). Run it as
+``python -m smores_assembly.ros.docking_controller --ros-args --params-file
+config/docking_controller.yaml`` (add ``-p use_sim_time:=true`` with the fake hardware).
+
+Subscribes:
+
+* ``/assembly/plan`` (AssemblyPlan, latched): the docking actions;
+* ``/assembly/active_stage`` (std_msgs/Int32, latched): the stage whose actions run; ``-1``
+  stops every module (zero ``cmd_vel``; magnets of docked faces stay on);
+* ``/modules/states`` (ModuleStateArray, sensor QoS): poses, ``tracked`` flags and stamps;
+* ``/<id>/path`` (nav_msgs/Path, latched) of every module of the plan: the timed path
+  (pose stamps = planned arrival times; all-zero stamps: untimed, timed at
+  ``nominal_path_speed``; an empty path: no path, drive directly). A path for a module
+  without an action in the active stage (moved aside by the navigation) is followed to its
+  end, then the module stops;
+* ``/fake_hardware/connections`` (ConnectionArray, latched): confirms docks when
+  ``confirm_with_connections``.
+
+Publishes ``/<id>/cmd_vel`` (Twist) at ``control_rate_hz`` for every module it drives (zero
+while the module's pose is stale or the stage is -1), ``/<id>/magnets`` (MagnetCommand) on
+change and every ``magnet_refresh_s``, ``/<id>/helper_command`` (HelperCommand),
+``/<id>/joint_commands`` (JointState ``pan``, ``tilt`` = 0 for modules docking a TOP face,
+so that the face is vertical) and ``/assembly/docking_status`` (DockingStatusArray,
+reliable) at ``status_rate_hz``.
+
+Timers use the node clock, so the node runs on simulated time with ``use_sim_time``.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Path
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Int32
+
+from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
+                                     Phase, PoseSample, TimedPath)
+from smores_assembly.geometry import Face, Pose2D
+from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
+                                 DockingStatusArray, HelperCommand, MagnetCommand,
+                                 ModuleStateArray)
+from smores_assembly.params import check_ranges, param_field
+from smores_assembly.ros import common
+
+_HELPER_CODES = {"LIFT": HelperCommand.LIFT, "ROTATE": HelperCommand.ROTATE,
+                 "RELEASE": HelperCommand.RELEASE}
+_DURATION_PHASES = (Phase.NAVIGATE, Phase.POSE_ADJUST, Phase.APPROACH)
+
+
+@dataclass
+class DockingNodeSettings:
+    """Tunables of the node itself (the control tunables are :class:`DockingSettings`)."""
+
+    control_rate_hz: float = param_field(50.0, "control loop rate [Hz, node clock]", 1.0, 1000.0)
+    status_rate_hz: float = param_field(10.0, "rate of /assembly/docking_status [Hz]",
+                                        0.1, 1000.0)
+    magnet_refresh_s: float = param_field(1.0, "magnet commands are re-sent this often [s]",
+                                          0.05, 60.0)
+    nominal_path_speed: float = param_field(
+        0.04, "speed used to time a path whose stamps are all zero [m/s]", 0.001, 2.0)
+    obstacle_radius: float = param_field(
+        0.6, "other modules within this distance of a moving body are kept clear of on "
+        "direct moves [m]", 0.0, 10.0)
+
+
+def _validate(settings) -> str | None:
+    try:
+        check_ranges(settings)
+    except ValueError as exc:
+        return str(exc)
+    if isinstance(settings, DockingSettings):
+        return settings.validate()
+    return None
+
+
+def path_msg_to_timed(msg: Path, now: float, nominal_speed: float) -> TimedPath | None:
+    """A nav_msgs/Path as a :class:`TimedPath` (None for an empty path)."""
+    if not msg.poses:
+        return None
+    pts = [(common.time_to_sec(p.header.stamp), p.pose.position.x, p.pose.position.y)
+           for p in msg.poses]
+    return TimedPath.from_poses(pts, now, nominal_speed)
+
+
+class DockingControllerNode(Node):
+    """The ``docking_controller`` node (see the module docstring).
+
+    Raises:
+        ValueError: a parameter out of range or inconsistent (at start-up).
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("docking_controller", **kwargs)
+        self.node_settings = common.declare_dataclass_params(
+            self, DockingNodeSettings(), validate=_validate,
+            on_change=lambda _s: self._make_timers())
+        self.settings = common.declare_dataclass_params(self, DockingSettings(),
+                                                        validate=_validate)
+        self._plan: AssemblyPlan | None = None
+        self._stage: int | None = None
+        self._samples: dict[str, PoseSample] = {}
+        self._connections: set[frozenset] = set()
+        self._conn_faces: dict[str, set] = {}
+        self._tasks: dict[str, DockingTask] = {}       # action module -> task
+        self._bad: list[DockingStatus] = []            # actions refused at creation
+        self._followers: dict[str, PathFollower] = {}
+        self._new_paths: dict[str, TimedPath | None] = {}   # arrived since the last tick
+        self._paths: dict[str, tuple[TimedPath | None, float]] = {}
+        self._docked_faces: dict[str, set] = {}        # magnets kept on for DOCKED actions
+        self._mag_sent: dict[str, tuple[frozenset, float]] = {}
+        self._driven: set[str] = set()
+        self._pubs: dict[tuple[str, str], object] = {}
+        self._path_subs: dict[str, object] = {}
+
+        self.create_subscription(AssemblyPlan, common.TOPIC_PLAN, self._on_plan,
+                                 common.LATCHED_QOS)
+        self.create_subscription(Int32, common.TOPIC_ACTIVE_STAGE, self._on_stage,
+                                 common.LATCHED_QOS)
+        self.create_subscription(ModuleStateArray, common.TOPIC_STATES, self._on_states,
+                                 common.SENSOR_QOS)
+        self.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS,
+                                 self._on_connections, common.LATCHED_QOS)
+        self._status_pub = self.create_publisher(
+            DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self._control_timer = self._status_timer = None
+        self._make_timers()
+        self.get_logger().info(
+            f"docking controller: {self.node_settings.control_rate_hz} Hz, standoff "
+            f"{self.settings.standoff} m, approach {self.settings.approach_speed} m/s, "
+            f"max_retries {self.settings.max_retries}")
+
+    # ------------------------------------------------------------------ plumbing
+    def _make_timers(self) -> None:
+        for tmr in (self._control_timer, self._status_timer):
+            if tmr is not None:
+                self.destroy_timer(tmr)
+        ns = self.node_settings
+        self._control_timer = self.create_timer(1.0 / ns.control_rate_hz, self._tick)
+        self._status_timer = self.create_timer(1.0 / ns.status_rate_hz, self._publish_status)
+
+    def _pub(self, module: str, name: str, typ):
+        key = (module, name)
+        pub = self._pubs.get(key)
+        if pub is None:
+            pub = self.create_publisher(typ, common.module_topic(module, name),
+                                        common.COMMAND_QOS)
+            self._pubs[key] = pub
+        return pub
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _watch_path(self, module: str) -> None:
+        if module and module not in self._path_subs:
+            self._path_subs[module] = self.create_subscription(
+                Path, common.module_topic(module, "path"),
+                lambda msg, m=module: self._on_path(m, msg), common.LATCHED_QOS)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_plan(self, msg: AssemblyPlan) -> None:
+        self._cancel_all("a new plan arrived")
+        self._plan = msg
+        for m in list(msg.assigned_modules) + list(msg.idle_modules):
+            self._watch_path(m)
+        for a in msg.actions:
+            self._watch_path(a.module)
+            self._watch_path(a.helper)
+        self.get_logger().info(f"plan {msg.target_name!r}: {len(msg.actions)} actions in "
+                               f"{msg.num_stages} stages")
+        self._start_stage()
+
+    def _on_stage(self, msg: Int32) -> None:
+        if msg.data == self._stage:
+            return
+        self._cancel_all(f"stage changed to {msg.data}")
+        self._stage = msg.data
+        self.get_logger().info(f"active stage {msg.data}")
+        self._start_stage()
+
+    def _on_states(self, msg: ModuleStateArray) -> None:
+        for st in msg.modules:
+            self._samples[st.id] = PoseSample(Pose2D(st.x, st.y, st.yaw),
+                                              common.time_to_sec(st.stamp), bool(st.tracked))
+
+    def _on_connections(self, msg: ConnectionArray) -> None:
+        conns, faces = set(), {}
+        for c in msg.connections:
+            try:
+                fa, fb = Face.parse(c.face_a), Face.parse(c.face_b)
+            except ValueError:
+                continue
+            conns.add(frozenset({(c.module_a, fa), (c.module_b, fb)}))
+            faces.setdefault(c.module_a, set()).add(fa)
+            faces.setdefault(c.module_b, set()).add(fb)
+        self._connections, self._conn_faces = conns, faces
+
+    def _on_path(self, module: str, msg: Path) -> None:
+        now = self._now()
+        try:
+            path = path_msg_to_timed(msg, now, self.node_settings.nominal_path_speed)
+        except ValueError as exc:
+            self.get_logger().error(f"/{module}/path refused: {exc}")
+            return
+        self._new_paths[module] = path
+        self._paths[module] = (path, now)
+
+    # ------------------------------------------------------------------ stages
+    def _cancel_all(self, why: str) -> None:
+        for task in self._tasks.values():
+            if task.phase is Phase.DOCKED:
+                for m, faces in task.magnet_faces().items():
+                    self._docked_faces.setdefault(m, set()).update(faces)
+            else:
+                task.cancel(why)
+        for m in self._driven:
+            self._send_cmd(m, 0.0, 0.0)
+        self._tasks, self._bad, self._followers = {}, [], {}
+        self._driven = set()
+
+    def _start_stage(self) -> None:
+        if self._plan is None or self._stage is None or self._stage < 0 or self._tasks:
+            return
+        now = self._now()
+        # paths from earlier stages (their timing is over) are not for this stage
+        for m, (path, t_rx) in list(self._paths.items()):
+            if path is not None and path.end_time < now - 1.0:
+                del self._paths[m]
+        self._new_paths = {m: p for m, (p, _) in self._paths.items()}
+        for a in self._plan.actions:
+            if a.stage != self._stage:
+                continue
+            try:
+                spec = DockingSpec(a.module, a.parent_module, a.parent_face, a.child_face,
+                                   a.helper)
+            except ValueError as exc:
+                st = DockingStatus(module=a.module, target_module=a.parent_module,
+                                   phase=int(Phase.FAILED), phase_name=Phase.FAILED.name,
+                                   error_code=0, message=f"invalid action: {exc}")
+                self._bad.append(st)
+                self.get_logger().error(st.message)
+                continue
+            task = DockingTask(spec, self.settings)
+            self._tasks[a.module] = task
+            self._driven.update({a.module, task.driven})
+            # TOP faces capture only while the tilt joint is at zero
+            for m, f in ((a.module, spec.child_face), (a.parent_module, spec.parent_face)):
+                if f is Face.TOP:
+                    js = JointState(name=["pan", "tilt"], position=[0.0, 0.0])
+                    js.header.stamp = self.get_clock().now().to_msg()
+                    self._pub(m, "joint_commands", JointState).publish(js)
+        self.get_logger().info(f"stage {self._stage}: {len(self._tasks)} docking actions "
+                               f"({', '.join(sorted(self._tasks)) or 'none'})")
+
+    # ------------------------------------------------------------------ control
+    def _send_cmd(self, module: str, v: float, w: float) -> None:
+        msg = Twist()
+        msg.linear.x, msg.angular.z = float(v), float(w)
+        self._pub(module, "cmd_vel", Twist).publish(msg)
+
+    def _connected(self, spec: DockingSpec) -> bool:
+        return frozenset({(spec.module, spec.child_face),
+                          (spec.parent_module, spec.parent_face)}) in self._connections
+
+    def _obstacles(self, task: DockingTask) -> list[tuple[float, float]]:
+        skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
+        me = self._samples.get(task.driven)
+        r = self.node_settings.obstacle_radius
+        out = []
+        for m, smp in self._samples.items():
+            if m in skip or not smp.tracked:
+                continue
+            if me is None or me.pose.distance_to(smp.pose) <= r:
+                out.append((smp.pose.x, smp.pose.y))
+        return out
+
+    def _tick(self) -> None:
+        now = self._now()
+        if now <= 0.0:
+            return  # no clock yet (use_sim_time before the first /clock)
+        new_paths, self._new_paths = self._new_paths, {}
+        if self._stage is None or self._stage < 0:
+            for m in self._driven:
+                self._send_cmd(m, 0.0, 0.0)
+            self._send_magnets(now, {})
+            return
+        cmds: dict[str, tuple[float, float]] = {}
+        wanted: dict[str, set] = {}
+        helper_busy: set[str] = set()
+        for task in self._tasks.values():
+            if task.uses_helper:
+                # one helper serves the stage's actions one after the other (plan order)
+                if task.driven in helper_busy:
+                    continue
+                if not task.helper_free:
+                    helper_busy.add(task.driven)
+            if task.driven in new_paths:
+                p = new_paths.pop(task.driven)
+                if p is None:
+                    task.path_unavailable()
+            else:
+                p = None
+            out = task.tick(now, self._samples, self._connected(task.spec), p,
+                            self._obstacles(task))
+            for m, c in out.cmd.items():
+                if m not in cmds or c != (0.0, 0.0):
+                    cmds[m] = c
+            for m, faces in out.magnets.items():
+                wanted.setdefault(m, set()).update(faces)
+            for hc in out.helper_commands:
+                msg = HelperCommand(command=_HELPER_CODES[hc.command], module=hc.module,
+                                    carry_yaw=float(hc.carry_yaw))
+                self._pub(hc.helper, "helper_command", HelperCommand).publish(msg)
+                self.get_logger().info(f"{hc.helper}: {hc.command} {hc.module}")
+        # modules moved aside by the navigation: follow their paths to the end
+        busy = set(cmds)
+        for m, p in new_paths.items():
+            if m not in busy and p is not None:
+                self._followers[m] = PathFollower(m, p, self.settings)
+                self._driven.add(m)
+        for m, f in list(self._followers.items()):
+            if m in busy:
+                del self._followers[m]
+                continue
+            cmds[m] = f.tick(now, self._samples.get(m))
+        for m in self._driven:
+            v, w = cmds.get(m, (0.0, 0.0))
+            self._send_cmd(m, v, w)
+        self._send_magnets(now, wanted)
+
+    def _send_magnets(self, now: float, wanted: dict[str, set]) -> None:
+        faces: dict[str, set] = {}
+        for src in (wanted, self._docked_faces, self._conn_faces):
+            for m, fs in src.items():
+                faces.setdefault(m, set()).update(fs)
+        for m in set(faces) | set(self._mag_sent):
+            fs = frozenset(faces.get(m, ()))
+            sent = self._mag_sent.get(m)
+            if sent is not None and sent[0] == fs and (
+                    not fs or now - sent[1] < self.node_settings.magnet_refresh_s):
+                continue
+            self._pub(m, "magnets", MagnetCommand).publish(MagnetCommand(
+                top=Face.TOP in fs, bottom=Face.BOTTOM in fs, left=Face.LEFT in fs,
+                right=Face.RIGHT in fs))
+            self._mag_sent[m] = (fs, now)
+
+    # ------------------------------------------------------------------ status
+    def _publish_status(self) -> None:
+        msg = DockingStatusArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = common.WORLD_FRAME
+        msg.stage = -1 if self._stage is None else int(self._stage)
+        for task in self._tasks.values():
+            st = task.status()
+            msg.modules.append(DockingStatus(
+                module=st.module, target_module=st.target_module, face_pair=st.face_pair,
+                phase=int(st.phase), phase_name=st.phase.name,
+                face_gap_mm=float(st.face_gap_mm), lateral_error_mm=float(st.lateral_error_mm),
+                yaw_error_deg=float(st.yaw_error_deg), retries=int(st.retries),
+                phase_elapsed_s=float(st.phase_elapsed_s),
+                phase_durations_s=[float(st.phase_durations[p]) for p in _DURATION_PHASES],
+                error_code=int(st.error_code), message=st.message))
+        msg.modules.extend(self._bad)
+        self._status_pub.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point: ``python -m smores_assembly.ros.docking_controller``."""
+    return common.run_node(lambda: DockingControllerNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
