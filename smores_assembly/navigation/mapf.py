@@ -28,6 +28,10 @@ Algorithms:
   focal heuristic = number of conflicts.
 * ``algorithm="prioritized"``: prioritized planning (Silver, "Cooperative Pathfinding",
   AIIDE 2005) over a few agent orders; incomplete, used only as a fallback.
+* CBS splits on cardinal conflicts first (Boyarski et al., "ICBS", IJCAI 2015), detected
+  with multi-valued decision diagrams; ECBS may first try a tighter factor
+  (``tight_w``); ECBS and prioritized schedules are then shortened by best responses
+  (each agent replanned optimally against all others, kept only when shorter).
 
 Every search is bounded (high-level nodes, low-level expansions, wall time) and raises
 :class:`SearchLimitError` when a bound is hit. Unsolvable inputs are detected before the
@@ -690,22 +694,9 @@ def _prioritized(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, 
         paths: dict[str, list[int]] = {}
         ok = True
         for a in agents:
-            vertex = set()
-            edge = set()
-            perm: dict[int, int] = {}
-            for b, p in paths.items():
-                for t, c in enumerate(p):
-                    for dt in range(-k, k + 1):
-                        if t + dt >= 0:
-                            vertex.add((c, t + dt))
-                    if t > 0 and p[t - 1] != c:
-                        edge.add((c, p[t - 1], t - 1))
-                perm[p[-1]] = max(0, len(p) - 1 - k)
-            # later agents must not park on an earlier agent's route after it passed: the
-            # goal condition of _low_level (t > last vertex constraint at goal) ensures it.
-            cons = _Constraints(frozenset(vertex), frozenset(edge), perm)
-            # agent a's own goal must not be crossed by others after a's arrival: already
-            # planned agents are constraints (goal condition); later ones see perm.
+            # earlier agents are hard constraints (parked at their goals afterwards); the
+            # goal condition of _low_level keeps a from stopping where they pass later
+            cons = _others_as_constraints(paths, a, k)
             r = _low_level(grid, s[a], g[a], h[a], cons, None, 1.0, budget)
             if r is None:
                 ok = False
@@ -718,6 +709,51 @@ def _prioritized(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, 
                            f"({last_err})")
 
 
+def _others_as_constraints(paths: Mapping[str, list[int]], skip: str, k: int) -> _Constraints:
+    """Other agents' paths (parked at their goals afterwards) as hard constraints."""
+    vertex = set()
+    edge = set()
+    perm: dict[int, int] = {}
+    for b, p in paths.items():
+        if b == skip:
+            continue
+        for t, c in enumerate(p):
+            for dt in range(-k, k + 1):
+                if t + dt >= 0:
+                    vertex.add((c, t + dt))
+            if t > 0 and p[t - 1] != c:
+                edge.add((c, p[t - 1], t - 1))
+        perm[p[-1]] = max(0, len(p) - 1 - k)
+    return _Constraints(frozenset(vertex), frozenset(edge), perm)
+
+
+def _improve(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int]],
+             paths: dict[str, list[int]], k: int, budget: _Budget, rounds: int = 3) -> int:
+    """Post-optimisation of a valid schedule: replan one agent at a time optimally against
+    all the others (a best response, i.e. a large-neighbourhood step of size one); a new
+    path is kept only when shorter, so the schedule stays valid and its cost never rises.
+    Stops at the budget. Returns the number of improved paths."""
+    improved = 0
+    try:
+        for _ in range(rounds):
+            changed = False
+            order = sorted(paths, key=lambda a: (h[a][s[a]] - len(paths[a]), a))
+            for a in order:
+                if len(paths[a]) - 1 == h[a][s[a]]:
+                    continue  # already a shortest path
+                r = _low_level(grid, s[a], g[a], h[a], _others_as_constraints(paths, a, k),
+                               None, 1.0, budget)
+                if r is not None and len(r[0]) < len(paths[a]):
+                    paths[a] = r[0]
+                    improved += 1
+                    changed = True
+            if not changed:
+                break
+    except SearchLimitError:
+        pass
+    return improved
+
+
 # --- entry point ---------------------------------------------------------------------------
 
 ALGORITHMS = ("cbs", "ecbs", "prioritized")
@@ -727,7 +763,8 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
           algorithm: str = "ecbs", w: float = 1.3, k_robust: int = 0,
           max_expansions: int = 100_000, max_low_level_expansions: int = 5_000_000,
           time_limit_s: float = 10.0, fallback: bool = False,
-          tight_w: float | None = None, tight_fraction: float = 0.25) -> Solution:
+          tight_w: float | None = None, tight_fraction: float = 0.25,
+          improve: bool = True) -> Solution:
     """Plan collision-free paths for all agents.
 
     Args:
@@ -746,6 +783,8 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             ``tight_fraction`` of the bounds and keep its (better) solution; only when it
             hits its bound, run with ``w`` on the remaining budget. The guarantee stays
             cost <= w * optimum (<= tight_w * optimum when the first run succeeds).
+        improve: after ECBS or prioritized planning, shorten paths by best responses
+            (each agent replanned optimally against all others; cost never rises).
 
     Returns:
         A :class:`Solution`.
@@ -801,6 +840,10 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         budget.low += fb.low
         lb = sum(h[a][s[a]] for a in s)
         used = "prioritized"
+    if improve and used != "cbs":
+        n = _improve(grid, s, g, h, paths, k_robust, budget)
+        if n:
+            notes.append(f"post-optimisation shortened {n} paths")
     out = {a: [grid.cell(c) for c in p] for a, p in paths.items()}
     cost = sum(len(p) - 1 for p in out.values())
     return Solution(paths=out, cost=cost, makespan=max(len(p) - 1 for p in out.values()),

@@ -210,7 +210,8 @@ class NavigationNode(Node):
         moving, obstacles, fixed, missing = self._stage_problem()
         if missing and not moving:
             # states may still be incomplete: wait for more (the pending flag stays set)
-            self.get_logger().warning(f"stage {self._stage}: no pose yet for {sorted(missing)}")
+            self.get_logger().warning(f"stage {self._stage}: no pose yet for {sorted(missing)}",
+                                      throttle_duration_sec=5.0)
             return False
         self._pending = False
         self.plan_count += 1
