@@ -140,6 +140,11 @@ def test_every_algorithm_returns_valid_schedules_on_random_instances(alg, k):
             continue
         assert validate_schedule(grid, s, g, sol.paths, k_robust=k) == []
         assert sol.cost == sum(len(p) - 1 for p in sol.paths.values())
+        if alg != "cbs":  # best-response post-optimisation never makes a schedule worse
+            raw = solve(grid, s, g, algorithm=alg, w=1.3, k_robust=k, time_limit_s=5.0,
+                        improve=False)
+            assert validate_schedule(grid, s, g, raw.paths, k_robust=k) == []
+            assert sol.cost <= raw.cost
 
 
 def test_k_robust_forbids_following():
