@@ -197,12 +197,12 @@ def test_face_to_face_connects_inside_capture_range_and_stays(make_rig):
         ("a", "TOP", "b", "TOP")]
     t_conn = rig.stamp(conn_msg)
     after = rig.gt_at(t_conn)
-    assert rig.stamp(after) == pytest.approx(t_conn)
-    # one step (10 ms) before the capture the faces were still outside the capture range
+    # before the capture the faces were still outside the capture range (the last ground
+    # truth before it is normally one step earlier; under load samples may be lost, then
+    # the gap is bounded by the approach speed)
     before = [g for g in rig.gt if rig.stamp(g) < t_conn - 1e-6]
-    assert rig.stamp(before[-1]) == pytest.approx(t_conn - 0.01)
     gap = rig.pose(before[-1], "b").x - rig.pose(before[-1], "a").x - W
-    assert cap < gap < cap + 0.05 * 0.01 + 1e-9
+    assert cap < gap < cap + 0.05 * (t_conn - rig.stamp(before[-1])) + 1e-9
     # flush: the moving module was snapped exactly into its docked pose
     a, b = rig.pose(after, "a"), rig.pose(after, "b")
     docked = child_pose(b, Face.TOP, Face.TOP, W)
@@ -291,13 +291,17 @@ def test_mocap_noise_and_dropout_statistics(make_rig):
     for arr, mean, sd in ((x, 0.3, sd_m), (y, -0.1, sd_m), (z, W / 2, sd_m), (yaw, 2.0, sd_rad)):
         assert abs(arr.mean() - mean) < 4 * sd / math.sqrt(n)
         assert abs(arr.std(ddof=1) / sd - 1) < 4 / math.sqrt(2 * n)
-    # dropout: stamps lie on the 100 Hz grid; the fraction present is 1 - p
+    # stamps lie on the 100 Hz grid, in order
     stamps = np.array([g.header.stamp.sec + g.header.stamp.nanosec * 1e-9 for g in got])
-    ticks = np.round(stamps * 100).astype(int)
-    assert np.all(np.diff(ticks) >= 1)
-    span = ticks[-1] - ticks[0] + 1
-    frac = n / span
-    assert abs(frac - (1 - drop)) < 4 * math.sqrt(drop * (1 - drop) / span)
+    ticks = stamps * 100
+    assert np.allclose(ticks, np.round(ticks), atol=1e-6)
+    assert np.all(np.diff(np.round(ticks)) >= 1)
+    # dropout: the fraction of samples published is 1 - p (counted at the node: best-effort
+    # transport may lose a few more under load, which a consumer cannot tell apart)
+    sampled, published = rig.fake.mocap_samples, int(rig.fake.mocap_published[0])
+    assert len(got) <= published
+    frac = published / sampled
+    assert abs(frac - (1 - drop)) < 4 * math.sqrt(drop * (1 - drop) / sampled)
 
 
 def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, python_exe):

@@ -209,6 +209,9 @@ class FakeHardwareNode(Node):
         self._next_gt = 0.0
         self._next_joint = 0.0
         self._latency_queue: collections.deque = collections.deque()
+        #: mocap sampling instants so far, and per module the samples not dropped
+        self.mocap_samples = 0
+        self.mocap_published = np.zeros(n, dtype=int)
         self.steps = 0
         self._publish_connections()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -331,6 +334,8 @@ class FakeHardwareNode(Node):
             poses[:, 2] += self._rng.normal(0.0, s.mocap_noise_std_rad, n)
         visible = (self._rng.random(n) >= s.dropout_probability
                    if s.dropout_probability > 0 else np.ones(n, dtype=bool))
+        self.mocap_samples += 1
+        self.mocap_published += visible
         sample = (t + s.latency_s, t, poses, z, visible)
         if s.latency_s > 0:
             self._latency_queue.append(sample)
