@@ -1,0 +1,281 @@
+"""mocap_bridge node over DDS: exact frame transforms, bad samples dropped, staleness,
+refused configurations, and the fake hardware -> bridge chain on simulated time."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+W = 0.08
+
+
+def spin_until(ex, pred, timeout: float, tick=None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if tick is not None:
+            tick()
+        if pred():
+            return True
+        ex.spin_once(timeout_sec=0.01)
+    return pred()
+
+
+def homog_xyzrpy(v):
+    x, y, z, r, p, yw = v
+    cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
+                              math.cos(yw), math.sin(yw))
+    Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    T = np.eye(4)
+    T[:3, :3] = Rz @ Ry @ Rx
+    T[:3, 3] = (x, y, z)
+    return T
+
+
+class BridgeRig:
+    def __init__(self, ctx, ids, **params):
+        import rclpy
+        from geometry_msgs.msg import PoseStamped
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from smores_assembly.msg import ModuleStateArray
+        from smores_assembly.ros import common
+        from smores_assembly.ros.mocap_bridge import MocapBridgeNode
+
+        overrides = [Parameter("module_ids", value=list(ids)),
+                     Parameter("publish_rate_hz", value=100.0)]
+        overrides += [Parameter(k, value=v) for k, v in params.items()]
+        self.bridge = MocapBridgeNode(context=ctx, parameter_overrides=overrides)
+        self.node = rclpy.create_node("driver", context=ctx)
+        self.ex = SingleThreadedExecutor(context=ctx)
+        self.ex.add_node(self.bridge)
+        self.ex.add_node(self.node)
+        self.states = []
+        self.node.create_subscription(
+            ModuleStateArray, common.TOPIC_STATES, self.states.append,
+            QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self.pubs = {m: self.node.create_publisher(PoseStamped, f"/vicon/{m}/{m}", 10)
+                     for m in ids}
+        assert spin_until(self.ex, lambda: all(p.get_subscription_count() > 0
+                                               for p in self.pubs.values()), 10)
+
+    def send(self, m, stamp, pos, yaw=0.0, quat=None):
+        from geometry_msgs.msg import PoseStamped
+
+        from smores_assembly.ros import common
+        msg = PoseStamped()
+        msg.header.frame_id = "mocap"
+        msg.header.stamp = common.sec_to_time(stamp)
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, pos)
+        if quat is None:
+            quat = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        o = msg.pose.orientation
+        o.w, o.x, o.y, o.z = map(float, quat)
+        self.pubs[m].publish(msg)
+
+    def state(self, msg, m):
+        return next(s for s in msg.modules if s.id == m)
+
+    def wait_state(self, pred, timeout=10):
+        """Spin until a states message satisfying ``pred`` arrives; return it."""
+        n0 = len(self.states)
+        found = []
+
+        def check():
+            for s in self.states[n0:]:
+                if pred(s):
+                    found.append(s)
+                    return True
+            return False
+        assert spin_until(self.ex, check, timeout), "no matching /modules/states"
+        return found[0]
+
+    def close(self):
+        self.ex.shutdown()
+        self.node.destroy_node()
+        self.bridge.destroy_node()
+
+
+@pytest.fixture
+def make_bridge(ros_context):
+    rigs = []
+
+    def make(ids, **params):
+        r = BridgeRig(ros_context, ids, **params)
+        rigs.append(r)
+        return r
+
+    yield make
+    for r in rigs:
+        r.close()
+
+
+def test_frame_transforms_are_applied_exactly(make_bridge):
+    m2w = [1.0, -2.0, 0.3, 0.02, -0.01, math.pi / 2]
+    off = [0.0, 0.0, -0.045, 0.0, 0.0, 0.0]
+    off2 = [0.01, -0.005, -0.04, 0.0, 0.0, 0.3]
+    rig = make_bridge(["m1", "m2"], mocap_to_world=m2w, marker_offset=off,
+                      **{"marker_offsets.m2": off2})
+    samples = {"m1": ((0.5, 0.25, 0.09), 0.4), "m2": ((-0.3, 0.7, 0.085), -2.0)}
+    for m, (pos, yaw) in samples.items():
+        rig.send(m, 10.0, pos, yaw)
+    msg = rig.wait_state(lambda s: all(st.tracked for st in s.modules))
+    assert msg.header.frame_id == "world"
+    for m, (pos, yaw) in samples.items():
+        expect = homog_xyzrpy(m2w) @ homog_xyzrpy([*pos, 0, 0, yaw]) @ homog_xyzrpy(
+            off2 if m == "m2" else off)
+        st = rig.state(msg, m)
+        assert (st.x, st.y) == pytest.approx((expect[0, 3], expect[1, 3]), abs=1e-12)
+        assert st.pose.position.z == pytest.approx(expect[2, 3], abs=1e-12)
+        assert st.yaw == pytest.approx(math.atan2(expect[1, 0], expect[0, 0]), abs=1e-12)
+        q = st.pose.orientation
+        from transforms3d.quaternions import quat2mat
+        assert np.allclose(quat2mat((q.w, q.x, q.y, q.z)), expect[:3, :3], atol=1e-12)
+        assert st.stamp.sec == 10 and st.stamp.nanosec == 0
+
+
+def test_nan_zero_and_jump_samples_are_never_forwarded(make_bridge):
+    rig = make_bridge(["m"], max_speed_mps=0.5, jump_tolerance_m=0.01, stale_timeout_s=30.0)
+    rig.send("m", 1.00, (0.2, 0.1, 0.04), 0.5)
+    rig.wait_state(lambda s: s.modules[0].tracked)
+    rejected = rig.bridge.filter.rejected["m"]
+    bad = [(1.01, (float("nan"), 0.1, 0.04), 0.5, None, "nan"),
+           (1.02, (0.0, 0.0, 0.0), 0.0, (0.0, 0.0, 0.0, 0.0), "zero"),
+           (1.03, (0.0, 0.0, 0.0), 0.0, None, "zero"),
+           (1.04, (0.5, 0.1, 0.04), 0.5, None, "jump"),          # 0.3 m in 40 ms
+           (1.05, (0.2, 0.1, 0.04), 2.5, None, "jump")]          # 2 rad in 50 ms
+    for k, (stamp, pos, yaw, quat, reason) in enumerate(bad):
+        rig.send("m", stamp, pos, yaw, quat)
+        assert spin_until(rig.ex, lambda: sum(rejected.values()) == k + 1, 10), reason
+        assert rejected[reason] >= 1
+    good = (0.205, 0.1, 0.04)
+    rig.send("m", 1.06, good, 0.52)
+    msg = rig.wait_state(lambda s: abs(s.modules[0].x - 0.205) < 1e-12)
+    assert msg.modules[0].yaw == pytest.approx(0.52)
+    # nothing but the two good samples ever left the bridge
+    xs = {round(s.modules[0].x, 12) for s in rig.states if s.modules[0].tracked}
+    assert xs <= {0.2, 0.205}
+    for s in rig.states:
+        st = s.modules[0]
+        assert all(math.isfinite(v) for v in (st.x, st.y, st.yaw))
+
+
+def test_silent_module_is_marked_untracked_within_the_timeout(make_bridge):
+    stale = 0.3
+    rig = make_bridge(["m1", "m2"], stale_timeout_s=stale)
+    t = [time.time()]
+
+    def feed():   # the "driver": m1 keeps streaming, m2 streams until told to stop
+        t[0] += 0.01
+        rig.send("m1", t[0], (0.1, 0.1, 0.04))
+        if not stop[0]:
+            rig.send("m2", t[0], (0.3, 0.1, 0.04))
+
+    stop = [False]
+    assert spin_until(rig.ex, lambda: rig.states and all(
+        st.tracked for st in rig.states[-1].modules), 10, tick=feed)
+    stop[0] = True
+    last = rig.bridge.filter._est["m2"]   # its `received` is the last m2 sample's
+    n0 = len(rig.states)
+    assert spin_until(rig.ex, lambda: any(not rig.state(s, "m2").tracked
+                                          for s in rig.states[n0:]), 10, tick=feed)
+    first_untracked = next(s for s in rig.states[n0:] if not rig.state(s, "m2").tracked)
+
+    def stamp(s):
+        return s.header.stamp.sec + s.header.stamp.nanosec * 1e-9
+
+    # exact rule on the bridge's own clock: tracked iff the last valid sample is at most
+    # stale_timeout_s old when the states message is made
+    for s in rig.states[n0:]:
+        assert rig.state(s, "m2").tracked == (stamp(s) - last.received <= stale)
+        assert rig.state(s, "m1").tracked
+    assert stamp(first_untracked) - last.received > stale
+    # the untracked module keeps its last pose
+    assert rig.state(first_untracked, "m2").x == pytest.approx(0.3)
+
+
+def test_refused_configurations(ros_context):
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.mocap_bridge import MocapBridgeNode
+
+    def make(**p):
+        ps = [Parameter("module_ids", value=["m1"])]
+        ps += [Parameter(k, value=v) for k, v in p.items()]
+        return MocapBridgeNode(context=ros_context, parameter_overrides=ps)
+
+    with pytest.raises(ValueError, match="mocap4r2_msgs"):
+        make(source="mocap4r2")
+    with pytest.raises(ValueError, match="source: 'optitrack'"):
+        make(source="optitrack")
+    with pytest.raises(ValueError, match="mocap_to_world"):
+        make(mocap_to_world=[0.0, 1.0])
+    with pytest.raises(ValueError, match="marker_offsets"):
+        make(**{"marker_offsets.zz": [0.0] * 6})
+    node = make()
+    try:
+        res = node.set_parameters([Parameter("stale_timeout_s", value=-1.0)])
+        assert not res[0].successful and "stale_timeout_s" in res[0].reason
+        res = node.set_parameters([Parameter("expected_rate_min_hz", value=5000.0)])
+        assert not res[0].successful and "expected_rate_min_hz" in res[0].reason
+        res = node.set_parameters([Parameter("marker_offsets.m1", value=[0.0, 0.0])])
+        assert not res[0].successful and "marker_offsets.m1" in res[0].reason
+        res = node.set_parameters([Parameter("mocap_to_world",
+                                             value=[0.5, 0.0, 0.0, 0.0, 0.0, 0.0])])
+        assert res[0].successful
+        assert node.filter.mocap_to_world.translation[0] == 0.5
+    finally:
+        node.destroy_node()
+
+
+def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path):
+    """The chain the stack runs on: fake_hardware (vicon topics, /clock) -> mocap_bridge
+    (use_sim_time) -> /modules/states equal to the ground truth when there is no noise."""
+    import rclpy
+    import yaml
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from smores_assembly.msg import ModuleStateArray
+    from smores_assembly.ros import common
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+    from smores_assembly.ros.mocap_bridge import MocapBridgeNode
+
+    poses = {"m0": [0.3, 0.5, 0.6], "m1": [-0.2, 0.1, -2.9], "h0": [0.0, -0.4, 1.9]}
+    scen = tmp_path / "s.yaml"
+    scen.write_text(yaml.safe_dump({"name": "t", "target": {"nodes": ["n"], "edges": []},
+                                    "modules": poses, "helpers": ["h0"]}))
+    fake = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=str(scen)), Parameter("real_time_factor", value=5.0)])
+    bridge = MocapBridgeNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=str(scen)), Parameter("use_sim_time", value=True),
+        Parameter("marker_offset", value=[0.0, 0.0, -0.04, 0.0, 0.0, 0.0])])
+    probe = rclpy.create_node("probe_chain", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    for n in (fake, bridge, probe):
+        ex.add_node(n)
+    got = []
+    probe.create_subscription(ModuleStateArray, common.TOPIC_STATES, got.append,
+                              QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
+    try:
+        assert spin_until(ex, lambda: got and all(s.tracked for s in got[-1].modules), 20)
+        msg = got[-1]
+        assert sorted(s.id for s in msg.modules) == sorted(poses)
+        t_msg = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        assert 0 < t_msg <= fake.world.t + 1e-9          # stamped with simulated time
+        for s in msg.modules:
+            x, y, yaw = poses[s.id]
+            assert (s.x, s.y, s.yaw) == pytest.approx((x, y, yaw), abs=1e-9)
+            assert s.pose.position.z == pytest.approx(0.0, abs=1e-12)  # marker offset
+    finally:
+        ex.shutdown()
+        for n in (probe, bridge, fake):
+            n.destroy_node()
