@@ -1,0 +1,113 @@
+"""``task_assignment`` node: assignment, goal poses and the parallel docking schedule.
+
+Paper: "SMORES-EP, a Modular Robot with Parallel Self-assembly" (Liu, Yim et al.),
+Sec. IV-B (task assignment) and IV-C (parallel assembly). A thin adapter over
+:func:`smores_assembly.planning.plan_assembly`.
+
+Subscribes:
+    ``/assembly/target`` (TargetTopology, latched), ``/assembly/root`` (RootSelection,
+    latched), ``/modules/states`` (ModuleStateArray, sensor QoS).
+Publishes:
+    ``/assembly/plan`` (AssemblyPlan, latched): once per root selection that matches the
+    current target (same ``target_name`` and ``header.stamp``), planned on the latest module
+    states, with the grid anchored at the root pose given by the root selection. The plan's
+    ``header.stamp`` is the target's.
+
+Planning errors (e.g. a wheel-face dock with no helping module) are logged once as errors
+and nothing is published. Parameters: :class:`~smores_assembly.ros.root_search.
+PlanningNodeSettings` (``config/task_assignment.yaml``).
+"""
+from __future__ import annotations
+
+import sys
+
+from rclpy.node import Node
+
+from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
+from smores_assembly.planning import PlanningError, plan_assembly
+from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_PLAN, TOPIC_ROOT,
+                                        TOPIC_STATES, TOPIC_TARGET, declare_dataclass_params,
+                                        run_node)
+from smores_assembly.ros.convert import (msg_to_root, plan_to_msg, states_msg_to_poses,
+                                         target_msg_to_scenario, validate_target_msg)
+from smores_assembly.ros.root_search import PlanningNodeSettings
+from smores_assembly.scenario import ScenarioError
+
+
+def _same_stamp(a, b) -> bool:
+    return a.sec == b.sec and a.nanosec == b.nanosec
+
+
+class TaskAssignmentNode(Node):
+    """Publishes the assembly plan of the current target (see the module docstring)."""
+
+    def __init__(self, **kwargs):
+        super().__init__("task_assignment", **kwargs)
+        self.settings = declare_dataclass_params(self, PlanningNodeSettings())
+        self._target: TargetTopology | None = None
+        self._root: RootSelection | None = None
+        self._states: ModuleStateArray | None = None
+        self._pending = False
+        self.last_plan: AssemblyPlan | None = None
+        self._pub = self.create_publisher(AssemblyPlan, TOPIC_PLAN, LATCHED_QOS)
+        self.create_subscription(TargetTopology, TOPIC_TARGET, self._on_target, LATCHED_QOS)
+        self.create_subscription(RootSelection, TOPIC_ROOT, self._on_root, LATCHED_QOS)
+        self.create_subscription(ModuleStateArray, TOPIC_STATES, self._on_states, SENSOR_QOS)
+
+    def _on_target(self, msg: TargetTopology) -> None:
+        try:
+            validate_target_msg(msg)
+        except ScenarioError:
+            # root_search reports it; no root will come for this target.
+            self._target, self._pending = None, False
+            return
+        self._target, self._pending = msg, True
+        self._try_plan()
+
+    def _on_root(self, msg: RootSelection) -> None:
+        self._root = msg
+        self._pending = self._target is not None
+        self._try_plan()
+
+    def _on_states(self, msg: ModuleStateArray) -> None:
+        self._states = msg
+        if self._pending:
+            self._try_plan()
+
+    def _matches(self) -> bool:
+        t, r = self._target, self._root
+        return (t is not None and r is not None and r.target_name == t.name
+                and _same_stamp(r.header.stamp, t.header.stamp))
+
+    def _try_plan(self) -> None:
+        if not self._pending or self._states is None or not self._matches():
+            return
+        target = self._target
+        poses = states_msg_to_poses(self._states, self.settings.tracked_only)
+        try:
+            scenario = target_msg_to_scenario(target, poses)
+        except ScenarioError as exc:
+            self.get_logger().warning(
+                f"target {target.name!r}: waiting for module states that serve it: {exc}",
+                throttle_duration_sec=self.settings.wait_warning_period_s)
+            return
+        self._pending = False
+        try:
+            plan = plan_assembly(scenario, root=msg_to_root(self._root))
+        except (PlanningError, ScenarioError) as exc:
+            self.get_logger().error(f"target {target.name!r}: cannot plan: {exc}")
+            return
+        msg = plan_to_msg(plan, stamp=target.header.stamp)
+        self.last_plan = msg
+        self._pub.publish(msg)
+        self.get_logger().info(
+            f"target {target.name!r}: plan with {len(plan.stages)} stages, "
+            f"{len(plan.actions)} docking actions, travel {plan.total_cost_m:.3f} m")
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(lambda: TaskAssignmentNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""ROS adapters of the planning core: message conversions (round trips) and the
+``root_search`` + ``task_assignment`` nodes over DDS, checked against the core's results."""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from smores_assembly.geometry import Pose2D
+from smores_assembly.planning import RootChoice, plan_assembly, search_root
+from smores_assembly.scenario import ScenarioError, load_scenario
+
+pytest.importorskip("rclpy")
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+
+from smores_assembly.msg import (AssemblyPlan, ModuleState, ModuleStateArray,  # noqa: E402
+                                 RootSelection, TargetTopology)
+from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_PLAN,  # noqa: E402
+                                        TOPIC_ROOT, TOPIC_STATES, TOPIC_TARGET)
+from smores_assembly.ros.convert import (msg_to_plan, msg_to_root, plan_to_msg,  # noqa: E402
+                                         root_to_msg, scenario_to_target_msg,
+                                         states_msg_to_poses, target_msg_to_scenario,
+                                         validate_target_msg)
+from smores_assembly.ros.root_search import RootSearchNode  # noqa: E402
+from smores_assembly.ros.task_assignment import TaskAssignmentNode  # noqa: E402
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "config" / "scenarios"
+
+
+def states_msg(poses: dict[str, Pose2D], untracked: dict[str, Pose2D] | None = None
+               ) -> ModuleStateArray:
+    msg = ModuleStateArray()
+    msg.header.frame_id = "world"
+    for tracked, group in ((True, poses), (False, untracked or {})):
+        for m, p in group.items():
+            s = ModuleState(id=m, x=p.x, y=p.y, yaw=p.yaw, tracked=tracked)
+            s.pose.position.x, s.pose.position.y = p.x, p.y
+            msg.modules.append(s)
+    return msg
+
+
+# --- conversions ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mobile_manipulator", "holonomic_vehicle", "rc_car"])
+def test_scenario_and_plan_round_trips(name):
+    sc = load_scenario(SCENARIOS / f"{name}.yaml")
+    tmsg = scenario_to_target_msg(sc, stamp=Time(sec=3, nanosec=5))
+    assert tmsg.helpers == sc.helpers and tmsg.header.stamp.sec == 3
+    back = target_msg_to_scenario(tmsg, sc.modules, source=sc.source)
+    assert back == sc
+    plan = plan_assembly(sc)
+    assert msg_to_plan(plan_to_msg(plan)) == plan
+    pmsg = plan_to_msg(plan)
+    assert pmsg.num_stages == len(plan.stages) and len(pmsg.actions) == len(sc.edges)
+    assert pmsg.root.root_module == plan.root_module
+    root = RootChoice(plan.root_node, plan.root_module, plan.root_pose)
+    rmsg = root_to_msg(sc.name, root)
+    assert rmsg.target_name == sc.name and msg_to_root(rmsg) == root
+
+
+def test_states_conversion_and_target_validation():
+    poses = {"a": Pose2D(1.0, 2.0, 0.5), "b": Pose2D(-1.0, 0.0, -3.0)}
+    msg = states_msg(poses, untracked={"c": Pose2D(0.0, 0.0, 0.0)})
+    assert states_msg_to_poses(msg) == poses
+    assert set(states_msg_to_poses(msg, tracked_only=False)) == {"a", "b", "c"}
+    sc = load_scenario(SCENARIOS / "rc_car.yaml")
+    tmsg = scenario_to_target_msg(sc)
+    validate_target_msg(tmsg)  # valid without any module poses
+    tmsg.edges[1].child_face = "SIDE"
+    with pytest.raises(ScenarioError, match=r"target.edges\[1\].child_face: unknown face "
+                                            r"'SIDE'"):
+        validate_target_msg(tmsg)
+    with pytest.raises(ScenarioError, match="helpers"):
+        target_msg_to_scenario(scenario_to_target_msg(sc),
+                               {m: p for m, p in sc.modules.items() if m != "h0"})
+
+
+# --- nodes over DDS -------------------------------------------------------------------------
+
+class Harness:
+    """The two planning nodes plus a test node, spun by one executor."""
+
+    def __init__(self, ctx):
+        self.nodes = [RootSearchNode(context=ctx), TaskAssignmentNode(context=ctx)]
+        self.io = Node("planning_test_io", context=ctx)
+        self.nodes.append(self.io)
+        self.target_pub = self.io.create_publisher(TargetTopology, TOPIC_TARGET, LATCHED_QOS)
+        self.states_pub = self.io.create_publisher(ModuleStateArray, TOPIC_STATES,
+                                                   SENSOR_QOS)
+        self.roots: list[RootSelection] = []
+        self.plans: list[AssemblyPlan] = []
+        self.io.create_subscription(RootSelection, TOPIC_ROOT, self.roots.append, LATCHED_QOS)
+        self.io.create_subscription(AssemblyPlan, TOPIC_PLAN, self.plans.append, LATCHED_QOS)
+        self.states: ModuleStateArray | None = None
+        # Sensor QoS is best effort: keep publishing the states like a mocap bridge would.
+        self.io.create_timer(0.05, self._publish_states)
+        self.executor = SingleThreadedExecutor(context=ctx)
+        for n in self.nodes:
+            self.executor.add_node(n)
+
+    def _publish_states(self):
+        if self.states is not None:
+            self.states_pub.publish(self.states)
+
+    def spin_until(self, cond, timeout=15.0):
+        end = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < end, "timed out waiting for a condition"
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self):
+        self.executor.shutdown()
+        for n in self.nodes:
+            n.destroy_node()
+
+
+@pytest.fixture
+def harness(ros_context):
+    h = Harness(ros_context)
+    yield h
+    h.close()
+
+
+def plan_for(h: Harness, name: str):
+    return [p for p in h.plans if p.target_name == name]
+
+
+@pytest.mark.ros
+def test_nodes_publish_root_and_plan_equal_to_core(harness):
+    h = harness
+    sc = load_scenario(SCENARIOS / "mobile_manipulator.yaml")
+    mean = Pose2D(sum(p.x for p in sc.modules.values()) / 7,
+                  sum(p.y for p in sc.modules.values()) / 7, 0.0)
+    # An untracked module sitting exactly on the mean must not become the root.
+    h.states = states_msg(sc.modules, untracked={"m9": mean})
+    h.target_pub.publish(scenario_to_target_msg(sc, stamp=Time(sec=7, nanosec=11)))
+    h.spin_until(lambda: h.roots and plan_for(h, sc.name))
+    root = h.roots[-1]
+    core_root = search_root(sc)
+    assert (root.target_name, root.centroid_node, root.root_module) == \
+        (sc.name, "hub", "m1") == (sc.name, core_root.node, core_root.module)
+    assert (root.x, root.y, root.yaw) == core_root.pose.as_tuple()
+    assert (root.header.stamp.sec, root.header.stamp.nanosec) == (7, 11)
+    plan = msg_to_plan(plan_for(h, sc.name)[-1])
+    assert plan == plan_assembly(sc)
+    assert "m9" not in plan.assignment.values() and "m9" not in plan.idle
+
+
+@pytest.mark.ros
+def test_nodes_plan_rc_car_with_live_poses_and_skip_invalid_target(harness):
+    h = harness
+    sc = load_scenario(SCENARIOS / "rc_car.yaml")
+    # Mocap poses differ from the file's: the plan follows the live poses.
+    live = {m: Pose2D(p.x + 0.5, p.y - 0.25, p.yaw) for m, p in sc.modules.items()}
+    h.states = states_msg(live)
+    bad = scenario_to_target_msg(sc)
+    bad.name = "broken"
+    bad.edges[0].parent_face = "FRONT"
+    h.target_pub.publish(bad)
+    h.spin_until(lambda: "broken" in h.nodes[0].rejected)
+    h.target_pub.publish(scenario_to_target_msg(sc, stamp=Time(sec=1)))
+    h.spin_until(lambda: plan_for(h, sc.name))
+    # Nothing was published for the invalid target.
+    assert [r.target_name for r in h.roots] == [sc.name]
+    assert [p.target_name for p in h.plans] == [sc.name]
+    plan = msg_to_plan(h.plans[-1])
+    expected = plan_assembly(sc, modules=live)
+    assert plan == expected
+    assert plan.helpers == ["h0"] and all(
+        a.helper == "h0" for a in plan.actions if a.needs_helper)
+    assert math.isclose(plan.root_pose.x, live[plan.root_module].x)
