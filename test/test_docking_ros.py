@@ -257,3 +257,39 @@ def test_lost_track_stops_the_module_and_docking_resumes(make_stack):
     # POSE_ADJUST may fall between two samples), not from the start
     assert obs.phases[i + 1] in ("POSE_ADJUST", "APPROACH"), obs.phases
     assert obs.status["m"].retries == 0
+
+
+def test_parameters_are_declared_with_ranges_and_validated_on_set(ros_context):
+    """In-process: every DockingSettings field is a parameter; bad values are refused."""
+    import dataclasses
+
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.docking import DockingSettings
+    from smores_assembly.ros.docking_controller import DockingControllerNode
+
+    node = DockingControllerNode(context=ros_context)
+    try:
+        for f in dataclasses.fields(DockingSettings):
+            assert node.has_parameter(f.name), f.name
+            d = node.describe_parameter(f.name)
+            assert d.description == f.metadata["description"]
+        d = node.describe_parameter("standoff")
+        assert d.floating_point_range[0].from_value == pytest.approx(0.005)
+        assert node.get_parameter("max_retries").value == 3
+        # out of range, wrong type, cross-field conflict: refused, settings unchanged
+        for bad in (Parameter("approach_speed", value=-0.01),
+                    Parameter("max_retries", value=1000),
+                    Parameter("standoff", value="far"),
+                    Parameter("approach_min_speed", value=0.1)):
+            r = node.set_parameters([bad])[0]
+            assert not r.successful, bad.name
+        assert node.settings.approach_speed == DockingSettings().approach_speed
+        r = node.set_parameters([Parameter("standoff", value=0.05),
+                                 Parameter("max_retries", value=5)])
+        assert all(x.successful for x in r)
+        assert node.settings.standoff == 0.05 and node.settings.max_retries == 5
+        assert node.set_parameters([Parameter("control_rate_hz", value=0.0)])[0].successful \
+            is False
+    finally:
+        node.destroy_node()

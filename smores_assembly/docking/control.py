@@ -88,6 +88,9 @@ class DockingSettings:
     obstacle_clearance: float = param_field(
         0.13, "Centre distance kept from other modules by direct moves (detours) [m]",
         0.0, 1.0)
+    escape_distance: float = param_field(
+        0.12, "A direct move starting closer than this (centre distance) to another module "
+        "first drives straight away from it, without turning [m]", 0.0, 1.0)
     # --- approach ---
     approach_speed: float = param_field(0.015, "Approach speed along the docking axis [m/s]",
                                         0.0005, 0.5)

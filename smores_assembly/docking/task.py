@@ -419,6 +419,21 @@ class DockingTask:
             obs.append((self.target_est.x, self.target_est.y))
         return obs
 
+    def _escape(self, body: Pose2D, obstacles: Sequence[tuple[float, float]]) -> bool:
+        """Drive straight away from a module closer than ``escape_distance`` (turning in
+        place there could sweep a corner into it). Sets the command; True while escaping."""
+        s = self.s
+        near = [(math.hypot(body.x - ox, body.y - oy), ox, oy) for ox, oy in obstacles]
+        near = [n for n in near if n[0] < s.escape_distance]
+        if not near:
+            return False
+        _, ox, oy = min(near)
+        along = (body.x - ox) * math.cos(body.yaw) + (body.y - oy) * math.sin(body.yaw)
+        speed = min(s.near_structure_speed, s.v_max)
+        self._set_cmd(speed if along >= 0 else -speed, 0.0, virtual=False)
+        self._reg = None  # plan the direct move again once clear
+        return True
+
     def _clearance(self) -> float:
         extra = self.s.module_width if (self.uses_helper and self._lifted) else 0.0
         return self.s.obstacle_clearance + extra
@@ -463,6 +478,8 @@ class DockingTask:
                 self._set_cmd(v, om, virtual=False)
             return
         if self._sub == "goto":
+            if self._escape(helper, self._obstacles_for_body() + [(m.x, m.y)]):
+                return
             goal = ax.body_pose(0.5 * w, s.standoff)
             if self._reg is None:
                 obs = self._obstacles_for_body() + [(m.x, m.y)]
@@ -532,6 +549,8 @@ class DockingTask:
                               f"POSE_ADJUST took longer than {s.adjust_timeout_s} s")
             return
         ax = self.axis()
+        if self._escape(self.body_obs.est, self._obstacles_for_body()):
+            return
         body = self._body_virtual()
         goal = self._predock(ax)
         if (self._reg is None or self._goal_key is None
@@ -624,7 +643,9 @@ class DockingTask:
         self._enter(Phase.DOCKED, t)
         self.error, self.message = ErrorCode.NONE, ""
         self._backoff_from = self.body_obs.est if self.uses_helper else None
-        if self.uses_helper:
+        if self.uses_helper and not self.s.confirm_with_connections:
+            # The fake hardware hands a captured module over by itself (its connections
+            # confirm the dock); on real hardware the helper lets go explicitly.
             self._helper_out.append(HelperRequest(self.spec.helper, "RELEASE",
                                                   self.spec.module, 0.0))
 

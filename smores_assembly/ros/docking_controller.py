@@ -117,6 +117,7 @@ class DockingControllerNode(Node):
         self._docked_faces: dict[str, set] = {}        # magnets kept on for DOCKED actions
         self._mag_sent: dict[str, tuple[frozenset, float]] = {}
         self._driven: set[str] = set()
+        self._stopped: set[str] = set()                # kept at zero while the stage is -1
         self._pubs: dict[tuple[str, str], object] = {}
         self._path_subs: dict[str, object] = {}
 
@@ -166,7 +167,16 @@ class DockingControllerNode(Node):
                 lambda msg, m=module: self._on_path(m, msg), common.LATCHED_QOS)
 
     # ------------------------------------------------------------------ inputs
+    @staticmethod
+    def _plan_key(msg: AssemblyPlan) -> tuple:
+        return (msg.target_name, tuple(
+            (a.module, a.stage, a.parent_module, a.parent_face, a.child_face, a.helper)
+            for a in msg.actions))
+
     def _on_plan(self, msg: AssemblyPlan) -> None:
+        if self._plan is not None and self._plan_key(msg) == self._plan_key(self._plan):
+            self._plan = msg  # the same plan again: keep the running tasks
+            return
         self._cancel_all("a new plan arrived")
         self._plan = msg
         for m in list(msg.assigned_modules) + list(msg.idle_modules):
@@ -223,6 +233,7 @@ class DockingControllerNode(Node):
                 task.cancel(why)
         for m in self._driven:
             self._send_cmd(m, 0.0, 0.0)
+        self._stopped |= self._driven
         self._tasks, self._bad, self._followers = {}, [], {}
         self._driven = set()
 
@@ -288,10 +299,11 @@ class DockingControllerNode(Node):
             return  # no clock yet (use_sim_time before the first /clock)
         new_paths, self._new_paths = self._new_paths, {}
         if self._stage is None or self._stage < 0:
-            for m in self._driven:
+            for m in self._stopped | self._driven:
                 self._send_cmd(m, 0.0, 0.0)
             self._send_magnets(now, {})
             return
+        self._stopped = set()
         cmds: dict[str, tuple[float, float]] = {}
         wanted: dict[str, set] = {}
         helper_busy: set[str] = set()
