@@ -14,7 +14,7 @@ import pytest
 from smores_assembly.geometry import Face, Pose2D
 from smores_assembly.planning import (Plan, PlanningError, RootChoice, assign_modules,
                                       plan_assembly, search_root, select_root_module)
-from smores_assembly.scenario import Edge, Scenario, load_scenario
+from smores_assembly.scenario import Scenario, load_scenario
 from smores_assembly.topology import depths, random_planar_tree, tree_centroid, unfold
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "config" / "scenarios"
