@@ -351,3 +351,53 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
         out, _ = proc.communicate(timeout=15)
     assert proc.returncode == 0, out
     assert "stopped at t=" in out
+
+
+def test_raw_cdr_messages_round_trip():
+    """The node publishes hand-serialised CDR for its high-rate topics: every layout must
+    deserialise to the message it stands for."""
+    import random
+
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.serialization import deserialize_message, serialize_message
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    from smores_assembly.msg import ModuleState, ModuleStateArray
+    from smores_assembly.ros.fake_hardware import (PoseStampedCdr, clock_cdr, joint_state_cdr,
+                                                   module_states_cdr)
+
+    rng = random.Random(2)
+    for frame in ["world", "", "w", "mocap_frame_x"]:
+        enc = PoseStampedCdr(frame)
+        for _ in range(10):
+            v = [rng.uniform(-5, 5) for _ in range(7)]
+            sec, ns = rng.randint(0, 10**6), rng.randint(0, 10**9 - 1)
+            m = PoseStamped()
+            m.header.frame_id = frame
+            m.header.stamp.sec, m.header.stamp.nanosec = sec, ns
+            p, o = m.pose.position, m.pose.orientation
+            p.x, p.y, p.z, o.x, o.y, o.z, o.w = v
+            raw = enc(sec, ns, *v)
+            assert deserialize_message(raw, PoseStamped) == m
+            assert len(raw) == len(serialize_message(m))
+    c = Clock()
+    c.clock.sec, c.clock.nanosec = 12, 345
+    assert deserialize_message(clock_cdr(12, 345), Clock) == c
+    j = JointState(name=["pan", "tilt"], position=[0.5, -0.25])
+    j.header.stamp.sec, j.header.stamp.nanosec = 3, 4
+    assert deserialize_message(joint_state_cdr(3, 4, 0.5, -0.25), JointState) == j
+    for ids in (["m0"], ["m0", "abc", "helper_12"], []):
+        poses = [(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3)) for _ in ids]
+        want = ModuleStateArray()
+        want.header.frame_id = "world"
+        want.header.stamp.sec, want.header.stamp.nanosec = 7, 8
+        for m, (x, y, yaw) in zip(ids, poses):
+            st = ModuleState(id=m, x=x, y=y, yaw=yaw, tracked=True)
+            st.pose.position.x, st.pose.position.y, st.pose.position.z = x, y, 0.04
+            st.pose.orientation.z, st.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+            st.stamp.sec, st.stamp.nanosec = 7, 8
+            want.modules.append(st)
+        got = deserialize_message(module_states_cdr(7, 8, "world", ids, poses, 0.04),
+                                  ModuleStateArray)
+        assert got == want

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import math
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -63,6 +65,99 @@ from smores_assembly.ros import common
 from smores_assembly.sim import SimError, SimParams, SimWorld
 
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
+
+
+class CdrWriter:
+    """Minimal little-endian CDR (XCDR1) writer for the few fixed message layouts this node
+    publishes at high rate; the bytes go to ``Publisher.publish`` (rclpy publishes them
+    raw). Alignment is relative to the end of the 4-byte encapsulation header."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray(b"\x00\x01\x00\x00")
+
+    def align(self, n: int) -> None:
+        pad = (-(len(self.buf) - 4)) % n
+        if pad:
+            self.buf += b"\0" * pad
+
+    def time(self, sec: int, nanosec: int) -> None:
+        self.align(4)
+        self.buf += struct.pack("<iI", sec, nanosec)
+
+    def u32(self, v: int) -> None:
+        self.align(4)
+        self.buf += struct.pack("<I", v)
+
+    def string(self, text: str | bytes) -> None:
+        data = (text.encode() if isinstance(text, str) else text) + b"\0"
+        self.u32(len(data))
+        self.buf += data
+
+    def doubles(self, *values: float) -> None:
+        self.align(8)
+        self.buf += struct.pack(f"<{len(values)}d", *values)
+
+    def boolean(self, v: bool) -> None:
+        self.buf += b"\x01" if v else b"\x00"
+
+    def bytes(self) -> bytes:
+        return bytes(self.buf)
+
+
+class PoseStampedCdr:
+    """Serialises ``geometry_msgs/PoseStamped`` with a fixed ``frame_id`` to CDR, ~20x
+    cheaper than building and converting a Python message."""
+
+    def __init__(self, frame_id: str) -> None:
+        w = CdrWriter()
+        w.time(0, 0)
+        w.string(frame_id)
+        w.align(8)
+        self._mid = w.bytes()[12:]          # frame_id + padding up to the doubles
+        self._enc = b"\x00\x01\x00\x00"
+
+    def __call__(self, sec: int, nanosec: int, x: float, y: float, z: float, qx: float,
+                 qy: float, qz: float, qw: float) -> bytes:
+        return (self._enc + struct.pack("<iI", sec, nanosec) + self._mid
+                + struct.pack("<7d", x, y, z, qx, qy, qz, qw))
+
+
+def clock_cdr(sec: int, nanosec: int) -> bytes:
+    """``rosgraph_msgs/Clock`` serialised to CDR."""
+    return b"\x00\x01\x00\x00" + struct.pack("<iI", sec, nanosec)
+
+
+def joint_state_cdr(sec: int, nanosec: int, pan: float, tilt: float) -> bytes:
+    """``sensor_msgs/JointState`` (names ``pan``, ``tilt``; positions only) to CDR."""
+    w = CdrWriter()
+    w.time(sec, nanosec)
+    w.string("")
+    w.u32(2)
+    w.string("pan")
+    w.string("tilt")
+    w.u32(2)
+    w.doubles(pan, tilt)
+    w.u32(0)
+    w.u32(0)
+    return w.bytes()
+
+
+def module_states_cdr(sec: int, nanosec: int, frame_id: str, ids: list[str],
+                      poses: list, z: float) -> bytes:
+    """``smores_assembly/ModuleStateArray`` of exact planar poses ``poses[i] = (x, y,
+    yaw)`` (z given, all tracked, every stamp = the header stamp) to CDR."""
+    w = CdrWriter()
+    w.time(sec, nanosec)
+    w.string(frame_id)
+    w.u32(len(ids))
+    for m, (x, y, yaw) in zip(ids, poses):
+        w.string(m)
+        w.doubles(x, y, yaw, x, y, z, 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+        w.boolean(True)
+        w.time(sec, nanosec)
+    return w.bytes()
 
 
 def _stamp(t: float) -> Time:
@@ -170,16 +265,17 @@ class FakeHardwareNode(Node):
         self._next_expiry = math.inf
 
         # publishers
+        # per-module endpoints without the default QoS-event handlers: each handler is a
+        # wait-set entry, and with 50 modules the executor's wait-set rebuild dominated
+        pev = PublisherEventCallbacks(use_default_callbacks=False)
+        sev = SubscriptionEventCallbacks(use_default_callbacks=False)
         self._mocap_pubs = [self.create_publisher(
-            PoseStamped, s.mocap_topic_format.replace("{id}", m), common.SENSOR_QOS)
-            for m in self.ids]
-        self._mocap_msgs = []
-        for _ in self.ids:
-            msg = PoseStamped()
-            msg.header.frame_id = s.mocap_frame_id
-            self._mocap_msgs.append(msg)
+            PoseStamped, s.mocap_topic_format.replace("{id}", m), common.SENSOR_QOS,
+            event_callbacks=pev) for m in self.ids]
+        self._mocap_cdr = PoseStampedCdr(s.mocap_frame_id)
         self._joint_pubs = [self.create_publisher(
-            JointState, common.module_topic(m, "joint_states"), 10) for m in self.ids]
+            JointState, common.module_topic(m, "joint_states"), 10, event_callbacks=pev)
+            for m in self.ids]
         self._conn_pub = self.create_publisher(ConnectionArray, common.TOPIC_CONNECTIONS,
                                                common.LATCHED_QOS)
         self._coll_pub = self.create_publisher(
@@ -187,22 +283,21 @@ class FakeHardwareNode(Node):
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 100)
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
-        self._clock_msg = ClockMsg()
 
         # subscriptions
         for i, m in enumerate(self.ids):
             self.create_subscription(Twist, common.module_topic(m, "cmd_vel"),
                                      lambda msg, i=i: self._on_cmd_vel(i, msg),
-                                     common.COMMAND_QOS)
+                                     common.COMMAND_QOS, event_callbacks=sev)
             self.create_subscription(JointState, common.module_topic(m, "joint_commands"),
                                      lambda msg, i=i: self._on_joints(i, msg),
-                                     common.COMMAND_QOS)
+                                     common.COMMAND_QOS, event_callbacks=sev)
             self.create_subscription(MagnetCommand, common.module_topic(m, "magnets"),
                                      lambda msg, i=i: self._on_magnets(i, msg),
-                                     common.COMMAND_QOS)
+                                     common.COMMAND_QOS, event_callbacks=sev)
             self.create_subscription(HelperCommand, common.module_topic(m, "helper_command"),
                                      lambda msg, i=i: self._on_helper(i, msg),
-                                     common.COMMAND_QOS)
+                                     common.COMMAND_QOS, event_callbacks=sev)
 
         # schedules (simulated time)
         self._next_mocap = 0.0
@@ -216,6 +311,7 @@ class FakeHardwareNode(Node):
         self._publish_connections()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._timer = None
+        self._tick_end: float | None = None
         self._wall_start = time.monotonic()
         self._anchor()
         self._make_timer()
@@ -256,10 +352,16 @@ class FakeHardwareNode(Node):
         start = time.monotonic()
         budget = s.max_tick_wall_s
         if s.real_time_factor == 0:
+            # spend at least 80 % of the wall time stepping: the executor's round trip
+            # (wait-set rebuild, callbacks) grows with the number of entities
+            if self._tick_end is not None:
+                budget = max(budget, 4.0 * (start - self._tick_end))
+            budget = min(budget, 0.1)
             while True:
                 self.step_once(dt)
                 if time.monotonic() - start >= budget:
                     break
+            self._tick_end = time.monotonic()
             return
         due = self._sim0 + (start - self._wall0) * s.real_time_factor
         while self.world.t + dt <= due + 1e-12:
@@ -293,8 +395,8 @@ class FakeHardwareNode(Node):
             self._handle_events(events)
         s = self.settings
         if s.publish_clock:
-            self._clock_msg.clock = _stamp(t)
-            self._clock_pub.publish(self._clock_msg)
+            ns = int(round(t * 1e9))
+            self._clock_pub.publish(clock_cdr(ns // 1_000_000_000, ns % 1_000_000_000))
         if t >= self._next_mocap - 1e-9:
             self._next_mocap = max(self._next_mocap + 1.0 / s.mocap_rate_hz, t - 1e-9)
             self._sample_mocap(t)
@@ -349,44 +451,27 @@ class FakeHardwareNode(Node):
 
     def _publish_mocap(self, stamp_t: float, poses: np.ndarray, z: np.ndarray,
                        visible: np.ndarray) -> None:
-        stamp = _stamp(stamp_t)
+        ns = int(round(stamp_t * 1e9))
+        sec, nsec = ns // 1_000_000_000, ns % 1_000_000_000
         half = 0.5 * poses[:, 2]
-        qz, qw = np.sin(half), np.cos(half)
-        for i in np.flatnonzero(visible):
-            msg = self._mocap_msgs[i]
-            msg.header.stamp = stamp
-            p = msg.pose.position
-            p.x, p.y, p.z = float(poses[i, 0]), float(poses[i, 1]), float(z[i])
-            o = msg.pose.orientation
-            o.x, o.y, o.z, o.w = 0.0, 0.0, float(qz[i]), float(qw[i])
-            self._mocap_pubs[i].publish(msg)
+        qz, qw = np.sin(half).tolist(), np.cos(half).tolist()
+        xs, ys, zs = poses[:, 0].tolist(), poses[:, 1].tolist(), z.tolist()
+        cdr, pubs = self._mocap_cdr, self._mocap_pubs
+        for i in np.flatnonzero(visible).tolist():
+            pubs[i].publish(cdr(sec, nsec, xs[i], ys[i], zs[i], 0.0, 0.0, qz[i], qw[i]))
 
     def _publish_ground_truth(self, t: float) -> None:
-        stamp = _stamp(t)
-        msg = ModuleStateArray()
-        msg.header.stamp = stamp
-        msg.header.frame_id = common.WORLD_FRAME
-        z = 0.5 * self.sim_params.module_width
-        poses = self.world.pose_array()
-        for m, (x, y, yaw) in zip(self.ids, poses):
-            st = ModuleState()
-            st.id = m
-            st.x, st.y, st.yaw = float(x), float(y), float(yaw)
-            st.pose.position.x, st.pose.position.y, st.pose.position.z = st.x, st.y, z
-            st.pose.orientation.z, st.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
-            st.tracked = True
-            st.stamp = stamp
-            msg.modules.append(st)
-        self._gt_pub.publish(msg)
+        ns = int(round(t * 1e9))
+        self._gt_pub.publish(module_states_cdr(
+            ns // 1_000_000_000, ns % 1_000_000_000, common.WORLD_FRAME, self.ids,
+            self.world.pose_array().tolist(), 0.5 * self.sim_params.module_width))
 
     def _publish_joint_states(self, t: float) -> None:
-        stamp = _stamp(t)
+        ns = int(round(t * 1e9))
+        sec, nsec = ns // 1_000_000_000, ns % 1_000_000_000
         for i, m in enumerate(self.ids):
-            msg = JointState()
-            msg.header.stamp = stamp
-            msg.name = ["pan", "tilt"]
-            msg.position = list(self.world.joint_states(m))
-            self._joint_pubs[i].publish(msg)
+            pan, tilt = self.world.joint_states(m)
+            self._joint_pubs[i].publish(joint_state_cdr(sec, nsec, pan, tilt))
 
     def _handle_events(self, events) -> None:
         changed = False

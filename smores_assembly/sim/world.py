@@ -302,6 +302,9 @@ class SimWorld:
         self._body = np.arange(n)             # rigid-body label per module
         self._body_size = np.ones(n, dtype=int)
         self._collisions: dict[tuple[str, str], float] = {}
+        self._overlap_dirty = True                      # full overlap scan due
+        self._capture_dirty = np.ones(n, dtype=bool)    # capture check due
+        self._joints_moving = False
         self.t = 0.0
 
     # --- queries -------------------------------------------------------------------------
@@ -408,7 +411,9 @@ class SimWorld:
                 row[_FACE_INDEX[Face.parse(f, "faces")]] = True
             except ValueError as exc:
                 raise SimError(str(exc)) from None
-        self._mag[i] = row
+        if not np.array_equal(self._mag[i], row):
+            self._mag[i] = row
+            self._capture_dirty[i] = True
 
     def set_joints(self, module: str, pan: float, tilt: float) -> None:
         """Joint targets of ``module`` [rad]; the joints move there at ``joint_speed_max``.
@@ -423,6 +428,7 @@ class SimWorld:
         if abs(tilt) > self.params.tilt_limit + 1e-12:
             raise SimError(f"tilt: {tilt} beyond the joint limit +-{self.params.tilt_limit}")
         self._joint_target[i] = (pan, tilt)
+        self._joints_moving = True
 
     def helper_command(self, helper: str, command: str, module: str = "",
                        carry_yaw: float = 0.0) -> None:
@@ -477,6 +483,8 @@ class SimWorld:
             self._carrier[module] = helper
             self._wheel[j] = 0.0
             self._place_carried(helper)
+            self._overlap_dirty = True
+            self._capture_dirty[j] = True
         elif cmd == "ROTATE":
             if helper not in self._carry:
                 raise SimError(f"ROTATE: helper {helper} carries nothing")
@@ -485,6 +493,7 @@ class SimWorld:
             if helper not in self._carry:
                 raise SimError(f"RELEASE: helper {helper} carries nothing")
             self._release(helper)
+            self._overlap_dirty = True
 
     # --- internals -----------------------------------------------------------------------
     def _release(self, helper: str) -> None:
@@ -555,165 +564,218 @@ class SimWorld:
         w = p.module_width
         events: list[SimEvent] = []
         t_end = self.t + dt
+        n = len(self._ids)
 
         # 1. releases (a magnet switched off on either face)
-        released = [c for c in self._conns
-                    if not (self._mag[self._idx[c.module_a], _FACE_INDEX[c.face_a]]
-                            and self._mag[self._idx[c.module_b], _FACE_INDEX[c.face_b]])]
-        for c in sorted(released):
-            self._conns.discard(c)
-            self._face_used.pop((c.module_a, c.face_a), None)
-            self._face_used.pop((c.module_b, c.face_b), None)
-            events.append(SimEvent("disconnected", t_end, (c.module_a, c.module_b),
-                                   (c.face_a, c.face_b)))
-        if released:
-            self._recompute_bodies()
+        if self._conns:
+            released = [c for c in self._conns
+                        if not (self._mag[self._idx[c.module_a], _FACE_INDEX[c.face_a]]
+                                and self._mag[self._idx[c.module_b], _FACE_INDEX[c.face_b]])]
+            for c in sorted(released):
+                self._conns.discard(c)
+                self._face_used.pop((c.module_a, c.face_a), None)
+                self._face_used.pop((c.module_b, c.face_b), None)
+                events.append(SimEvent("disconnected", t_end, (c.module_a, c.module_b),
+                                       (c.face_a, c.face_b)))
+            if released:
+                self._recompute_bodies()
+                self._overlap_dirty = True
 
-        # 2. joints
-        dj = self._joint_target - self._joint
-        lim = p.joint_speed_max * dt
-        self._joint += np.clip(dj, -lim, lim)
+        # 2. joints (only while some joint is still moving)
+        if self._joints_moving:
+            dj = self._joint_target - self._joint
+            lim = p.joint_speed_max * dt
+            step_j = np.clip(dj, -lim, lim)
+            self._joint += step_j
+            tilt_moved = np.flatnonzero(step_j[:, 1] != 0.0)
+            self._capture_dirty[tilt_moved] = True
+            self._joints_moving = bool(np.any(self._joint != self._joint_target))
 
         # 3. wheels and proposed poses
-        n = len(self._ids)
-        carried = np.zeros(n, dtype=bool)
-        for m in self._carrier:
-            carried[self._idx[m]] = True
-        driving = (self._body_size == 1) & ~carried
+        driving = self._driving_mask()
         r, half_track = p.wheel_radius, 0.5 * p.track
+        moved = np.zeros(n, dtype=bool)
+        blocked_pairs: dict[tuple[str, str], tuple[float, bool]] = {}
+        old = self._wheel
         target = np.empty((n, 2))
         target[:, 0] = (self._cmd[:, 0] - self._cmd[:, 1] * half_track) / r
         target[:, 1] = (self._cmd[:, 0] + self._cmd[:, 1] * half_track) / r
-        peak = np.abs(target).max(axis=1)
-        over = peak > p.wheel_speed_max
-        if over.any():
-            target[over] *= (p.wheel_speed_max / peak[over])[:, None]
         target[~driving] = 0.0
-        old = self._wheel
-        delta = target - old
-        dpeak = np.abs(delta).max(axis=1)
-        amax = p.wheel_accel_max * dt
-        fast = dpeak > amax
-        if fast.any():
-            delta[fast] *= (amax / dpeak[fast])[:, None]
-        new = old + delta
-        new[~driving] = 0.0
-        # mean wheel speed over the step of a linear ramp of duration tau <= dt followed by
-        # constant speed: old + delta * (1 - tau / (2 dt))
-        tau_frac = np.minimum(dpeak / amax, 1.0)
-        mean = old + delta * (1.0 - 0.5 * tau_frac)[:, None]
-        mean[~driving] = 0.0
-        v = 0.5 * r * (mean[:, 0] + mean[:, 1])
-        om = r * (mean[:, 1] - mean[:, 0]) / p.track
-        half_turn = 0.5 * om * dt
-        chord = v * dt * np.sinc(half_turn / math.pi)
-        heading = self._pose[:, 2] + half_turn
-        prop = self._pose.copy()
-        prop[:, 0] += chord * np.cos(heading)
-        prop[:, 1] += chord * np.sin(heading)
-        prop[:, 2] = (self._pose[:, 2] + om * dt + math.pi) % (2 * math.pi) - math.pi
-        moving = driving & ((np.abs(v) > 0) | (np.abs(om) > 0))
-        self._wheel = new
-        # carried modules follow their helper (with the carry rotation rate-limited)
-        new_rel: dict[str, float] = {}
-        for h, (m, goal, rel) in self._carry.items():
-            step_max = p.carry_yaw_rate * dt
-            d = wrap_angle(goal - rel)
-            nrel = rel + max(-step_max, min(step_max, d))
-            new_rel[h] = nrel
-            hi, mi = self._idx[h], self._idx[m]
-            prop[mi] = self._carried_pose(prop[hi], nrel)
-            if nrel != rel:
-                moving[hi] = True
-            if moving[hi]:
-                moving[mi] = True
+        spinning = old.any() or target.any()
+        if spinning or self._carry:
+            if spinning:
+                peak = np.abs(target).max(axis=1)
+                over = peak > p.wheel_speed_max
+                if over.any():
+                    target[over] *= (p.wheel_speed_max / peak[over])[:, None]
+                delta = target - old
+                dpeak = np.abs(delta).max(axis=1)
+                amax = p.wheel_accel_max * dt
+                fast = dpeak > amax
+                if fast.any():
+                    delta[fast] *= (amax / dpeak[fast])[:, None]
+                new = old + delta
+                new[~driving] = 0.0
+                # mean wheel speed over the step of a linear ramp of duration tau <= dt
+                # followed by constant speed: old + delta * (1 - tau / (2 dt))
+                tau_frac = np.minimum(dpeak / amax, 1.0)
+                mean = old + delta * (1.0 - 0.5 * tau_frac)[:, None]
+                mean[~driving] = 0.0
+                v = 0.5 * r * (mean[:, 0] + mean[:, 1])
+                om = r * (mean[:, 1] - mean[:, 0]) / p.track
+                half_turn = 0.5 * om * dt
+                chord = v * dt * np.sinc(half_turn / math.pi)
+                heading = self._pose[:, 2] + half_turn
+                prop = self._pose.copy()
+                prop[:, 0] += chord * np.cos(heading)
+                prop[:, 1] += chord * np.sin(heading)
+                prop[:, 2] = (self._pose[:, 2] + om * dt + math.pi) % (2 * math.pi) - math.pi
+                moving = driving & ((v != 0) | (om != 0))
+                self._wheel = new
+            else:
+                prop = self._pose.copy()
+                moving = np.zeros(n, dtype=bool)
+            # carried modules follow their helper (the carry rotation rate-limited)
+            new_rel: dict[str, float] = {}
+            for h, (m, goal, rel) in self._carry.items():
+                step_max = p.carry_yaw_rate * dt
+                d = wrap_angle(goal - rel)
+                nrel = rel + max(-step_max, min(step_max, d))
+                new_rel[h] = nrel
+                hi, mi = self._idx[h], self._idx[m]
+                prop[mi] = self._carried_pose(prop[hi], nrel)
+                if nrel != rel:
+                    moving[hi] = True
+                if moving[hi]:
+                    moving[mi] = True
+            if moving.any():
+                self._resolve_motion(moving, prop, new_rel, moved, blocked_pairs)
 
-        # 4. resolve motion against collisions
-        blocked_pairs: dict[tuple[str, str], tuple[float, bool]] = {}
-        moved = np.zeros(n, dtype=bool)
-        if moving.any():
-            reach = w * math.sqrt(2.0) + 1e-9
-            mv = np.flatnonzero(moving)
-            # conservative broad phase: any combination of old/new positions
-            cur = self._pose[:, :2]
-            pr = prop[:, :2]
-            d1 = np.linalg.norm(pr[mv, None, :] - cur[None, :, :], axis=2)
-            d2 = np.linalg.norm(pr[mv, None, :] - pr[None, :, :], axis=2)
-            d3 = np.linalg.norm(cur[mv, None, :] - pr[None, :, :], axis=2)
-            near = (np.minimum(np.minimum(d1, d2), d3) < reach)
-            near[np.arange(len(mv)), mv] = False
-            cand = {int(i): np.flatnonzero(row) for i, row in zip(mv, near)}
-            # units: a driving module with its load (a carried module is moved with its helper)
-            units = []
-            for i in mv:
-                m = self._ids[i]
-                if m in self._carrier:
-                    continue
-                unit = [int(i)]
-                if m in self._carry:
-                    unit.append(self._idx[self._carry[m][0]])
-                units.append(unit)
-            for unit in units:
-                if not any(len(cand[i]) for i in unit if i in cand):
-                    self._commit(unit, prop, new_rel)
-                    moved[unit] = True
-                    continue
-                ok = True
-                for i in unit:
-                    a = self._ids[i]
-                    for j in cand.get(i, ()):
-                        if j in unit:
-                            continue
-                        b = self._ids[j]
-                        if self._exempt(a, b):
-                            continue
-                        pb = tuple(self._pose[j])
-                        dn = square_overlap(tuple(prop[i]), pb, w)
-                        if dn <= p.overlap_tolerance:
-                            continue
-                        do = square_overlap(tuple(self._pose[i]), pb, w)
-                        if dn <= do + 1e-12:
-                            continue
-                        ok = False
-                        key = (a, b) if a < b else (b, a)
-                        fc = self._is_face_contact(tuple(prop[i]), pb, dn)
-                        if key not in blocked_pairs or blocked_pairs[key][0] < dn:
-                            blocked_pairs[key] = (dn, fc)
-                if ok:
-                    self._commit(unit, prop, new_rel)
-                    moved[unit] = True
-                else:
-                    self._wheel[unit] = 0.0
-
-        # 5. magnetic captures
+        # 4. magnetic captures
         self._capture(moved, events, t_end)
 
-        # 6. collision bookkeeping
+        # 5. collision bookkeeping
         self._collision_events(blocked_pairs, events, t_end)
         self.t = t_end
-        order = {"disconnected": 0, "collision": 1, "connected": 2}
-        events.sort(key=lambda e: order[e.kind])
+        if len(events) > 1:
+            order = {"disconnected": 0, "collision": 1, "connected": 2}
+            events.sort(key=lambda e: order[e.kind])
         return events
 
-    def _commit(self, unit: list[int], prop: np.ndarray, new_rel: dict[str, float]) -> None:
-        for i in unit:
-            self._pose[i] = prop[i]
-            m = self._ids[i]
-            if m in new_rel and m in self._carry:
-                self._carry[m][2] = new_rel[m]
+    def _driving_mask(self) -> np.ndarray:
+        driving = self._body_size == 1
+        for m in self._carrier:
+            driving[self._idx[m]] = False
+        return driving
 
-    def _capture(self, moved: np.ndarray, events: list[SimEvent], t_end: float) -> None:
+    def _resolve_motion(self, moving: np.ndarray, prop: np.ndarray,
+                        new_rel: dict[str, float], moved: np.ndarray,
+                        blocked_pairs: dict) -> None:
+        """Apply the proposed poses of the moving units, blocking the ones that would
+        overlap another module more than before (see the module docstring)."""
         p = self.params
         w = p.module_width
-        mags = np.flatnonzero(self._mag.any(axis=1))
+        n = len(self._ids)
+        reach = w * math.sqrt(2.0) + 1e-9
+        mv = np.flatnonzero(moving)
+        cur = self._pose
+        disp = np.hypot(prop[:, 0] - cur[:, 0], prop[:, 1] - cur[:, 1])
+        # conservative broad phase on the current positions: two squares can only overlap
+        # when their centres are within w*sqrt(2) (+ what either moves in this step)
+        dx = cur[mv, 0, None] - cur[None, :, 0]
+        dy = cur[mv, 1, None] - cur[None, :, 1]
+        lim = reach + disp[mv, None] + disp[None, :]
+        near = dx * dx + dy * dy < lim * lim
+        near[np.arange(len(mv)), mv] = False
+        hit_rows = near.any(axis=1)
+        # units: a driving module with its load (the load moves with its helper)
+        unit_of = np.arange(n)
+        for m, h in self._carrier.items():
+            unit_of[self._idx[m]] = self._idx[h]
+        hit_units = set(unit_of[mv[hit_rows]].tolist())
+        if hit_units:
+            free = moving & ~np.isin(unit_of, list(hit_units))
+        else:
+            free = moving
+        if free.any():
+            self._pose[free] = prop[free]
+            moved |= free
+            for h in new_rel:
+                if free[self._idx[h]]:
+                    self._carry[h][2] = new_rel[h]
+        if not hit_units:
+            return
+        row_of = {int(i): k for k, i in enumerate(mv)}
+        for u in sorted(hit_units):
+            unit = [u] + ([self._idx[self._carry[self._ids[u]][0]]]
+                          if self._ids[u] in self._carry else [])
+            unit = [i for i in unit if moving[i]]
+            ok = True
+            for i in unit:
+                k = row_of.get(i)
+                if k is None:
+                    continue
+                a = self._ids[i]
+                pa_new = tuple(prop[i])
+                pa_old = tuple(self._pose[i])
+                for j in np.flatnonzero(near[k]):
+                    if j in unit:
+                        continue
+                    b = self._ids[j]
+                    if self._exempt(a, b):
+                        continue
+                    pb = tuple(self._pose[j])
+                    dn = square_overlap(pa_new, pb, w)
+                    if dn <= p.overlap_tolerance:
+                        continue
+                    do = square_overlap(pa_old, pb, w)
+                    if dn <= do + 1e-12:
+                        continue
+                    ok = False
+                    key = (a, b) if a < b else (b, a)
+                    fc = self._is_face_contact(pa_new, pb, dn)
+                    if key not in blocked_pairs or blocked_pairs[key][0] < dn:
+                        blocked_pairs[key] = (dn, fc)
+            if ok:
+                for i in unit:
+                    self._pose[i] = prop[i]
+                    moved[i] = True
+                h = self._ids[u]
+                if h in new_rel and h in self._carry:
+                    self._carry[h][2] = new_rel[h]
+            else:
+                self._wheel[unit] = 0.0
+
+    def _capture(self, moved: np.ndarray, events: list[SimEvent], t_end: float) -> None:
+        """Connect face pairs that satisfy the capture rule. Only pairs with a module that
+        moved, switched magnets or tilted since the last check can newly qualify."""
+        p = self.params
+        w = p.module_width
+        dirty = self._capture_dirty | moved
+        self._capture_dirty = np.zeros(len(self._ids), dtype=bool)
+        has_mag = self._mag.any(axis=1)
+        active = np.flatnonzero(dirty & has_mag)
+        if len(active) == 0:
+            return
+        mags = np.flatnonzero(has_mag)
         if len(mags) < 2:
             return
-        xy = self._pose[mags, :2]
-        dist = np.linalg.norm(xy[:, None, :] - xy[None, :, :], axis=2)
+        xy = self._pose
+        dx = xy[active, 0, None] - xy[None, mags, 0]
+        dy = xy[active, 1, None] - xy[None, mags, 1]
         limit = w + p.capture_range + p.capture_lateral_max + 0.5 * w * math.sin(
             p.capture_angle_max) + 1e-6
-        ii, jj = np.nonzero(np.triu(dist < limit, k=1))
-        for a_i, b_i in zip(mags[ii], mags[jj]):
+        close = dx * dx + dy * dy < limit * limit
+        seen = set()
+        for ai, bj in zip(*np.nonzero(close)):
+            a_i, b_i = int(active[ai]), int(mags[bj])
+            if a_i == b_i:
+                continue
+            if a_i > b_i:
+                a_i, b_i = b_i, a_i
+            if (a_i, b_i) in seen:
+                continue
+            seen.add((a_i, b_i))
             a, b = self._ids[a_i], self._ids[b_i]
             if self._exempt(a, b):
                 continue
@@ -777,6 +839,7 @@ class SimWorld:
                 if m in self._carrier:  # handed over to the structure
                     self._release(self._carrier[m])
                 self._wheel[mi] = 0.0
+        self._overlap_dirty = True
         conn = Connection.make(a, face_a, b, face_b)
         self._conns.add(conn)
         self._face_used[(a, face_a)] = conn
@@ -787,16 +850,21 @@ class SimWorld:
                           events: list[SimEvent], t_end: float) -> None:
         p = self.params
         w = p.module_width
+        if not blocked and not self._collisions and not self._overlap_dirty:
+            return
         found: dict[tuple[str, str], float] = {}
         for key, (depth, face_contact) in blocked.items():
             if not face_contact:
                 found[key] = depth
-        # existing overlaps that are not face contacts
-        xy = self._pose[:, :2]
+        # existing overlaps that are not face contacts: only poses changed by something
+        # else than a checked motion (start, snaps, LIFT, RELEASE, releases) can create them
         n = len(self._ids)
-        if n > 1:
-            dist = np.linalg.norm(xy[:, None, :] - xy[None, :, :], axis=2)
-            close = np.triu(dist < w * math.sqrt(2.0), k=1)
+        if self._overlap_dirty and n > 1:
+            self._overlap_dirty = False
+            xy = self._pose
+            dx = xy[:, 0, None] - xy[None, :, 0]
+            dy = xy[:, 1, None] - xy[None, :, 1]
+            close = np.triu(dx * dx + dy * dy < 2.0 * w * w, k=1)
             close &= self._body[:, None] != self._body[None, :]
             for i, j in zip(*np.nonzero(close)):
                 a, b = self._ids[i], self._ids[j]

@@ -1,0 +1,107 @@
+"""Fake-hardware benchmark: real-time factor of the ``fake_hardware`` node.
+
+Run ``python -m bench.bench_fake_hardware [--modules 9 50] [--seconds 5]``. For each module
+count it builds a scenario (modules on a 0.3 m grid, every other one driving a circle), runs
+the node in-process with ``real_time_factor = 0`` (as fast as possible), 100 Hz physics and
+100 Hz mocap (one PoseStamped per module per step), ``/clock`` every step, ground truth at
+50 Hz and joint states at 20 Hz, spinning a single-threaded executor for ``--seconds`` of
+wall time, and prints the simulated seconds per wall second (the real-time factor). For
+reference it also prints the physics alone (:meth:`SimWorld.step`, no ROS).
+
+Goal (issue 4): >= 20x real time with 9 modules on the project machine (2 cores).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+
+def _scenario(n: int) -> dict:
+    side = math.ceil(math.sqrt(n))
+    modules = {f"m{i}": [0.3 * (i % side), 0.3 * (i // side), 0.3 * i] for i in range(n)}
+    return {"name": f"bench{n}", "target": {"nodes": ["n0"], "edges": []},
+            "modules": modules}
+
+
+def _physics_only(n: int, seconds: float) -> float:
+    from smores_assembly.sim import SimWorld
+
+    world = SimWorld({m: tuple(p) for m, p in _scenario(n)["modules"].items()})
+    for i, m in enumerate(world.modules()):
+        if i % 2 == 0:
+            world.set_cmd_vel(m, 0.03, 1.0)
+    steps = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(100):
+            world.step(0.01)
+        steps += 100
+    return steps * 0.01 / (time.perf_counter() - t0)
+
+
+def _node_rtf(n: int, seconds: float, workdir: Path) -> tuple[float, int]:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+
+    path = workdir / f"bench{n}.yaml"
+    path.write_text(yaml.safe_dump(_scenario(n)))
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=int(os.environ.get("ROS_DOMAIN_ID", "0") or 0))
+    try:
+        node = FakeHardwareNode(context=ctx, parameter_overrides=[
+            Parameter("scenario", value=str(path)), Parameter("real_time_factor", value=0.0),
+            Parameter("physics_rate_hz", value=100.0), Parameter("mocap_rate_hz", value=100.0),
+            Parameter("cmd_vel_timeout_s", value=1e6)])
+        for i, m in enumerate(node.ids):
+            if i % 2 == 0:
+                node.world.set_cmd_vel(m, 0.03, 1.0)
+        ex = SingleThreadedExecutor(context=ctx)
+        ex.add_node(node)
+        ex.spin_once(timeout_sec=0.1)     # warm-up
+        t_sim0, steps0 = node.world.t, node.steps
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            ex.spin_once(timeout_sec=0.1)
+        wall = time.perf_counter() - t0
+        rtf = (node.world.t - t_sim0) / wall
+        steps = node.steps - steps0
+        ex.shutdown()
+        node.destroy_node()
+    finally:
+        ctx.try_shutdown()
+    return rtf, steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_fake_hardware",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modules", type=int, nargs="+", default=[9, 50])
+    ap.add_argument("--seconds", type=float, default=5.0, help="wall time per run [s]")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 50))
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("ROS_LOG_DIR", str(Path(tmp) / "log"))
+        print(f"{'modules':>7} | {'node rtf (x real time)':>22} | {'steps/s':>8} | "
+              f"{'physics only rtf':>16}")
+        for n in args.modules:
+            rtf, steps = _node_rtf(n, args.seconds, Path(tmp))
+            phys = _physics_only(n, min(args.seconds, 2.0))
+            print(f"{n:>7} | {rtf:>22.1f} | {steps / args.seconds:>8.0f} | {phys:>16.1f}",
+                  flush=True)
+    print("goal: >= 20x real time with 9 modules (100 Hz physics, 100 Hz mocap, rtf=0)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
