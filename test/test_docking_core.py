@@ -279,3 +279,13 @@ def test_path_follower_stops_at_the_end():
     # stale sample -> zero command
     g = PathFollower("a", path, s)
     assert g.tick(1.0, PoseSample(end, 0.0)) == (0.0, 0.0)
+
+
+def test_bodies_starting_against_a_module_back_away_before_turning():
+    """Regression: a module 1 cm from the parent (turning in place there is blocked), and a
+    helper whose TOP face touches the parent, both get clear and dock."""
+    r = run_trial(Face.BOTTOM, Face.BOTTOM, 0, dt=DT, start=Pose2D(0.088, -0.064, -2.22))
+    _assert_docked(r, 0)
+    r = run_trial(Face.LEFT, Face.LEFT, 0, use_helper=True, dt=DT,
+                  start=Pose2D(0.3, -0.2, 1.0), helper_start=Pose2D(-0.08, 0.0, 0.0))
+    _assert_docked(r, 0)

@@ -242,6 +242,7 @@ class DockingTask:
         self._dwell_t = 0.0
         self._sub = ""
         self._sub_t = 0.0
+        self._was_clear = False
         self._lift_sent_t = -1e9
         self._pickup_axis: DockAxis | None = None
         self._path: TimedPath | None = None
@@ -283,6 +284,7 @@ class DockingTask:
         self._hold_t = self._dwell_t = 0.0
         self._sub = ""
         self._sub_t = 0.0
+        self._was_clear = False
 
     def path_unavailable(self) -> None:
         """The navigation says there will be no path (e.g. an empty Path after a planning
@@ -434,6 +436,16 @@ class DockingTask:
         self._reg = None  # plan the direct move again once clear
         return True
 
+    def _escape_at_start(self, body: Pose2D) -> bool:
+        """Escape (see :meth:`_escape`) only until the body was clear once in this phase: a
+        planned path may legitimately pass close to modules later on."""
+        if self._was_clear:
+            return False
+        if self._escape(body, self._obstacles_for_body()):
+            return True
+        self._was_clear = True
+        return False
+
     def _clearance(self) -> float:
         extra = self.s.module_width if (self.uses_helper and self._lifted) else 0.0
         return self.s.obstacle_clearance + extra
@@ -466,9 +478,11 @@ class DockingTask:
         ax = self._pickup_axis
         self._sub_t += dt
         if self._sub == "goto" and self._path is not None and self._reg is None:
-            self._sub, self._sub_t = "path", 0.0
+            self._sub, self._sub_t, self._was_clear = "path", 0.0, False
         if self._sub == "path":
             # the navigation's timed path towards the pick-up pose, then the direct moves
+            if self._escape_at_start(helper):
+                return
             v, om, finished = track_timed_path(helper, self._path, t, s, s.v_max)
             if finished or t > self._path.end_time + s.nav_timeout_margin_s:
                 self._path = None
@@ -533,6 +547,8 @@ class DockingTask:
             self._enter(Phase.POSE_ADJUST, t)
             return
         body = self.body_obs.est
+        if self._escape_at_start(body):
+            return
         v, w, finished = track_timed_path(body, self._path, t, s, s.v_max)
         if finished:
             self._enter(Phase.POSE_ADJUST, t)
