@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import signal
 from typing import Any, Callable
 
 import rclpy
@@ -193,6 +192,9 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
 def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """Create a node with ``factory`` and spin it until Ctrl-C or SIGTERM; clean shutdown.
 
+    rclpy's own signal handlers turn SIGINT and SIGTERM into a context shutdown, which
+    ends ``spin()`` with ``ExternalShutdownException``.
+
     Returns:
         The process exit status (0 on a clean shutdown, 2 when the node refused its
         configuration with a ``ValueError``, whose message is logged).
@@ -201,7 +203,6 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
     node = None
     status = 0
     try:
-        signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
         node = factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
