@@ -58,7 +58,7 @@ from sensor_msgs.msg import JointState
 
 from smores_assembly.geometry import Face
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
-                                 MagnetCommand, ModuleState, ModuleStateArray)
+                                 MagnetCommand, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common

@@ -302,6 +302,8 @@ class SimWorld:
         self._body = np.arange(n)             # rigid-body label per module
         self._body_size = np.ones(n, dtype=int)
         self._collisions: dict[tuple[str, str], float] = {}
+        self._kin = None                                # cached wheel targets
+        self._steady = None                             # cached steady arc terms
         self._overlap_dirty = True                      # full overlap scan due
         self._capture_dirty = np.ones(n, dtype=bool)    # capture check due
         self._joints_moving = False
@@ -397,6 +399,7 @@ class SimWorld:
         i = self._i(module)
         self._cmd[i, 0] = _finite(v, "v")
         self._cmd[i, 1] = _finite(w, "w")
+        self._kin = None
 
     def set_magnets(self, module: str, faces: Iterable[Face | str]) -> None:
         """Switch on the magnets of ``faces`` of ``module``, all others off.
@@ -481,6 +484,7 @@ class SimWorld:
             rel = wrap_angle(mp[2] - hp[2])
             self._carry[helper] = [module, yaw, rel]
             self._carrier[module] = helper
+            self._kin = None
             self._wheel[j] = 0.0
             self._place_carried(helper)
             self._overlap_dirty = True
@@ -499,6 +503,7 @@ class SimWorld:
     def _release(self, helper: str) -> None:
         module = self._carry.pop(helper)[0]
         self._carrier.pop(module, None)
+        self._kin = None
 
     def _carried_pose(self, helper_pose, rel: float) -> tuple[float, float, float]:
         w = self.params.module_width
@@ -526,6 +531,7 @@ class SimWorld:
                 parent[max(ra, rb)] = min(ra, rb)
         self._body = np.array([find(i) for i in range(n)])
         self._body_size = np.bincount(self._body, minlength=n)[self._body]
+        self._kin = None
 
     def _exempt(self, a: str, b: str) -> bool:
         """True when a and b never collide (helper and its load)."""
@@ -592,48 +598,55 @@ class SimWorld:
             self._joints_moving = bool(np.any(self._joint != self._joint_target))
 
         # 3. wheels and proposed poses
-        driving = self._driving_mask()
         r, half_track = p.wheel_radius, 0.5 * p.track
         moved = np.zeros(n, dtype=bool)
         blocked_pairs: dict[tuple[str, str], tuple[float, bool]] = {}
+        kin_key = (r, p.track, p.wheel_speed_max)
+        if self._kin is None or self._kin[0] != kin_key:
+            # wheel-speed targets: only change with commands, structures, carrying, params
+            driving = self._driving_mask()
+            target = np.empty((n, 2))
+            target[:, 0] = (self._cmd[:, 0] - self._cmd[:, 1] * half_track) / r
+            target[:, 1] = (self._cmd[:, 0] + self._cmd[:, 1] * half_track) / r
+            target[~driving] = 0.0
+            peak = np.abs(target).max(axis=1)
+            over = peak > p.wheel_speed_max
+            if over.any():
+                target[over] *= (p.wheel_speed_max / peak[over])[:, None]
+            self._kin = (kin_key, driving, target)
+            self._steady = None
+        _, driving, target = self._kin
         old = self._wheel
-        target = np.empty((n, 2))
-        target[:, 0] = (self._cmd[:, 0] - self._cmd[:, 1] * half_track) / r
-        target[:, 1] = (self._cmd[:, 0] + self._cmd[:, 1] * half_track) / r
-        target[~driving] = 0.0
-        spinning = old.any() or target.any()
-        if spinning or self._carry:
-            if spinning:
-                peak = np.abs(target).max(axis=1)
-                over = peak > p.wheel_speed_max
-                if over.any():
-                    target[over] *= (p.wheel_speed_max / peak[over])[:, None]
-                delta = target - old
-                dpeak = np.abs(delta).max(axis=1)
-                amax = p.wheel_accel_max * dt
-                fast = dpeak > amax
-                if fast.any():
-                    delta[fast] *= (amax / dpeak[fast])[:, None]
-                new = old + delta
-                new[~driving] = 0.0
-                # mean wheel speed over the step of a linear ramp of duration tau <= dt
-                # followed by constant speed: old + delta * (1 - tau / (2 dt))
-                tau_frac = np.minimum(dpeak / amax, 1.0)
-                mean = old + delta * (1.0 - 0.5 * tau_frac)[:, None]
-                mean[~driving] = 0.0
-                v = 0.5 * r * (mean[:, 0] + mean[:, 1])
-                om = r * (mean[:, 1] - mean[:, 0]) / p.track
-                half_turn = 0.5 * om * dt
-                chord = v * dt * np.sinc(half_turn / math.pi)
+        if not np.array_equal(old, target):
+            # ramping: linear wheel ramps at wheel_accel_max (one ratio for both wheels)
+            delta = target - old
+            dpeak = np.abs(delta).max(axis=1)
+            amax = p.wheel_accel_max * dt
+            fast = dpeak > amax
+            if fast.any():
+                delta[fast] *= (amax / dpeak[fast])[:, None]
+            # mean wheel speed over the step of a linear ramp of duration tau <= dt
+            # followed by constant speed: old + delta * (1 - tau / (2 dt))
+            tau_frac = np.minimum(dpeak / amax, 1.0)
+            mean = old + delta * (1.0 - 0.5 * tau_frac)[:, None]
+            self._wheel = old + delta
+            self._steady = None
+            motion = self._arc_terms(mean, driving, dt)
+        else:
+            # steady wheels: the per-step arc terms are constant; cache them
+            if self._steady is None or self._steady[0] != (dt, kin_key):
+                self._steady = ((dt, kin_key), self._arc_terms(old, driving, dt))
+            motion = self._steady[1]
+        dyaw, half_turn, chord, moving_base = motion
+        if moving_base is not None or self._carry:
+            prop = self._pose.copy()
+            if moving_base is not None:
                 heading = self._pose[:, 2] + half_turn
-                prop = self._pose.copy()
                 prop[:, 0] += chord * np.cos(heading)
                 prop[:, 1] += chord * np.sin(heading)
-                prop[:, 2] = (self._pose[:, 2] + om * dt + math.pi) % (2 * math.pi) - math.pi
-                moving = driving & ((v != 0) | (om != 0))
-                self._wheel = new
+                prop[:, 2] = (self._pose[:, 2] + dyaw + math.pi) % (2 * math.pi) - math.pi
+                moving = moving_base.copy()
             else:
-                prop = self._pose.copy()
                 moving = np.zeros(n, dtype=bool)
             # carried modules follow their helper (the carry rotation rate-limited)
             new_rel: dict[str, float] = {}
@@ -661,6 +674,22 @@ class SimWorld:
             order = {"disconnected": 0, "collision": 1, "connected": 2}
             events.sort(key=lambda e: order[e.kind])
         return events
+
+    def _arc_terms(self, mean: np.ndarray, driving: np.ndarray, dt: float):
+        """Per-module step terms of the exact arc for mean wheel speeds ``mean`` (N, 2):
+        (yaw change, half yaw change, chord length, moving mask or None if none moves)."""
+        p = self.params
+        r = p.wheel_radius
+        mean = np.where(driving[:, None], mean, 0.0)
+        v = 0.5 * r * (mean[:, 0] + mean[:, 1])
+        om = r * (mean[:, 1] - mean[:, 0]) / p.track
+        moving = driving & ((v != 0) | (om != 0))
+        if not moving.any():
+            return None, None, None, None
+        dyaw = om * dt
+        half_turn = 0.5 * dyaw
+        chord = v * dt * np.sinc(half_turn / math.pi)
+        return dyaw, half_turn, chord, moving
 
     def _driving_mask(self) -> np.ndarray:
         driving = self._body_size == 1
