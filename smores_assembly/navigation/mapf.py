@@ -419,11 +419,7 @@ def _low_level(grid: Grid, start: int, goal: int, h: list[int], cons: _Constrain
             return path, min(fmin, f)
         _, conf, t, c, _, _, _ = node
         key = (c, min(t, horizon))
-        if key in closed:
-            if open_count[f] == 0:
-                pass
-            # fallthrough to fmin update below
-        else:
+        if key not in closed:  # (a closed key only updates f_min below)
             closed.add(key)
             budget.tick_low()
             if c == goal and t > last_goal:
