@@ -67,97 +67,144 @@ from smores_assembly.sim import SimError, SimParams, SimWorld
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
 
 
-class CdrWriter:
-    """Minimal little-endian CDR (XCDR1) writer for the few fixed message layouts this node
-    publishes at high rate; the bytes go to ``Publisher.publish`` (rclpy publishes them
-    raw). Alignment is relative to the end of the 4-byte encapsulation header."""
-
-    __slots__ = ("buf",)
-
-    def __init__(self) -> None:
-        self.buf = bytearray(b"\x00\x01\x00\x00")
-
-    def align(self, n: int) -> None:
-        pad = (-(len(self.buf) - 4)) % n
-        if pad:
-            self.buf += b"\0" * pad
-
-    def time(self, sec: int, nanosec: int) -> None:
-        self.align(4)
-        self.buf += struct.pack("<iI", sec, nanosec)
-
-    def u32(self, v: int) -> None:
-        self.align(4)
-        self.buf += struct.pack("<I", v)
-
-    def string(self, text: str | bytes) -> None:
-        data = (text.encode() if isinstance(text, str) else text) + b"\0"
-        self.u32(len(data))
-        self.buf += data
-
-    def doubles(self, *values: float) -> None:
-        self.align(8)
-        self.buf += struct.pack(f"<{len(values)}d", *values)
-
-    def boolean(self, v: bool) -> None:
-        self.buf += b"\x01" if v else b"\x00"
-
-    def bytes(self) -> bytes:
-        return bytes(self.buf)
-
-
-class PoseStampedCdr:
-    """Serialises ``geometry_msgs/PoseStamped`` with a fixed ``frame_id`` to CDR, ~20x
-    cheaper than building and converting a Python message."""
-
-    def __init__(self, frame_id: str) -> None:
-        w = CdrWriter()
-        w.time(0, 0)
-        w.string(frame_id)
-        w.align(8)
-        self._mid = w.bytes()[12:]          # frame_id + padding up to the doubles
-        self._enc = b"\x00\x01\x00\x00"
-
-    def __call__(self, sec: int, nanosec: int, x: float, y: float, z: float, qx: float,
-                 qy: float, qz: float, qw: float) -> bytes:
-        return (self._enc + struct.pack("<iI", sec, nanosec) + self._mid
-                + struct.pack("<7d", x, y, z, qx, qy, qz, qw))
-
-
 def clock_cdr(sec: int, nanosec: int) -> bytes:
     """``rosgraph_msgs/Clock`` serialised to CDR."""
     return b"\x00\x01\x00\x00" + struct.pack("<iI", sec, nanosec)
 
 
+class _FixedLayout:
+    """A little-endian CDR (XCDR1) layout whose strings are known in advance: one
+    ``struct`` format for the whole message, so that serialising is a single ``pack``
+    call. Alignment is relative to the end of the 4-byte encapsulation header. Used for
+    the node's high-rate topics; rclpy publishes the bytes raw (``publish_raw``)."""
+
+    def __init__(self) -> None:
+        self.fmt = ["<"]
+        self.size = 0          # bytes after the encapsulation header
+
+    def _align(self, n: int) -> None:
+        pad = (-self.size) % n
+        if pad:
+            self.fmt.append(f"{pad}x")
+            self.size += pad
+
+    def time(self) -> None:
+        self._align(4)
+        self.fmt.append("iI")
+        self.size += 8
+
+    def const_bytes(self, data: bytes) -> None:
+        self.fmt.append(("B", data))
+        self.size += len(data)
+
+    def string_const(self, text: str) -> None:
+        data = text.encode() + b"\0"
+        self._align(4)
+        self.const_bytes(struct.pack("<I", len(data)) + data)
+
+    def doubles(self, n: int) -> None:
+        self._align(8)
+        self.fmt.append(f"{n}d")
+        self.size += 8 * n
+
+    def boolean(self) -> None:
+        self.fmt.append("?")
+        self.size += 1
+
+    def compile(self):
+        """(struct.Struct, list of constant byte strings in order)."""
+        fmt, consts = "<", []
+        for part in self.fmt[1:]:
+            if isinstance(part, tuple):
+                fmt += f"{len(part[1])}s"
+                consts.append(part[1])
+            else:
+                fmt += part
+        return struct.Struct(fmt), consts
+
+
+class JointStateCdr:
+    """``sensor_msgs/JointState`` (names ``pan``, ``tilt``; positions only) to CDR."""
+
+    def __init__(self) -> None:
+        lay = _FixedLayout()
+        lay.time()
+        lay.string_const("")                          # frame_id
+        lay._align(4)
+        lay.const_bytes(struct.pack("<I", 2))         # name[]
+        lay.string_const("pan")
+        lay.string_const("tilt")
+        lay._align(4)
+        lay.const_bytes(struct.pack("<I", 2))         # position[]
+        lay.doubles(2)
+        lay._align(4)
+        lay.const_bytes(struct.pack("<II", 0, 0))     # velocity[], effort[]
+        self._st, c = lay.compile()
+        self._c = c
+
+    def __call__(self, sec: int, nanosec: int, pan: float, tilt: float) -> bytes:
+        c = self._c
+        return b"\x00\x01\x00\x00" + self._st.pack(sec, nanosec, c[0], c[1], c[2], c[3],
+                                                      c[4], pan, tilt, c[5])
+
+
 def joint_state_cdr(sec: int, nanosec: int, pan: float, tilt: float) -> bytes:
     """``sensor_msgs/JointState`` (names ``pan``, ``tilt``; positions only) to CDR."""
-    w = CdrWriter()
-    w.time(sec, nanosec)
-    w.string("")
-    w.u32(2)
-    w.string("pan")
-    w.string("tilt")
-    w.u32(2)
-    w.doubles(pan, tilt)
-    w.u32(0)
-    w.u32(0)
-    return w.bytes()
+    return _JOINT_STATE_CDR(sec, nanosec, pan, tilt)
+
+
+class ModuleStatesCdr:
+    """``smores_assembly/ModuleStateArray`` of exact planar poses of fixed modules (z
+    given, all tracked, every stamp = the header stamp) to CDR with one ``pack`` call."""
+
+    def __init__(self, frame_id: str, ids: list[str]) -> None:
+        lay = _FixedLayout()
+        lay.time()
+        lay.string_const(frame_id)
+        lay._align(4)
+        lay.const_bytes(struct.pack("<I", len(ids)))
+        for m in ids:
+            lay.string_const(m)
+            lay.doubles(10)
+            lay.boolean()
+            lay.time()
+        self._st, self._c = lay.compile()
+        self._n = len(ids)
+
+    def __call__(self, sec: int, nanosec: int, poses: list, z: float) -> bytes:
+        c = self._c
+        vals = [sec, nanosec, c[0], c[1]]
+        for k, (x, y, yaw) in enumerate(poses):
+            vals += (c[2 + k], x, y, yaw, x, y, z, 0.0, 0.0, math.sin(yaw / 2),
+                     math.cos(yaw / 2), True, sec, nanosec)
+        return b"\x00\x01\x00\x00" + self._st.pack(*vals)
 
 
 def module_states_cdr(sec: int, nanosec: int, frame_id: str, ids: list[str],
                       poses: list, z: float) -> bytes:
     """``smores_assembly/ModuleStateArray`` of exact planar poses ``poses[i] = (x, y,
     yaw)`` (z given, all tracked, every stamp = the header stamp) to CDR."""
-    w = CdrWriter()
-    w.time(sec, nanosec)
-    w.string(frame_id)
-    w.u32(len(ids))
-    for m, (x, y, yaw) in zip(ids, poses):
-        w.string(m)
-        w.doubles(x, y, yaw, x, y, z, 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
-        w.boolean(True)
-        w.time(sec, nanosec)
-    return w.bytes()
+    return ModuleStatesCdr(frame_id, ids)(sec, nanosec, poses, z)
+
+
+class PoseStampedCdr:
+    """``geometry_msgs/PoseStamped`` with a fixed ``frame_id`` to CDR, ~20x cheaper than
+    building and converting a Python message (rclpy publishes the bytes raw)."""
+
+    def __init__(self, frame_id: str) -> None:
+        lay = _FixedLayout()
+        lay.time()
+        lay.string_const(frame_id)
+        lay.doubles(7)
+        self._st, (self._frame,) = lay.compile()
+
+    def __call__(self, sec: int, nanosec: int, x: float, y: float, z: float, qx: float,
+                 qy: float, qz: float, qw: float) -> bytes:
+        return b"\x00\x01\x00\x00" + self._st.pack(sec, nanosec, self._frame, x, y, z,
+                                                      qx, qy, qz, qw)
+
+
+_JOINT_STATE_CDR = JointStateCdr()
 
 
 def _stamp(t: float) -> Time:
@@ -282,6 +329,7 @@ class FakeHardwareNode(Node):
             CollisionEvent, common.TOPIC_COLLISIONS,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 100)
+        self._gt_cdr = ModuleStatesCdr(common.WORLD_FRAME, self.ids)
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
 
         # subscriptions
@@ -462,9 +510,9 @@ class FakeHardwareNode(Node):
 
     def _publish_ground_truth(self, t: float) -> None:
         ns = int(round(t * 1e9))
-        self._gt_pub.publish(module_states_cdr(
-            ns // 1_000_000_000, ns % 1_000_000_000, common.WORLD_FRAME, self.ids,
-            self.world.pose_array().tolist(), 0.5 * self.sim_params.module_width))
+        self._gt_pub.publish(self._gt_cdr(
+            ns // 1_000_000_000, ns % 1_000_000_000, self.world.pose_array().tolist(),
+            0.5 * self.sim_params.module_width))
 
     def _publish_joint_states(self, t: float) -> None:
         ns = int(round(t * 1e9))

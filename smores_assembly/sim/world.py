@@ -304,6 +304,8 @@ class SimWorld:
         self._collisions: dict[tuple[str, str], float] = {}
         self._kin = None                                # cached wheel targets
         self._steady = None                             # cached steady arc terms
+        self._clearance = -1.0                          # broad-phase skip margin [m]
+        self._clearance_movers = None                   # movers it was measured for
         self._overlap_dirty = True                      # full overlap scan due
         self._capture_dirty = np.ones(n, dtype=bool)    # capture check due
         self._joints_moving = False
@@ -488,6 +490,7 @@ class SimWorld:
             self._wheel[j] = 0.0
             self._place_carried(helper)
             self._overlap_dirty = True
+            self._clearance_movers = None
             self._capture_dirty[j] = True
         elif cmd == "ROTATE":
             if helper not in self._carry:
@@ -706,17 +709,35 @@ class SimWorld:
         w = p.module_width
         n = len(self._ids)
         reach = w * math.sqrt(2.0) + 1e-9
-        mv = np.flatnonzero(moving)
         cur = self._pose
+        # Verlet-list style skip: while the movers' accumulated displacement stays below
+        # the clearance measured at the last full broad phase (same set of movers), no
+        # mover can have come within reach of any module
+        step_max = float(np.abs(prop[:, :2] - cur[:, :2]).max()) * math.sqrt(2.0)
+        if (self._clearance_movers is not None
+                and np.array_equal(self._clearance_movers, moving)
+                and self._clearance - 2.0 * step_max > 0.0):
+            self._clearance -= 2.0 * step_max
+            self._pose[moving] = prop[moving]
+            moved |= moving
+            for h in new_rel:
+                if moving[self._idx[h]]:
+                    self._carry[h][2] = new_rel[h]
+            return
+        mv = np.flatnonzero(moving)
         disp = np.hypot(prop[:, 0] - cur[:, 0], prop[:, 1] - cur[:, 1])
         # conservative broad phase on the current positions: two squares can only overlap
         # when their centres are within w*sqrt(2) (+ what either moves in this step)
         dx = cur[mv, 0, None] - cur[None, :, 0]
         dy = cur[mv, 1, None] - cur[None, :, 1]
         lim = reach + disp[mv, None] + disp[None, :]
-        near = dx * dx + dy * dy < lim * lim
-        near[np.arange(len(mv)), mv] = False
+        d = np.sqrt(dx * dx + dy * dy)
+        d[np.arange(len(mv)), mv] = np.inf
+        near = d < lim
         hit_rows = near.any(axis=1)
+        # clearance for the following steps (measured after this step's motion bound)
+        self._clearance = float((d - lim).min()) if d.size else math.inf
+        self._clearance_movers = moving.copy()
         # units: a driving module with its load (the load moves with its helper)
         unit_of = np.arange(n)
         for m, h in self._carrier.items():
@@ -869,6 +890,7 @@ class SimWorld:
                     self._release(self._carrier[m])
                 self._wheel[mi] = 0.0
         self._overlap_dirty = True
+        self._clearance_movers = None
         conn = Connection.make(a, face_a, b, face_b)
         self._conns.add(conn)
         self._face_used[(a, face_a)] = conn
