@@ -400,3 +400,58 @@ def test_raw_cdr_messages_round_trip():
         got = deserialize_message(module_states_cdr(7, 8, "world", ids, poses, 0.04),
                                   ModuleStateArray)
         assert got == want
+
+
+def test_mocap_latency_and_command_watchdog_by_manual_stepping(ros_context, tmp_path):
+    """With the wall-clock loop practically stopped (real_time_factor 1e-3), step the node
+    by hand: a sample taken at t is published once t + latency_s is reached and carries the
+    capture stamp t; a cmd_vel is dropped after cmd_vel_timeout_s of simulated time."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped, Twist
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from smores_assembly.ros import common
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+
+    scen = write_scenario(tmp_path, {"m": (0.0, 0.0, 0.0)})
+    fake = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=scen), Parameter("real_time_factor", value=1e-3),
+        Parameter("latency_s", value=0.05), Parameter("mocap_rate_hz", value=50.0),
+        Parameter("cmd_vel_timeout_s", value=0.3), Parameter("wheel_accel_max", value=1e6)])
+    probe = rclpy.create_node("probe_latency", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(fake)
+    ex.add_node(probe)
+    got = []
+    probe.create_subscription(PoseStamped, "/vicon/m/m", got.append,
+                              QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
+    pub = probe.create_publisher(Twist, "/m/cmd_vel", common.COMMAND_QOS)
+    try:
+        assert spin_until(ex, lambda: pub.get_subscription_count() > 0
+                          and fake.count_subscribers("/vicon/m/m") > 0, 10)
+        assert fake.world.t == 0.0
+        for _ in range(4):                      # t = 0.04: the first sample (0.02) is due
+            fake.step_once(0.01)                # at 0.07, nothing is published yet
+        assert not spin_until(ex, lambda: got, 0.3)
+        for _ in range(6):                      # t = 0.10: samples of 0.02 (@0.07) and
+            fake.step_once(0.01)                # 0.04 (@0.09) are out
+        assert spin_until(ex, lambda: len(got) >= 2, 5)
+        stamps = [g.header.stamp.sec + g.header.stamp.nanosec * 1e-9 for g in got]
+        assert stamps == pytest.approx([0.02, 0.04])
+        # watchdog: 0.3 s of simulated time after the command the module stops
+        msg = Twist()
+        msg.linear.x = 0.05
+        pub.publish(msg)
+        assert spin_until(ex, lambda: fake.world.wheel_speeds("m")[0] != 0.0 or
+                          fake._cmd_active[0], 5)
+        x0 = fake.world.pose("m").x
+        for _ in range(100):
+            fake.step_once(0.01)
+        moved = fake.world.pose("m").x - x0
+        assert moved == pytest.approx(0.05 * 0.3, abs=1e-9)
+    finally:
+        ex.shutdown()
+        probe.destroy_node()
+        fake.destroy_node()

@@ -207,6 +207,13 @@ class PoseStampedCdr:
 _JOINT_STATE_CDR = JointStateCdr()
 
 
+def _next_due(due: float, rate_hz: float, t: float) -> float:
+    """The next due instant after ``due`` for a schedule at ``rate_hz`` [Hz], restarting
+    from ``t`` when it fell behind (e.g. after a rate change)."""
+    nxt = due + 1.0 / rate_hz
+    return nxt if nxt > t + 1e-9 else t + 1.0 / rate_hz
+
+
 def _stamp(t: float) -> Time:
     """Simulated time [s] as a builtin_interfaces/Time (via integer nanoseconds, so that
     stamps never go backwards through rounding)."""
@@ -348,9 +355,10 @@ class FakeHardwareNode(Node):
                                      common.COMMAND_QOS, event_callbacks=sev)
 
         # schedules (simulated time)
-        self._next_mocap = 0.0
-        self._next_gt = 0.0
-        self._next_joint = 0.0
+        # next due instants: on the grid k / rate (first at t = 1 / rate)
+        self._next_mocap = 1.0 / s.mocap_rate_hz
+        self._next_gt = 1.0 / s.ground_truth_rate_hz
+        self._next_joint = 1.0 / s.joint_state_rate_hz
         self._latency_queue: collections.deque = collections.deque()
         #: mocap sampling instants so far, and per module the samples not dropped
         self.mocap_samples = 0
@@ -446,15 +454,15 @@ class FakeHardwareNode(Node):
             ns = int(round(t * 1e9))
             self._clock_pub.publish(clock_cdr(ns // 1_000_000_000, ns % 1_000_000_000))
         if t >= self._next_mocap - 1e-9:
-            self._next_mocap = max(self._next_mocap + 1.0 / s.mocap_rate_hz, t - 1e-9)
+            self._next_mocap = _next_due(self._next_mocap, s.mocap_rate_hz, t)
             self._sample_mocap(t)
         if self._latency_queue:
             self._flush_mocap(t)
         if t >= self._next_gt - 1e-9:
-            self._next_gt = max(self._next_gt + 1.0 / s.ground_truth_rate_hz, t - 1e-9)
+            self._next_gt = _next_due(self._next_gt, s.ground_truth_rate_hz, t)
             self._publish_ground_truth(t)
         if t >= self._next_joint - 1e-9:
-            self._next_joint = max(self._next_joint + 1.0 / s.joint_state_rate_hz, t - 1e-9)
+            self._next_joint = _next_due(self._next_joint, s.joint_state_rate_hz, t)
             self._publish_joint_states(t)
 
     def _expire_commands(self, t: float) -> None:
