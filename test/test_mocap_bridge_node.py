@@ -279,3 +279,31 @@ def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path):
         ex.shutdown()
         for n in (probe, bridge, fake):
             n.destroy_node()
+
+
+def test_warns_when_nothing_arrives_and_when_a_rate_leaves_its_band(make_bridge, capfd):
+    rig = make_bridge(["m1", "m2"], no_data_warn_s=0.2, diagnostics_period_s=0.05,
+                      rate_window_s=0.5, expected_rate_min_hz=20.0,
+                      expected_rate_max_hz=1000.0)
+    err = []
+
+    def logged(text):
+        err.append(capfd.readouterr().err)
+        return text in "".join(err)
+
+    assert spin_until(rig.ex, lambda: logged("no mocap sample has arrived yet"), 10)
+    assert "/vicon/m1/m1" in "".join(err)
+    t0 = time.monotonic()
+    sent = {"m1": 0, "m2": 0}
+
+    def feed():   # m1 at 100 Hz, m2 at 5 Hz (wall clock, the bridge's clock here)
+        el = time.monotonic() - t0
+        for m, rate in (("m1", 100.0), ("m2", 5.0)):
+            while sent[m] < el * rate:
+                sent[m] += 1
+                rig.send(m, t0 + sent[m] / rate, (0.1, 0.2, 0.04))
+
+    assert spin_until(rig.ex, lambda: logged("mocap rate outside"), 10, tick=feed)
+    line = next(ln for ln in "".join(err).splitlines() if "mocap rate outside" in ln)
+    assert "m2:" in line and "m1:" not in line
+

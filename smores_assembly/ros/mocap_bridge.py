@@ -89,6 +89,8 @@ class BridgeSettings:
         True, "use the samples' header stamps as sample times (else the reception time)")
     scenario: str = param_field(
         "", "scenario YAML whose modules are tracked when module_ids is empty")
+    diagnostics_period_s: float = param_field(
+        1.0, "period of the rate / no-data checks [s, wall time]", 0.05, 60.0)
 
 
 def _validate_bridge(s: BridgeSettings) -> str | None:
@@ -177,7 +179,8 @@ class MocapBridgeNode(Node):
                                           common.SENSOR_QOS)
         self._pub_timer = self.create_timer(1.0 / s.publish_rate_hz, self._publish)
         self._diag_timer = self.create_timer(
-            1.0, self._diagnose, clock=Clock(clock_type=ClockType.STEADY_TIME))
+            s.diagnostics_period_s, self._diagnose,
+            clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._rate_started = False
         self.get_logger().info(
             f"mocap bridge: source {s.source}, tracking {', '.join(self.ids)}")
