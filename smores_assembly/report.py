@@ -39,9 +39,17 @@ class PhaseRecorder:
 
     intervals: dict[str, list[PhaseInterval]] = field(default_factory=dict)
     retries: dict[str, int] = field(default_factory=dict)
+    capture: dict[str, dict] = field(default_factory=dict)
 
-    def sample(self, t: float, module: str, phase: str, retries: int = 0) -> None:
-        """Record that ``module`` is in ``phase`` at time ``t`` [s]."""
+    def sample(self, t: float, module: str, phase: str, retries: int = 0,
+               errors: dict | None = None) -> None:
+        """Record that ``module`` is in ``phase`` at time ``t`` [s].
+
+        ``errors`` (face gap, lateral, yaw) seen during APPROACH are kept: the last ones
+        before the dock are the errors at capture.
+        """
+        if errors is not None and phase == "APPROACH":
+            self.capture[module] = {k: round(float(v), 2) for k, v in errors.items()}
         iv = self.intervals.setdefault(module, [])
         self.retries[module] = max(self.retries.get(module, 0), int(retries))
         if iv and iv[-1].phase == phase:
@@ -125,7 +133,8 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
     ax.set_ylabel("y [m] (world)")
     ax.set_title(title or "module trajectories (dotted: start, filled: end, dashed: target)")
     ax.grid(True, lw=0.3)
-    ax.legend(fontsize=7, loc="best", ncol=2)
+    if any(trajectories.values()):
+        ax.legend(fontsize=7, loc="best", ncol=2)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -162,8 +171,10 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     ax.set_yticklabels([lab for lab, _ in reversed(rows)], fontsize=8)
     ax.set_xlabel("time [s] (simulated)")
     ax.set_title(title or "docking actions by phase")
-    ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in PHASE_COLOURS
-                       if p in used], fontsize=7, loc="lower right")
+    handles = [Patch(color=PHASE_COLOURS[p], label=p) for p in PHASE_COLOURS if p in used]
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
+                  bbox_to_anchor=(0.5, -0.12 - 0.35 / max(len(rows), 1)), frameon=False)
     ax.grid(True, axis="x", lw=0.3)
     fig.tight_layout()
     fig.savefig(path)

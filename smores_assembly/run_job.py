@@ -27,6 +27,8 @@ from smores_assembly.report import (PhaseRecorder, final_errors, plot_timeline,
                                     plot_trajectories, write_json)
 
 _WATCH = ("WARN", "ERROR", "FATAL")
+#: Wall-clock limit of a run when --timeout is not given [s].
+DEFAULT_TIMEOUT_S = 900.0
 
 
 def _say(msg: str) -> None:
@@ -84,9 +86,11 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     from smores_assembly.ros import common
     from smores_assembly.ros.convert import scenario_to_target_msg
 
-    specs = load_launch(launch_file("fake_assembly"), {
-        "scenario": str(Path(args.scenario).resolve()),
-        "real_time_factor": str(args.real_time_factor)})
+    launch_args = {"scenario": str(Path(args.scenario).resolve())}
+    if args.real_time_factor is not None:
+        launch_args["real_time_factor"] = str(args.real_time_factor)
+    specs = load_launch(launch_file("fake_assembly"), launch_args)
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     log_file = open(out / "nodes.log", "w")
     log_lock = threading.Lock()
 
@@ -131,7 +135,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     def on_status(msg: DockingStatusArray) -> None:
         t = common.time_to_sec(msg.header.stamp)
         for s in msg.modules:
-            recorder.sample(t, s.module, s.phase_name, s.retries)
+            recorder.sample(t, s.module, s.phase_name, s.retries, {
+                "face_gap_mm": s.face_gap_mm, "lateral_error_mm": s.lateral_error_mm,
+                "yaw_error_deg": s.yaw_error_deg})
         last_status["msg"] = msg
 
     def on_collision(msg: CollisionEvent) -> None:
@@ -162,8 +168,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
                 recorder_mcap.poll_topics()
             dead = {n: c for n, c in runner.poll().items() if c != 0}
             if dead:
-                _say(f"node(s) exited early: {dead}; see {out}/nodes.log")
-                return False
+                raise RuntimeError(f"node(s) exited early: {dead}; see {out}/nodes.log")
         return pred()
 
     result = None
@@ -171,8 +176,8 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     goal_handle = None
     try:
         if not spin_until(lambda: client.server_is_ready(), 60.0):
-            error = "the executive's /assembly/assemble action did not come up within 60 s"
-            raise RuntimeError(error)
+            raise RuntimeError("the executive's /assembly/assemble action did not come up "
+                               "within 60 s")
         goal = Assemble.Goal(target=scenario_to_target_msg(scenario),
                              require_approval=bool(args.approve))
         state = {"fb": None}
@@ -198,16 +203,13 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
                 else:
                     goal_handle.cancel_goal_async()
         printer = _ProgressPrinter(len(plan.stages))
-        deadline = time.monotonic() + args.timeout
+        deadline = time.monotonic() + timeout
         while not res_future.done() and not stop.is_set():
             if time.monotonic() > deadline:
-                error = f"timed out after {args.timeout:.0f} s of wall time"
+                error = f"timed out after {timeout:.0f} s of wall time"
                 break
             spin_until(res_future.done, 0.5)
             printer.show(state["fb"], last_status["msg"])
-            if runner.poll() and any(c != 0 for c in runner.poll().values()):
-                error = f"node(s) exited: {runner.poll()}"
-                break
         if res_future.done():
             result = res_future.result().result
         elif goal_handle is not None:
@@ -240,6 +242,10 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
         signal.signal(signal.SIGTERM, old_term)
 
     wall = time.monotonic() - t_wall0
+    if result is not None and result.plan.actions:
+        # The plan the stack executed (made from mocap poses) is the one to judge against.
+        from smores_assembly.ros.convert import msg_to_plan
+        plan = msg_to_plan(result.plan)
     formed = set()
     if connections["msg"] is not None:
         formed = {_connection_key(c.module_a, c.face_a, c.module_b, c.face_b)
@@ -318,6 +324,7 @@ def _report(scenario, plan, result, success, error, wall, recorder, final, forme
                                        for c in expected - formed]),
         "actions": actions,
         "final_errors": final_errors(plan.goals, final),
+        "capture_errors": recorder.capture,
         "collisions": collisions,
         "node_exit_codes": codes,
     }
@@ -365,7 +372,9 @@ class _ProgressPrinter:
                     extra += f" retry {s.retries}"
                 mods.append(f"{s.module} {s.phase_name}{extra}")
         now = time.monotonic()
+        if fb is None:
+            return
         if key != self.last or now - self.t_last > 5.0:
             self.last, self.t_last = key, now
-            elapsed = f"{fb.elapsed_s:6.1f} s" if fb is not None else ""
+            elapsed = f"{fb.elapsed_s:6.1f} s"
             _say(f"[{elapsed}] stage {stage}/{self.num_stages} | " + " | ".join(mods))
