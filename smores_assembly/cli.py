@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "of a scenario file (no ROS needed).")
     pp.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
     pp.add_argument("--json", action="store_true", help="print one JSON object")
+    pp.add_argument("--sequential", action="store_true",
+                    help="one dock per stage (the baseline of the parallel schedule)")
     pp.set_defaults(handler=_cmd_plan)
 
     pr = sub.add_parser("run", help="run the assembly on the fake hardware",
@@ -57,16 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--real-time-factor", metavar="F", type=_positive, default=None,
                     dest="real_time_factor",
                     help="simulated seconds per wall-clock second (default: the job's own)")
+    pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
+                    help="ROS parameter overrides for the pipeline nodes (see "
+                         "config/overrides.yaml)")
     pr.set_defaults(handler=_cmd_run)
     return p
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from smores_assembly.planning import plan_assembly
+    from smores_assembly.planning import plan_assembly, sequential
     from smores_assembly.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
     plan = plan_assembly(scenario)
+    if args.sequential:
+        plan = sequential(plan)
     if args.json:
         print(json.dumps(plan.to_dict()))
     else:

@@ -17,6 +17,8 @@ No ROS imports. Units: m, rad; poses in ``world``.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -289,6 +291,16 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
     return Plan(name=scenario.name, root_node=root.node, root_module=root.module,
                 root_pose=root.pose, assignment=assignment, goals=goals, total_cost_m=cost,
                 stages=stages, actions=actions, idle=idle, helpers=used)
+
+
+def sequential(plan: Plan) -> Plan:
+    """The same plan executed one dock at a time (the baseline of the parallel schedule).
+
+    Every action gets its own stage, in the parallel plan's order, so parents are still
+    docked before their children. Used by the benchmarks to measure the parallel speed-up.
+    """
+    actions = [dataclasses.replace(a, stage=k) for k, a in enumerate(plan.actions)]
+    return dataclasses.replace(plan, actions=actions, stages=[[a.module] for a in actions])
 
 
 def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,

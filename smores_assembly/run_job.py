@@ -54,6 +54,8 @@ def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario)
         plan = plan_assembly(scenario)
+        if getattr(args, "params_file", None) and not Path(args.params_file).is_file():
+            raise ValueError(f"--params-file: {args.params_file} does not exist")
     except (OSError, ValueError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
@@ -87,6 +89,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     from smores_assembly.ros.convert import scenario_to_target_msg
 
     launch_args = {"scenario": str(Path(args.scenario).resolve())}
+    if getattr(args, "params_file", None):
+        params = Path(args.params_file)
+        launch_args["params_file"] = str(params.resolve())
     if args.real_time_factor is not None:
         launch_args["real_time_factor"] = str(args.real_time_factor)
     specs = load_launch(launch_file("fake_assembly"), launch_args)

@@ -295,3 +295,19 @@ def test_plan_dict_round_trip_and_json_shape():
                 "needs_helper"} <= set(a)
     assert all(len(v) == 3 for v in d["goals"].values())
     assert np.isfinite(d["total_cost_m"])
+
+
+def test_sequential_baseline_keeps_order_and_runs_one_dock_per_stage():
+    from smores_assembly.planning import sequential
+    scenario = load_scenario(SCENARIOS / "holonomic_vehicle.yaml")
+    par = plan_assembly(scenario)
+    seq = sequential(par)
+    assert [a.module for a in seq.actions] == [a.module for a in par.actions]
+    assert seq.stages == [[a.module] for a in par.actions]
+    assert [a.stage for a in seq.actions] == list(range(len(par.actions)))
+    # parents still come first: every parent is the root or docked in an earlier stage
+    placed = {seq.root_module}
+    for a in seq.actions:
+        assert a.parent_module in placed
+        placed.add(a.module)
+    assert len(par.stages) < len(seq.stages)

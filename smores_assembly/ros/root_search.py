@@ -43,6 +43,9 @@ class PlanningNodeSettings:
     wait_warning_period_s: float = param_field(
         5.0, "Period of the warning while the module states cannot serve the target [s].",
         lo=0.1, hi=3600.0)
+    sequential: bool = param_field(
+        False, "task_assignment: execute one dock per stage (baseline for benchmarks) "
+               "instead of the parallel schedule.")
 
 
 class RootSearchNode(Node):

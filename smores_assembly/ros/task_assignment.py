@@ -24,7 +24,7 @@ import sys
 from rclpy.node import Node
 
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
-from smores_assembly.planning import PlanningError, plan_assembly
+from smores_assembly.planning import PlanningError, plan_assembly, sequential
 from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_PLAN, TOPIC_ROOT,
                                         TOPIC_STATES, TOPIC_TARGET, declare_dataclass_params,
                                         run_node)
@@ -94,6 +94,8 @@ class TaskAssignmentNode(Node):
         self._pending = False
         try:
             plan = plan_assembly(scenario, root=msg_to_root(self._root))
+            if self.settings.sequential:
+                plan = sequential(plan)
         except (PlanningError, ScenarioError) as exc:
             self.get_logger().error(f"target {target.name!r}: cannot plan: {exc}")
             return
