@@ -455,3 +455,40 @@ def test_mocap_latency_and_command_watchdog_by_manual_stepping(ros_context, tmp_
         ex.shutdown()
         probe.destroy_node()
         fake.destroy_node()
+
+
+def test_refused_configurations(ros_context, tmp_path):
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+
+    scen = write_scenario(tmp_path, {"m": (0.0, 0.0, 0.0)})
+
+    def make(**p):
+        return FakeHardwareNode(context=ros_context, parameter_overrides=[
+            Parameter(k, value=v) for k, v in p.items()])
+
+    with pytest.raises(ValueError, match="use_sim_time"):
+        make(scenario=scen, use_sim_time=True)
+    with pytest.raises(ValueError, match="scenario"):
+        make()
+    with pytest.raises(ValueError, match="mocap_topic_format"):
+        make(scenario=scen, mocap_topic_format="/vicon/pose")
+    with pytest.raises(ValueError, match="capture_range"):
+        make(scenario=scen, capture_range=0.5)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntarget: {nodes: [n], edges: []}\nmodules: {m: [0, 0]}\n")
+    with pytest.raises(ValueError, match="modules"):
+        make(scenario=str(bad))
+    node = make(scenario=scen, real_time_factor=1e-3)
+    try:
+        res = node.set_parameters([Parameter("physics_rate_hz", value=0.0)])
+        assert not res[0].successful and "physics_rate_hz" in res[0].reason
+        res = node.set_parameters([Parameter("mocap_topic_format", value="/x/{id}")])
+        assert not res[0].successful and "start-up" in res[0].reason
+        res = node.set_parameters([Parameter("wheel_speed_max", value=1.0)])
+        assert res[0].successful and node.world.params.wheel_speed_max == 1.0
+        res = node.set_parameters([Parameter("real_time_factor", value=2.0)])
+        assert res[0].successful and node.settings.real_time_factor == 2.0
+    finally:
+        node.destroy_node()

@@ -160,3 +160,12 @@ def test_rate_monitor_band():
     assert set(bad) == {"b"} and bad["b"] == pytest.approx(20.0, abs=1.0)
     assert mon.rates(2.995)["a"] == pytest.approx(100.0, abs=1.0)
     assert mon.out_of_band(10.0) == {"a": 0.0, "b": 0.0}   # silence is out of band too
+
+
+def test_clock_jumping_back_untracks_and_restarts():
+    f = MocapFilter(["m"])
+    assert f.update("m", 100.0, 100.0, [0.1, 0.1, 0.04], IDENT_Q) is None
+    # a restarted simulation: time starts again near 0
+    assert not f.is_tracked("m", 0.5)
+    assert f.update("m", 0.5, 0.5, [0.3, 0.1, 0.04], IDENT_Q) is None
+    assert f.is_tracked("m", 0.5) and f.states(0.5)[0].x == pytest.approx(0.3)

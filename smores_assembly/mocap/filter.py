@@ -21,7 +21,8 @@ A sample is never forwarded when it is
 * ``zero``: an all-zero position (drivers such as vicon_receiver emit zeros for occluded
   bodies);
 * ``bad_quaternion``: a quaternion whose norm is not within 0.1 of 1 (e.g. all zeros);
-* ``out_of_order``: not newer than the last accepted sample of that module;
+* ``out_of_order``: not newer than the last accepted sample of that module (while it is
+  tracked);
 * ``jump``: farther from the last accepted sample than ``max_speed_mps * dt +
   jump_tolerance_m`` or turned more than ``max_yaw_rate * dt + jump_tolerance_rad``
   (``dt`` from the sample stamps). After ``reacquire_after`` consecutive jump rejections,
@@ -29,7 +30,8 @@ A sample is never forwarded when it is
   really moved, e.g. by hand).
 
 A module is *tracked* while its last accepted sample was received at most
-``stale_timeout_s`` ago.
+``stale_timeout_s`` ago (and not in the future: a clock that jumped back, e.g. a restarted
+simulation, untracks every module until new samples arrive).
 """
 from __future__ import annotations
 
@@ -261,7 +263,8 @@ class MocapFilter:
         if abs(np.linalg.norm(q) - 1.0) > 0.1:
             return "bad_quaternion"
         est = self._est[module]
-        fresh = est.has_sample and received - est.received <= s.stale_timeout_s
+        # fresh: tracked (a clock that jumped back, e.g. a restarted simulation, is not)
+        fresh = est.has_sample and 0.0 <= received - est.received <= s.stale_timeout_s
         if est.has_sample and stamp <= est.stamp:
             if fresh:
                 return "out_of_order"
@@ -290,7 +293,7 @@ class MocapFilter:
         """True when ``module``'s last valid sample was received within ``stale_timeout_s``
         of ``now`` [s]."""
         est = self._est[module]
-        return est.has_sample and now - est.received <= self.settings.stale_timeout_s
+        return est.has_sample and 0.0 <= now - est.received <= self.settings.stale_timeout_s
 
     def states(self, now: float) -> list[ModuleEstimate]:
         """Current estimate of every module (in ``module_ids`` order), ``tracked`` updated

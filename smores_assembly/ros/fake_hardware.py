@@ -259,6 +259,10 @@ class FakeHardwareSettings:
                                    0, 2**31 - 1)
 
 
+#: Settings read once at start-up (topics, generator, scenario); refused when set later.
+START_ONLY = ("scenario", "mocap_topic_format", "mocap_frame_id", "random_seed")
+
+
 def _validate_settings(s: FakeHardwareSettings) -> str | None:
     if "{id}" not in s.mocap_topic_format:
         return f"mocap_topic_format: {s.mocap_topic_format!r} must contain {{id}}"
@@ -291,7 +295,7 @@ class FakeHardwareNode(Node):
             raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
                              "/clock); it must run with use_sim_time:=false")
         self.settings = common.declare_dataclass_params(
-            self, FakeHardwareSettings(), validate=_validate_settings,
+            self, FakeHardwareSettings(), validate=self._validate_settings,
             on_change=lambda _s: self._on_settings_change())
         self.sim_params = common.declare_dataclass_params(self, SimParams(),
                                                           validate=_validate_sim)
@@ -376,6 +380,17 @@ class FakeHardwareNode(Node):
             f"{sorted(self.world.helpers) or '[]'}, physics {s.physics_rate_hz} Hz, mocap "
             f"{s.mocap_rate_hz} Hz on {s.mocap_topic_format}, real_time_factor "
             f"{s.real_time_factor}")
+
+    def _validate_settings(self, candidate: FakeHardwareSettings) -> str | None:
+        err = _validate_settings(candidate)
+        if err:
+            return err
+        current = getattr(self, "settings", None)
+        if current is not None:
+            for name in START_ONLY:
+                if getattr(candidate, name) != getattr(current, name):
+                    return f"{name}: can only be set at start-up"
+        return None
 
     # --- timing --------------------------------------------------------------------------
     def _anchor(self) -> None:

@@ -93,6 +93,11 @@ class BridgeSettings:
         1.0, "period of the rate / no-data checks [s, wall time]", 0.05, 60.0)
 
 
+#: Settings read once at start-up (subscriptions, timers); refused when set later.
+START_ONLY = ("source", "vicon_topic_format", "vrpn_topic_format", "mocap4r2_topic",
+              "scenario", "publish_rate_hz", "diagnostics_period_s")
+
+
 def _validate_bridge(s: BridgeSettings) -> str | None:
     try:
         check_ranges(s)
@@ -130,7 +135,7 @@ class MocapBridgeNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("mocap_bridge", **kwargs)
         self.settings = common.declare_dataclass_params(
-            self, BridgeSettings(), validate=_validate_bridge,
+            self, BridgeSettings(), validate=self._validate_bridge,
             on_change=lambda _s: self._apply_transforms())
         self.filter_settings = common.declare_dataclass_params(
             self, MocapFilterSettings(), validate=_validate_filter)
@@ -184,6 +189,17 @@ class MocapBridgeNode(Node):
         self._rate_started = False
         self.get_logger().info(
             f"mocap bridge: source {s.source}, tracking {', '.join(self.ids)}")
+
+    def _validate_bridge(self, candidate: BridgeSettings) -> str | None:
+        err = _validate_bridge(candidate)
+        if err:
+            return err
+        current = getattr(self, "settings", None)
+        if current is not None:
+            for name in START_ONLY:
+                if getattr(candidate, name) != getattr(current, name):
+                    return f"{name}: can only be set at start-up"
+        return None
 
     # --- configuration -------------------------------------------------------------------
     def _offset_transform(self, m: str, value) -> RigidTransform:
