@@ -50,7 +50,7 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 Cell = tuple[int, int]
 
@@ -255,14 +255,18 @@ def check_instance(grid: Grid, starts: Mapping[str, Sequence[int]],
 # --- search bookkeeping --------------------------------------------------------------------
 
 class _Budget:
-    def __init__(self, max_high: int, max_low: int, time_limit_s: float):
+    clock = staticmethod(time.perf_counter)
+
+    def __init__(self, max_high: int, max_low: int, time_limit_s: float, clock=None):
         self.max_high, self.max_low, self.time_limit = max_high, max_low, time_limit_s
+        if clock is not None:
+            self.clock = clock
         self.high = 0
         self.low = 0
-        self.t0 = time.perf_counter()
+        self.t0 = self.clock()
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
+        return self.clock() - self.t0
 
     def tick_low(self, n: int = 1) -> None:
         self.low += n
@@ -783,7 +787,8 @@ def _lns(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int
             group.append(rng.choice([b for b in agents if b != first]))
         rest = {a: p for a, p in paths.items() if a not in group}
         base = {a: _others_as_constraints(rest, a, k) for a in group}
-        sub = _Budget(64, 50_000, max(1e-3, min(t_end - budget.elapsed(), 0.05)))
+        sub = _Budget(64, 50_000, max(1e-3, min(t_end - budget.elapsed(), 0.05)),
+                      budget.clock)
         try:
             new, _ = _conflict_search(grid, {a: s[a] for a in group}, {a: g[a] for a in group},
                                       h, 1.0, k, sub, base=base)
@@ -810,7 +815,8 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
           max_expansions: int = 100_000, max_low_level_expansions: int = 5_000_000,
           time_limit_s: float = 10.0, fallback: bool = False,
           tight_w: float | None = None, tight_fraction: float = 0.25,
-          improve: bool = True, improve_time_s: float | None = None) -> Solution:
+          improve: bool = True, improve_time_s: float | None = None,
+          clock: Callable[[], float] | None = None) -> Solution:
     """Plan collision-free paths for all agents.
 
     Args:
@@ -825,6 +831,8 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         max_low_level_expansions: bound on all low-level (space-time) expansions.
         time_limit_s: wall-time bound [s].
         fallback: when CBS/ECBS hits a bound, try prioritized planning before giving up.
+        clock: the clock of ``time_limit_s`` (default ``time.perf_counter``, wall time;
+            ``time.process_time`` bounds CPU time instead, e.g. for benchmarks).
         tight_w: ECBS only: first run ECBS with this smaller factor (e.g. 1.05) on
             ``tight_fraction`` of the bounds and keep its (better) solution; only when it
             hits its bound, run with ``w`` on the remaining budget. The guarantee stays
@@ -852,7 +860,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
     if int(k_robust) != k_robust or k_robust < 0:
         raise ValueError(f"k_robust: must be a non-negative integer, got {k_robust!r}")
     sc, gc = check_instance(grid, starts, goals)
-    budget = _Budget(max_expansions, max_low_level_expansions, time_limit_s)
+    budget = _Budget(max_expansions, max_low_level_expansions, time_limit_s, clock)
     s = {a: grid.index(c) for a, c in sc.items()}
     g = {a: grid.index(c) for a, c in gc.items()}
     h = {a: grid._bfs(g[a]) for a in s}
@@ -867,7 +875,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         elif algorithm == "ecbs" and tight_w is not None and 1.0 <= tight_w < w:
             tight = _Budget(max(1, int(tight_fraction * max_expansions)),
                             max(1, int(tight_fraction * max_low_level_expansions)),
-                            tight_fraction * time_limit_s)
+                            tight_fraction * time_limit_s, clock)
             try:
                 paths, lb = _conflict_search(grid, s, g, h, tight_w, k_robust, tight)
                 used = f"ecbs(w={tight_w})"
@@ -884,7 +892,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         if not fallback or algorithm == "prioritized":
             raise
         notes.append(f"{algorithm}: {exc}; fell back to prioritized planning")
-        fb = _Budget(max_expansions, max_low_level_expansions, time_limit_s)
+        fb = _Budget(max_expansions, max_low_level_expansions, time_limit_s, clock)
         paths = _prioritized(grid, s, g, h, k_robust, fb)
         budget.low += fb.low
         lb = sum(h[a][s[a]] for a in s)
