@@ -99,7 +99,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               helper_start: Pose2D | None = None, trace: list | None = None,
               dropout_phase: tuple[Phase, float] | None = None,
               path: TimedPath | None = None, parent_magnets: bool = True,
-              kick_parent: tuple[Phase, float, float] | None = None) -> TrialResult:
+              kick_parent: tuple[Phase, float, float] | None = None,
+              latency: float = 0.0) -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -118,6 +119,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         parent_magnets: False keeps the parent's magnets off (no capture can happen).
         kick_parent: ``(phase, v, duration)``: the parent drives at ``v`` for ``duration`` s
             when the task first enters ``phase`` (the target moves).
+        latency: mocap latency [s]: the task sees samples that old (stamped with their
+            capture time).
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).
@@ -153,18 +156,23 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     kick_until = None
     capture = None
     prev_poses = world.poses()
+    queue: list[dict] = []
     for _ in range(n):
         t = world.t
         if dropout_phase and dropout is None and task.phase is dropout_phase[0]:
             dropout = (t, t + dropout_phase[1])
         if kick_parent and kick_until is None and task.phase is kick_parent[0]:
             kick_until = t + kick_parent[2]
-        samples = {}
+        fresh = {}
         for mid, p in world.poses().items():
             tracked = not (dropout and mid == driven and dropout[0] <= t < dropout[1])
             z = Pose2D(p.x + rng.gauss(0, noise_xy), p.y + rng.gauss(0, noise_xy),
                        wrap_angle(p.yaw + rng.gauss(0, noise_yaw)))
-            samples[mid] = PoseSample(z, t, tracked)
+            fresh[mid] = PoseSample(z, t, tracked)
+        queue.append(fresh)
+        while len(queue) > 1 and queue[1][MODULE].stamp <= t - latency + 1e-9:
+            queue.pop(0)
+        samples = queue[0]
         out = task.tick(t, samples, connected, path if t == 0.0 else None)
         if out.status.message:
             messages.add(out.status.message)

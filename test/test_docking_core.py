@@ -289,3 +289,34 @@ def test_bodies_starting_against_a_module_back_away_before_turning():
     r = run_trial(Face.LEFT, Face.LEFT, 0, use_helper=True, dt=DT,
                   start=Pose2D(0.3, -0.2, 1.0), helper_start=Pose2D(-0.08, 0.0, 0.0))
     _assert_docked(r, 0)
+
+
+def test_observer_compensates_mocap_latency():
+    """A body driving an arc, measured 0.2 s late: the observer's estimate converges to the
+    current true pose (a plain low-pass of the late samples would lag 0.2 s behind)."""
+    from smores_assembly.docking import PoseObserver
+
+    v, w, dt, lat = 0.05, 0.4, 0.02, 0.2
+    truth = [Pose2D(0.0, 0.0, 0.0)]
+    for _ in range(400):
+        p = truth[-1]
+        h = p.yaw + 0.5 * w * dt
+        truth.append(Pose2D(p.x + v * dt * math.cos(h), p.y + v * dt * math.sin(h),
+                            wrap_angle(p.yaw + w * dt)))
+    obs = PoseObserver(alpha=0.3)
+    k_lat = int(round(lat / dt))
+    for k in range(len(truth)):
+        obs.predict(v, w, dt if k else 0.0, k * dt)
+        j = max(0, k - k_lat)
+        est = obs.correct(PoseSample(truth[j], j * dt))
+    assert est.distance_to(truth[-1]) < 1e-6
+    assert abs(wrap_angle(est.yaw - truth[-1].yaw)) < 1e-6
+    assert truth[-1 - k_lat].distance_to(truth[-1]) > 0.009   # what a lagging filter sees
+
+
+@pytest.mark.parametrize("pf,cf,helper", [(Face.TOP, Face.TOP, False),
+                                          (Face.RIGHT, Face.BOTTOM, False),
+                                          (Face.LEFT, Face.LEFT, True)])
+def test_docks_with_mocap_latency(pf, cf, helper):
+    r = run_trial(pf, cf, 11, use_helper=helper, dt=DT, latency=0.2)
+    _assert_docked(r, 0)

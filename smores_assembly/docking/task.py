@@ -146,22 +146,39 @@ class PoseObserver:
     """Pose estimate of a driven body: predicted with the applied command, corrected towards
     each new measurement by ``alpha`` (a fixed-gain observer; alpha = 1 returns raw mocap).
 
-    Measurements jumping by more than ``reset`` [m] re-initialise the estimate.
+    Delayed measurements (mocap latency) are compared with the estimate *at their stamp*
+    (kept in a short history) and the innovation is applied to the current estimate, so
+    latency does not bias the estimate while the body moves. Measurements jumping by more
+    than ``reset`` [m] re-initialise the estimate.
     """
 
-    def __init__(self, alpha: float, reset: float = 0.03):
+    def __init__(self, alpha: float, reset: float = 0.03, history_s: float = 1.0):
         self.alpha = alpha
         self.reset = reset
+        self.history_s = history_s
         self.est: Pose2D | None = None
         self._stamp: float | None = None
+        self._hist: list[tuple[float, Pose2D]] = []
 
-    def predict(self, v: float, w: float, dt: float) -> None:
-        if self.est is None or dt <= 0:
+    def predict(self, v: float, w: float, dt: float, t: float | None = None) -> None:
+        """Integrate the command ``(v, w)`` over ``dt`` [s], arriving at time ``t``."""
+        if self.est is None:
             return
-        e = self.est
-        h = e.yaw + 0.5 * w * dt
-        self.est = Pose2D(e.x + v * dt * math.cos(h), e.y + v * dt * math.sin(h),
-                          wrap_angle(e.yaw + w * dt))
+        if dt > 0:
+            e = self.est
+            h = e.yaw + 0.5 * w * dt
+            self.est = Pose2D(e.x + v * dt * math.cos(h), e.y + v * dt * math.sin(h),
+                              wrap_angle(e.yaw + w * dt))
+        if t is not None:
+            self._hist.append((t, self.est))
+            while self._hist and self._hist[0][0] < t - self.history_s:
+                self._hist.pop(0)
+
+    def _at(self, stamp: float) -> Pose2D:
+        for t, p in reversed(self._hist):
+            if t <= stamp + 1e-9:
+                return p
+        return self._hist[0][1] if self._hist else self.est
 
     def correct(self, sample: PoseSample) -> Pose2D:
         z = sample.pose
@@ -169,12 +186,18 @@ class PoseObserver:
             return self.est
         self._stamp = sample.stamp
         e = self.est
-        if e is None or e.distance_to(z) > self.reset:
+        if e is None or self._at(sample.stamp).distance_to(z) > self.reset:
             self.est = z
+            self._hist = []
         else:
             a = self.alpha
-            self.est = Pose2D(e.x + a * (z.x - e.x), e.y + a * (z.y - e.y),
-                              wrap_angle(e.yaw + a * wrap_angle(z.yaw - e.yaw)))
+            then = self._at(sample.stamp)
+            dx, dy = a * (z.x - then.x), a * (z.y - then.y)
+            dyaw = a * wrap_angle(z.yaw - then.yaw)
+            self.est = Pose2D(e.x + dx, e.y + dy, wrap_angle(e.yaw + dyaw))
+            # the stored past estimates get the same correction (else it is re-applied)
+            self._hist = [(t, Pose2D(p.x + dx, p.y + dy, wrap_angle(p.yaw + dyaw)))
+                          for t, p in self._hist]
         return self.est
 
 
@@ -243,6 +266,7 @@ class DockingTask:
         self._sub = ""
         self._sub_t = 0.0
         self._was_clear = False
+        self._escape_sign = 0.0
         self._lift_sent_t = -1e9
         self._pickup_axis: DockAxis | None = None
         self._path: TimedPath | None = None
@@ -285,6 +309,7 @@ class DockingTask:
         self._sub = ""
         self._sub_t = 0.0
         self._was_clear = False
+        self._escape_sign = 0.0
 
     def path_unavailable(self) -> None:
         """The navigation says there will be no path (e.g. an empty Path after a planning
@@ -342,7 +367,7 @@ class DockingTask:
             self._path = path
             self._no_path = False
         prev_cmd = self._cmd.get(self.driven, (0.0, 0.0))
-        self.body_obs.predict(prev_cmd[0], prev_cmd[1], dt)
+        self.body_obs.predict(prev_cmd[0], prev_cmd[1], dt, t)
         self._cmd = {self.spec.module: (0.0, 0.0), self.driven: (0.0, 0.0)}
         self._helper_out = []
         self._obstacles = list(obstacles)
@@ -422,17 +447,41 @@ class DockingTask:
         return obs
 
     def _escape(self, body: Pose2D, obstacles: Sequence[tuple[float, float]]) -> bool:
-        """Drive straight away from a module closer than ``escape_distance`` (turning in
-        place there could sweep a corner into it). Sets the command; True while escaping."""
+        """Drive straight (forward or backward, no turning: turning in place there could
+        sweep a corner into a neighbour) while a module is closer than ``escape_distance``
+        and moving along the heading increases the distance to the nearest modules. The
+        direction is kept until the body is clear. Sets the command; True while escaping."""
         s = self.s
-        near = [(math.hypot(body.x - ox, body.y - oy), ox, oy) for ox, oy in obstacles]
-        near = [n for n in near if n[0] < s.escape_distance]
-        if not near:
+
+        def clearance(shift: float, heading: float = body.yaw) -> float:
+            x = body.x + shift * math.cos(heading)
+            y = body.y + shift * math.sin(heading)
+            return min((math.hypot(x - ox, y - oy) for ox, oy in obstacles), default=math.inf)
+
+        now = clearance(0.0)
+        if now >= s.escape_distance:
+            self._escape_sign = 0.0
             return False
-        _, ox, oy = min(near)
-        along = (body.x - ox) * math.cos(body.yaw) + (body.y - oy) * math.sin(body.yaw)
+        if not self._escape_sign:
+            step = max(0.05, s.escape_distance - now + 0.01)
+            fwd, back = clearance(step), clearance(-step)
+            if max(fwd, back) <= now + 0.004:
+                # boxed in along the heading (e.g. between two modules): turn in place
+                # towards the line of best clearance, then drive out along it
+                best = max((clearance(step, a * math.pi / 12), a * math.pi / 12)
+                           for a in range(24))
+                err = wrap_angle(best[1] - body.yaw)
+                if abs(err) > math.pi / 2:
+                    err = wrap_angle(err + math.pi)
+                self._set_cmd(0.0, s.adjust_k_yaw * err, virtual=False)
+                self._reg = None
+                return True
+            self._escape_sign = 1.0 if fwd >= back else -1.0
+        elif clearance(self._escape_sign * 0.005) < now:
+            self._escape_sign = 0.0
+            return False
         speed = min(s.near_structure_speed, s.v_max)
-        self._set_cmd(speed if along >= 0 else -speed, 0.0, virtual=False)
+        self._set_cmd(self._escape_sign * speed, 0.0, virtual=False)
         self._reg = None  # plan the direct move again once clear
         return True
 
@@ -726,7 +775,7 @@ class PathFollower:
         """``(v, w)`` for this tick; zero when stale or finished."""
         dt = 0.0 if self._t is None else max(0.0, min(0.5, t - self._t))
         self._t = t
-        self.obs.predict(*self._cmd, dt)
+        self.obs.predict(*self._cmd, dt, t)
         if (self.finished or sample is None or not sample.tracked
                 or t - sample.stamp > self.s.stale_timeout_s):
             self._cmd = (0.0, 0.0)
