@@ -255,7 +255,8 @@ class DockingControllerNode(Node):
             except ValueError as exc:
                 st = DockingStatus(module=a.module, target_module=a.parent_module,
                                    phase=int(Phase.FAILED), phase_name=Phase.FAILED.name,
-                                   error_code=0, message=f"invalid action: {exc}")
+                                   error_code=DockingStatus.ERROR_CANCELLED,
+                                   message=f"invalid action refused: {exc}")
                 self._bad.append(st)
                 self.get_logger().error(st.message)
                 continue
