@@ -150,7 +150,7 @@ class DockingSettings:
     target_jump: float = param_field(
         0.005, "Target innovation that resets the target filter (target moved) [m]", 0.0005, 1.0)
     # --- helper ---
-    helper_pickup_gap: float = param_field(0.002, "Gap helper TOP face -> module face at LIFT [m]",
+    helper_pickup_gap: float = param_field(0.006, "Gap helper TOP face -> module face at LIFT [m]",
                                            -0.01, 0.05)
     helper_pickup_tolerance: float = param_field(
         0.006, "Lateral tolerance of the helper at LIFT [m]", 0.0005, 0.05)
