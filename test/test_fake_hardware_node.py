@@ -353,8 +353,8 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
 
 
 def test_raw_cdr_messages_round_trip():
-    """The node publishes hand-serialised CDR for its high-rate topics: every layout must
-    deserialise to the message it stands for."""
+    """fake_hardware and mocap_bridge publish / read hand-serialised CDR for their
+    high-rate topics: every layout must match rclpy's serialisation."""
     import random
 
     from geometry_msgs.msg import PoseStamped
@@ -362,12 +362,12 @@ def test_raw_cdr_messages_round_trip():
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
 
+    from smores_assembly.mocap.cdr import (JointStateCdr, ModuleStatesCdr, PoseStampedCdr,
+                                           clock_cdr, parse_pose_stamped)
     from smores_assembly.msg import ModuleState, ModuleStateArray
-    from smores_assembly.ros.fake_hardware import (PoseStampedCdr, clock_cdr, joint_state_cdr,
-                                                   module_states_cdr)
 
     rng = random.Random(2)
-    for frame in ["world", "", "w", "mocap_frame_x"]:
+    for frame in ["world", "", "w", "mocap_frame_x", "abcdefg"]:
         enc = PoseStampedCdr(frame)
         for _ in range(10):
             v = [rng.uniform(-5, 5) for _ in range(7)]
@@ -380,13 +380,19 @@ def test_raw_cdr_messages_round_trip():
             raw = enc(sec, ns, *v)
             assert deserialize_message(raw, PoseStamped) == m
             assert len(raw) == len(serialize_message(m))
+            stamp, pos, quat = parse_pose_stamped(serialize_message(m))
+            assert stamp == pytest.approx(sec + ns * 1e-9, abs=1e-9)
+            assert pos == tuple(v[:3]) and quat == (v[6], v[3], v[4], v[5])
+    with pytest.raises(ValueError):
+        parse_pose_stamped(serialize_message(PoseStamped())[:-8])
     c = Clock()
     c.clock.sec, c.clock.nanosec = 12, 345
     assert deserialize_message(clock_cdr(12, 345), Clock) == c
     j = JointState(name=["pan", "tilt"], position=[0.5, -0.25])
     j.header.stamp.sec, j.header.stamp.nanosec = 3, 4
-    assert deserialize_message(joint_state_cdr(3, 4, 0.5, -0.25), JointState) == j
+    assert deserialize_message(JointStateCdr()(3, 4, 0.5, -0.25), JointState) == j
     for ids in (["m0"], ["m0", "abc", "helper_12"], []):
+        enc = ModuleStatesCdr("world", ids)
         poses = [(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3)) for _ in ids]
         want = ModuleStateArray()
         want.header.frame_id = "world"
@@ -397,9 +403,18 @@ def test_raw_cdr_messages_round_trip():
             st.pose.orientation.z, st.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
             st.stamp.sec, st.stamp.nanosec = 7, 8
             want.modules.append(st)
-        got = deserialize_message(module_states_cdr(7, 8, "world", ids, poses, 0.04),
-                                  ModuleStateArray)
-        assert got == want
+        assert deserialize_message(enc.exact(7, 8, poses, 0.04), ModuleStateArray) == want
+        # general rows: untracked, own stamps, full orientation
+        rows = []
+        for k, st in enumerate(want.modules):
+            q = [rng.uniform(-1, 1) for _ in range(4)]
+            st.pose.orientation.x, st.pose.orientation.y = q[0], q[1]
+            st.pose.orientation.z, st.pose.orientation.w = q[2], q[3]
+            st.tracked = bool(k % 2)
+            st.stamp.sec, st.stamp.nanosec = k, 1000 * k
+            p = st.pose.position
+            rows.append((st.x, st.y, st.yaw, p.x, p.y, p.z, *q, st.tracked, k, 1000 * k))
+        assert deserialize_message(enc(7, 8, rows), ModuleStateArray) == want
 
 
 def test_mocap_latency_and_command_watchdog_by_manual_stepping(ros_context, tmp_path):

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import collections
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -48,6 +48,29 @@ from smores_assembly.geometry import wrap_angle
 from smores_assembly.params import check_ranges, param_field
 
 REJECT_REASONS = ("nan", "zero", "bad_quaternion", "out_of_order", "jump", "unknown_module")
+
+
+def _qmul(a, b):
+    """Hamilton product of quaternions (w, x, y, z)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw)
+
+
+def _qrot(q, v):
+    """Rotate vector ``v`` by the unit quaternion ``q`` (w, x, y, z)."""
+    w, x, y, z = q
+    vx, vy, vz = v
+    # t = 2 u x v ; v' = v + w t + u x t
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    return (vx + w * tx + (y * tz - z * ty),
+            vy + w * ty + (z * tx - x * tz),
+            vz + w * tz + (x * ty - y * tx))
 
 
 class MocapError(ValueError):
@@ -142,6 +165,12 @@ class RigidTransform:
         q = transforms3d.quaternions.mat2quat(self.rotation)
         return -q if q[0] < 0 else q
 
+    def quat_trans(self) -> tuple[tuple[float, float, float, float],
+                                  tuple[float, float, float]]:
+        """(unit quaternion (w, x, y, z), translation) as plain floats."""
+        q = self.quaternion()
+        return (tuple(float(v) for v in q), tuple(float(v) for v in self.translation))
+
     def yaw(self) -> float:
         """Heading of the child x axis projected on the parent xy plane [rad]."""
         return wrap_angle(math.atan2(self.rotation[1, 0], self.rotation[0, 0]))
@@ -152,7 +181,8 @@ class ModuleEstimate:
     """The bridge's view of one module.
 
     ``x``, ``y`` [m], ``yaw`` [rad]: planar pose of the module centre in ``world``;
-    ``position`` (3,) [m] and ``quaternion`` (w, x, y, z): its full pose in ``world``;
+    ``position`` (x, y, z) [m] and ``quaternion`` (w, x, y, z), w >= 0: its full pose in
+    ``world``;
     ``tracked``: a valid sample was received within ``stale_timeout_s``; ``stamp`` [s]:
     stamp of the last valid sample (0 if none); ``received`` [s]: when it was received.
     """
@@ -161,8 +191,8 @@ class ModuleEstimate:
     x: float = 0.0
     y: float = 0.0
     yaw: float = 0.0
-    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    quaternion: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+    position: tuple = (0.0, 0.0, 0.0)
+    quaternion: tuple = (1.0, 0.0, 0.0, 0.0)
     tracked: bool = False
     stamp: float = 0.0
     received: float = -math.inf
@@ -218,6 +248,8 @@ class MocapFilter:
             raise MocapError(f"marker_offsets: {unknown} are not tracked modules "
                              f"(module_ids: {self.ids})")
         self._offsets = {m: overrides.get(m, default) for m in self.ids}
+        self._m2w_qt = self.mocap_to_world.quat_trans()
+        self._offsets_qt = {m: t.quat_trans() for m, t in self._offsets.items()}
 
     def module_pose(self, module: str, position: Sequence[float],
                     quaternion_wxyz: Sequence[float]) -> RigidTransform:
@@ -249,30 +281,44 @@ class MocapFilter:
         return reason
 
     def _check(self, module: str, stamp: float, received: float, position, quat) -> str | None:
+        # hot path (every mocap sample): plain floats and quaternion algebra, no numpy
         s = self.settings
         try:
-            pos = np.array(position, dtype=float).reshape(3)
-            q = np.array(quat, dtype=float).reshape(4)
+            px, py, pz = (float(v) for v in position)
+            qw, qx, qy, qz = (float(v) for v in quat)
+            stamp, received = float(stamp), float(received)
         except (TypeError, ValueError):
             return "nan"
-        if not (np.isfinite(pos).all() and np.isfinite(q).all()
-                and math.isfinite(stamp) and math.isfinite(received)):
+        isf = math.isfinite
+        if not (isf(px) and isf(py) and isf(pz) and isf(qw) and isf(qx) and isf(qy)
+                and isf(qz) and isf(stamp) and isf(received)):
             return "nan"
-        if np.all(np.abs(pos) <= s.zero_tolerance_m):
+        tol = s.zero_tolerance_m
+        if abs(px) <= tol and abs(py) <= tol and abs(pz) <= tol:
             return "zero"
-        if abs(np.linalg.norm(q) - 1.0) > 0.1:
+        norm = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+        if abs(norm - 1.0) > 0.1:
             return "bad_quaternion"
         est = self._est[module]
-        # fresh: tracked (a clock that jumped back, e.g. a restarted simulation, is not)
         fresh = est.has_sample and 0.0 <= received - est.received <= s.stale_timeout_s
-        if est.has_sample and stamp <= est.stamp:
-            if fresh:
-                return "out_of_order"
-        T = self.module_pose(module, pos, q)
-        yaw = T.yaw()
+        if est.has_sample and stamp <= est.stamp and fresh:
+            return "out_of_order"
+        # T_world_module = T_world_mocap * T_mocap_body * T_body_module
+        qb = (qw / norm, qx / norm, qy / norm, qz / norm)
+        (qm, tm), (qo, to) = self._m2w_qt, self._offsets_qt[module]
+        ox, oy, oz = _qrot(qb, to)
+        wx, wy, wz = _qrot(qm, (px + ox, py + oy, pz + oz))
+        pos = (wx + tm[0], wy + tm[1], wz + tm[2])
+        q = _qmul(_qmul(qm, qb), qo)
+        if q[0] < 0.0:
+            q = (-q[0], -q[1], -q[2], -q[3])
+        w_, x_, y_, z_ = q
+        yaw = math.atan2(2.0 * (w_ * z_ + x_ * y_), 1.0 - 2.0 * (y_ * y_ + z_ * z_))
         if fresh:
             dt = stamp - est.stamp
-            dist = float(np.linalg.norm(T.translation - est.position))
+            ep = est.position
+            dist = math.sqrt((pos[0] - ep[0]) ** 2 + (pos[1] - ep[1]) ** 2
+                             + (pos[2] - ep[2]) ** 2)
             dyaw = abs(wrap_angle(yaw - est.yaw))
             if (dist > s.max_speed_mps * dt + s.jump_tolerance_m
                     or dyaw > s.max_yaw_rate * dt + s.jump_tolerance_rad):
@@ -280,10 +326,10 @@ class MocapFilter:
                 if est.consecutive_jumps < s.reacquire_after:
                     return "jump"
         est.consecutive_jumps = 0
-        est.x, est.y = float(T.translation[0]), float(T.translation[1])
-        est.yaw = yaw
-        est.position = T.translation
-        est.quaternion = T.quaternion()
+        est.x, est.y = pos[0], pos[1]
+        est.yaw = wrap_angle(yaw)
+        est.position = pos
+        est.quaternion = q
         est.stamp = stamp
         est.received = received
         est.has_sample = True

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import collections
 import math
-import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -57,6 +56,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 
 from smores_assembly.geometry import Face
+from smores_assembly.mocap.cdr import (JointStateCdr, ModuleStatesCdr, PoseStampedCdr,
+                                       clock_cdr)
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
@@ -65,146 +66,6 @@ from smores_assembly.ros import common
 from smores_assembly.sim import SimError, SimParams, SimWorld
 
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
-
-
-def clock_cdr(sec: int, nanosec: int) -> bytes:
-    """``rosgraph_msgs/Clock`` serialised to CDR."""
-    return b"\x00\x01\x00\x00" + struct.pack("<iI", sec, nanosec)
-
-
-class _FixedLayout:
-    """A little-endian CDR (XCDR1) layout whose strings are known in advance: one
-    ``struct`` format for the whole message, so that serialising is a single ``pack``
-    call. Alignment is relative to the end of the 4-byte encapsulation header. Used for
-    the node's high-rate topics; rclpy publishes the bytes raw (``publish_raw``)."""
-
-    def __init__(self) -> None:
-        self.fmt = ["<"]
-        self.size = 0          # bytes after the encapsulation header
-
-    def _align(self, n: int) -> None:
-        pad = (-self.size) % n
-        if pad:
-            self.fmt.append(f"{pad}x")
-            self.size += pad
-
-    def time(self) -> None:
-        self._align(4)
-        self.fmt.append("iI")
-        self.size += 8
-
-    def const_bytes(self, data: bytes) -> None:
-        self.fmt.append(("B", data))
-        self.size += len(data)
-
-    def string_const(self, text: str) -> None:
-        data = text.encode() + b"\0"
-        self._align(4)
-        self.const_bytes(struct.pack("<I", len(data)) + data)
-
-    def doubles(self, n: int) -> None:
-        self._align(8)
-        self.fmt.append(f"{n}d")
-        self.size += 8 * n
-
-    def boolean(self) -> None:
-        self.fmt.append("?")
-        self.size += 1
-
-    def compile(self):
-        """(struct.Struct, list of constant byte strings in order)."""
-        fmt, consts = "<", []
-        for part in self.fmt[1:]:
-            if isinstance(part, tuple):
-                fmt += f"{len(part[1])}s"
-                consts.append(part[1])
-            else:
-                fmt += part
-        return struct.Struct(fmt), consts
-
-
-class JointStateCdr:
-    """``sensor_msgs/JointState`` (names ``pan``, ``tilt``; positions only) to CDR."""
-
-    def __init__(self) -> None:
-        lay = _FixedLayout()
-        lay.time()
-        lay.string_const("")                          # frame_id
-        lay._align(4)
-        lay.const_bytes(struct.pack("<I", 2))         # name[]
-        lay.string_const("pan")
-        lay.string_const("tilt")
-        lay._align(4)
-        lay.const_bytes(struct.pack("<I", 2))         # position[]
-        lay.doubles(2)
-        lay._align(4)
-        lay.const_bytes(struct.pack("<II", 0, 0))     # velocity[], effort[]
-        self._st, c = lay.compile()
-        self._c = c
-
-    def __call__(self, sec: int, nanosec: int, pan: float, tilt: float) -> bytes:
-        c = self._c
-        return b"\x00\x01\x00\x00" + self._st.pack(sec, nanosec, c[0], c[1], c[2], c[3],
-                                                      c[4], pan, tilt, c[5])
-
-
-def joint_state_cdr(sec: int, nanosec: int, pan: float, tilt: float) -> bytes:
-    """``sensor_msgs/JointState`` (names ``pan``, ``tilt``; positions only) to CDR."""
-    return _JOINT_STATE_CDR(sec, nanosec, pan, tilt)
-
-
-class ModuleStatesCdr:
-    """``smores_assembly/ModuleStateArray`` of exact planar poses of fixed modules (z
-    given, all tracked, every stamp = the header stamp) to CDR with one ``pack`` call."""
-
-    def __init__(self, frame_id: str, ids: list[str]) -> None:
-        lay = _FixedLayout()
-        lay.time()
-        lay.string_const(frame_id)
-        lay._align(4)
-        lay.const_bytes(struct.pack("<I", len(ids)))
-        for m in ids:
-            lay.string_const(m)
-            lay.doubles(10)
-            lay.boolean()
-            lay.time()
-        self._st, self._c = lay.compile()
-        self._n = len(ids)
-
-    def __call__(self, sec: int, nanosec: int, poses: list, z: float) -> bytes:
-        c = self._c
-        vals = [sec, nanosec, c[0], c[1]]
-        for k, (x, y, yaw) in enumerate(poses):
-            vals += (c[2 + k], x, y, yaw, x, y, z, 0.0, 0.0, math.sin(yaw / 2),
-                     math.cos(yaw / 2), True, sec, nanosec)
-        return b"\x00\x01\x00\x00" + self._st.pack(*vals)
-
-
-def module_states_cdr(sec: int, nanosec: int, frame_id: str, ids: list[str],
-                      poses: list, z: float) -> bytes:
-    """``smores_assembly/ModuleStateArray`` of exact planar poses ``poses[i] = (x, y,
-    yaw)`` (z given, all tracked, every stamp = the header stamp) to CDR."""
-    return ModuleStatesCdr(frame_id, ids)(sec, nanosec, poses, z)
-
-
-class PoseStampedCdr:
-    """``geometry_msgs/PoseStamped`` with a fixed ``frame_id`` to CDR, ~20x cheaper than
-    building and converting a Python message (rclpy publishes the bytes raw)."""
-
-    def __init__(self, frame_id: str) -> None:
-        lay = _FixedLayout()
-        lay.time()
-        lay.string_const(frame_id)
-        lay.doubles(7)
-        self._st, (self._frame,) = lay.compile()
-
-    def __call__(self, sec: int, nanosec: int, x: float, y: float, z: float, qx: float,
-                 qy: float, qz: float, qw: float) -> bytes:
-        return b"\x00\x01\x00\x00" + self._st.pack(sec, nanosec, self._frame, x, y, z,
-                                                      qx, qy, qz, qw)
-
-
-_JOINT_STATE_CDR = JointStateCdr()
 
 
 def _next_due(due: float, rate_hz: float, t: float) -> float:
@@ -341,6 +202,7 @@ class FakeHardwareNode(Node):
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 100)
         self._gt_cdr = ModuleStatesCdr(common.WORLD_FRAME, self.ids)
+        self._joint_cdr = JointStateCdr()
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
 
         # subscriptions
@@ -533,7 +395,7 @@ class FakeHardwareNode(Node):
 
     def _publish_ground_truth(self, t: float) -> None:
         ns = int(round(t * 1e9))
-        self._gt_pub.publish(self._gt_cdr(
+        self._gt_pub.publish(self._gt_cdr.exact(
             ns // 1_000_000_000, ns % 1_000_000_000, self.world.pose_array().tolist(),
             0.5 * self.sim_params.module_width))
 
@@ -542,7 +404,7 @@ class FakeHardwareNode(Node):
         sec, nsec = ns // 1_000_000_000, ns % 1_000_000_000
         for i, m in enumerate(self.ids):
             pan, tilt = self.world.joint_states(m)
-            self._joint_pubs[i].publish(joint_state_cdr(sec, nsec, pan, tilt))
+            self._joint_pubs[i].publish(self._joint_cdr(sec, nsec, pan, tilt))
 
     def _handle_events(self, events) -> None:
         changed = False
