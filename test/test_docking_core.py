@@ -11,13 +11,12 @@ import random
 
 import pytest
 
-from bench.bench_docking import HELPER, MODULE, PARENT, run_trial
+from bench.bench_docking import HELPER, MODULE, run_trial
 from smores_assembly.docking import (DockAxis, DockingSettings, DockingSpec, DockingTask,
                                      ErrorCode, PathFollower, Phase, PoseSample, TimedPath,
                                      detour_waypoints, dock_axis, face_errors, real_command,
                                      saturate, virtual_pose)
-from smores_assembly.geometry import (Face, Pose2D, child_pose, face_center, predock_pose,
-                                      wrap_angle)
+from smores_assembly.geometry import Face, Pose2D, child_pose, predock_pose, wrap_angle
 from smores_assembly.params import check_ranges
 from smores_assembly.sim import SimWorld
 

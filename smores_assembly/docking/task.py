@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
@@ -696,7 +696,8 @@ class DockingTask:
         ax = self.axis()
         body = self._body_virtual()
         gap, _, _ = ax.errors(body, self.face_offset)
-        if gap >= s.standoff - 2 * s.adjust_pos_tolerance or self._phase_elapsed > 0.5 * s.retry_timeout_s:
+        if (gap >= s.standoff - 2 * s.adjust_pos_tolerance
+                or self._phase_elapsed > 0.5 * s.retry_timeout_s):
             self._enter(Phase.POSE_ADJUST, t)
             return
         # back straight out, holding the heading

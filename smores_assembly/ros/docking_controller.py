@@ -30,7 +30,6 @@ Timers use the node clock, so the node runs on simulated time with ``use_sim_tim
 """
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 
