@@ -73,7 +73,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     from std_srvs.srv import Trigger
     from visualization_msgs.msg import MarkerArray
 
-    from smores_assembly.geometry import Face, Pose2D, predock_pose
+    from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
     from smores_assembly.msg import AssemblyPlan, ModuleStateArray
     from smores_assembly.ros import common
     from smores_assembly.ros.navigation import pickup_pose
@@ -106,7 +106,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
         assert len(msg.poses) >= 3
         last = common.pose_to_pose2d(msg.poses[-1].pose)
         assert abs(last.x - want.x) < 1e-9 and abs(last.y - want.y) < 1e-9
-        assert abs(last.yaw - want.yaw) < 1e-9 or abs(abs(last.yaw - want.yaw) - 6.283185307179586) < 1e-9
+        assert abs(wrap_angle(last.yaw - want.yaw)) < 1e-9
         first = common.pose_to_pose2d(msg.poses[0].pose)
         assert abs(first.x - p[m].x) < 1e-9 and abs(first.y - p[m].y) < 1e-9
         stamps = [common.time_to_sec(ps.header.stamp) for ps in msg.poses]

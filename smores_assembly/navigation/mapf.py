@@ -974,9 +974,10 @@ def validate_schedule(grid: Grid, starts: Mapping[str, Sequence[int]],
         for b in names[i + 1:]:
             for t in range(horizon):
                 for dt in range(0, k_robust + 1):
-                    if at(a, t) == at(b, t + dt) or at(b, t) == at(a, t + dt):
-                        errs.append(f"{a} and {b}: both at {at(a, t) if at(a, t) == at(b, t + dt) else at(b, t)} "
-                                    f"(t={t}, delay {dt})")
+                    if at(a, t) == at(b, t + dt):
+                        errs.append(f"{a} and {b}: both at {at(a, t)} (t={t}, delay {dt})")
+                    elif at(b, t) == at(a, t + dt):
+                        errs.append(f"{a} and {b}: both at {at(b, t)} (t={t}, delay {dt})")
                 if t > 0 and at(a, t - 1) == at(b, t) and at(b, t - 1) == at(a, t) \
                         and at(a, t) != at(a, t - 1):
                     errs.append(f"{a} and {b}: swap {at(a, t - 1)} <-> {at(b, t - 1)} at t={t - 1}")
