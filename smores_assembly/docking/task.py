@@ -229,6 +229,18 @@ class DockingTask:
     ``w/2`` behind, reverse; wheel-face dock -> the helper, carried module's face ``1.5 w``
     ahead (carry_yaw = -angle(child_face)). A wheel-face dock without a helper starts in
     FAILED with ``ErrorCode.NO_HELPER``.
+
+    WAIT_HELPER (wheel-face docks): the helper follows its path if one is given, picks the
+    module face whose pick-up pose (helper TOP face towards it) is nearest and clear of
+    other modules, regulates to ``standoff`` in front of it, approaches to
+    ``helper_pickup_gap``, sends ``LIFT`` once and waits until the module's measured pose
+    is the carried pose; a LIFT that does not show within ``lift_timeout_s`` is retried.
+
+    Direct moves (POSE_ADJUST, helper pick-up) go round the target and the given obstacles
+    (:func:`~smores_assembly.docking.control.detour_waypoints`); a body starting closer than
+    ``escape_distance`` to a module first drives straight away from it (turning in place
+    there could sweep a corner into it). The driven body's pose goes through a
+    latency-compensating :class:`PoseObserver`; the target's pose is low-pass filtered.
     """
 
     def __init__(self, spec: DockingSpec, settings: DockingSettings):
