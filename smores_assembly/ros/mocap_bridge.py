@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -248,9 +249,10 @@ class MocapBridgeNode(Node):
             qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)
             for m, topic in zip(self.ids, self.topics):
-                self.create_subscription(PoseStamped, topic,
-                                         lambda data, m=m: self._on_raw_pose(m, data),
-                                         qos, raw=True)
+                self.create_subscription(
+                    PoseStamped, topic, lambda data, m=m: self._on_raw_pose(m, data), qos,
+                    raw=True,
+                    event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
             return
         try:
             from mocap4r2_msgs.msg import RigidBodies  # noqa: PLC0415
