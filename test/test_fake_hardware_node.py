@@ -507,3 +507,26 @@ def test_refused_configurations(ros_context, tmp_path):
         assert res[0].successful and node.settings.real_time_factor == 2.0
     finally:
         node.destroy_node()
+
+
+def test_integer_values_are_accepted_for_float_parameters(ros_context, tmp_path):
+    """A launch file's ``value: "5"`` (or ``-p real_time_factor:=5``) arrives as INTEGER."""
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+    from smores_assembly.ros.mocap_bridge import MocapBridgeNode
+
+    scen = write_scenario(tmp_path, {"m": (0.0, 0.0, 0.0)})
+    node = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=scen), Parameter("real_time_factor", value=5),
+        Parameter("wheel_accel_max", value=30)])
+    bridge = MocapBridgeNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=scen), Parameter("stale_timeout_s", value=2)])
+    try:
+        assert node.settings.real_time_factor == 5.0
+        assert isinstance(node.settings.real_time_factor, float)
+        assert node.world.params.wheel_accel_max == 30.0
+        assert bridge.filter.settings.stale_timeout_s == 2.0
+    finally:
+        bridge.destroy_node()
+        node.destroy_node()

@@ -68,6 +68,23 @@ from smores_assembly.sim import SimError, SimParams, SimWorld
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
 
 
+def coerce_integer_overrides(node: Node, *settings) -> None:
+    """Turn integer start-up values of float fields of the dataclasses ``settings`` into
+    doubles (``real_time_factor:=5`` or a launch file's ``value: "5"`` arrive as INTEGER
+    and rclpy would refuse them for a DOUBLE parameter)."""
+    import dataclasses  # noqa: PLC0415
+
+    overrides = getattr(node, "_parameter_overrides", None)
+    if not overrides:
+        return
+    for obj in settings:
+        for f in dataclasses.fields(obj):
+            p = overrides.get(f.name)
+            if (p is not None and isinstance(getattr(obj, f.name), float)
+                    and p.type_ == Parameter.Type.INTEGER):
+                overrides[f.name] = Parameter(f.name, Parameter.Type.DOUBLE, float(p.value))
+
+
 def _next_due(due: float, rate_hz: float, t: float) -> float:
     """The next due instant after ``due`` for a schedule at ``rate_hz`` [Hz], restarting
     from ``t`` when it fell behind (e.g. after a rate change)."""
@@ -155,10 +172,12 @@ class FakeHardwareNode(Node):
         if self.get_parameter("use_sim_time").value:
             raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
                              "/clock); it must run with use_sim_time:=false")
+        settings, sim_params = FakeHardwareSettings(), SimParams()
+        coerce_integer_overrides(self, settings, sim_params)
         self.settings = common.declare_dataclass_params(
-            self, FakeHardwareSettings(), validate=self._validate_settings,
+            self, settings, validate=self._validate_settings,
             on_change=lambda _s: self._on_settings_change())
-        self.sim_params = common.declare_dataclass_params(self, SimParams(),
+        self.sim_params = common.declare_dataclass_params(self, sim_params,
                                                           validate=_validate_sim)
         s = self.settings
         if not s.scenario:

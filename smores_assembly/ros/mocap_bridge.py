@@ -61,6 +61,7 @@ from smores_assembly.mocap.cdr import ModuleStatesCdr, parse_pose_stamped
 from smores_assembly.msg import ModuleStateArray
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
+from smores_assembly.ros.fake_hardware import coerce_integer_overrides
 
 SOURCES = ("vicon", "vrpn", "mocap4r2")
 
@@ -133,11 +134,13 @@ class MocapBridgeNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("mocap_bridge", **kwargs)
+        settings, filter_settings = BridgeSettings(), MocapFilterSettings()
+        coerce_integer_overrides(self, settings, filter_settings)
         self.settings = common.declare_dataclass_params(
-            self, BridgeSettings(), validate=self._validate_bridge,
+            self, settings, validate=self._validate_bridge,
             on_change=lambda _s: self._apply_transforms())
         self.filter_settings = common.declare_dataclass_params(
-            self, MocapFilterSettings(), validate=_validate_filter)
+            self, filter_settings, validate=_validate_filter)
         ids = self.declare_parameter(
             "module_ids", Parameter.Type.STRING_ARRAY,
             ParameterDescriptor(
