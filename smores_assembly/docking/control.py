@@ -506,11 +506,21 @@ def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
     _, ox, oy = best
     a0 = math.atan2(sy - oy, sx - ox)
     a1 = math.atan2(gy - oy, gx - ox)
-    da = wrap_angle(a1 - a0)
-    n = max(1, int(math.ceil(abs(da) / math.radians(max_step_deg))))
-    arc = [(ox + r_wp * math.cos(a0 + da * k / n), oy + r_wp * math.sin(a0 + da * k / n))
-           for k in range(0, n + 1)]
     others = [o for o in obstacles if o != (ox, oy)]
+    short = wrap_angle(a1 - a0)
+    arc = []
+    # go round the shorter way unless that arc runs into another obstacle
+    for da in (short, short - math.copysign(2.0 * math.pi, short)):
+        n = max(1, int(math.ceil(abs(da) / math.radians(max_step_deg))))
+        arc = [(ox + r_wp * math.cos(a0 + da * k / n), oy + r_wp * math.sin(a0 + da * k / n))
+               for k in range(0, n + 1)]
+        if all(math.hypot(px - qx, py - qy) >= 0.9 * clearance
+               for px, py in arc[1:] for qx, qy in others):
+            break
+    else:
+        n = max(1, int(math.ceil(abs(short) / math.radians(max_step_deg))))
+        arc = [(ox + r_wp * math.cos(a0 + short * k / n),
+                oy + r_wp * math.sin(a0 + short * k / n)) for k in range(0, n + 1)]
     out = detour_waypoints(start, arc[0], others, clearance, max_step_deg, depth - 1)
     out += arc
     out += detour_waypoints(arc[-1], goal, others, clearance, max_step_deg, depth - 1)
