@@ -25,6 +25,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 SetParametersResult)
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
                        qos_profile_sensor_data)
 import transforms3d.euler
@@ -92,9 +93,10 @@ def time_to_sec(t: Time) -> float:
 
 
 def sec_to_time(s: float) -> Time:
-    """Seconds to builtin_interfaces/Time."""
-    sec = math.floor(s)
-    return Time(sec=int(sec), nanosec=int(round((s - sec) * 1e9)) % 1_000_000_000)
+    """Seconds to builtin_interfaces/Time (through integer nanoseconds, so rounding never
+    moves a stamp backwards by a second)."""
+    ns = int(round(s * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 # --- parameters ----------------------------------------------------------------------------
@@ -134,6 +136,14 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
             names the parameter and the value).
     """
     fields = {prefix + f.name: f for f in dataclasses.fields(settings)}
+    # `x:=5` on the command line or `value: "5"` in a launch file arrives as INTEGER; rclpy
+    # would refuse it for a DOUBLE parameter, so widen such start-up values first.
+    overrides = getattr(node, "_parameter_overrides", None) or {}
+    for name, f in fields.items():
+        p = overrides.get(name)
+        if (p is not None and isinstance(getattr(settings, f.name), float)
+                and p.type_ == Parameter.Type.INTEGER):
+            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(p.value))
     for name, f in fields.items():
         default = getattr(settings, f.name)
         if isinstance(default, (list, tuple)):

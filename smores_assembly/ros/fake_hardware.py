@@ -45,7 +45,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -68,23 +67,6 @@ from smores_assembly.sim import SimError, SimParams, SimWorld
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
 
 
-def coerce_integer_overrides(node: Node, *settings) -> None:
-    """Turn integer start-up values of float fields of the dataclasses ``settings`` into
-    doubles (``real_time_factor:=5`` or a launch file's ``value: "5"`` arrive as INTEGER
-    and rclpy would refuse them for a DOUBLE parameter)."""
-    import dataclasses  # noqa: PLC0415
-
-    overrides = getattr(node, "_parameter_overrides", None)
-    if not overrides:
-        return
-    for obj in settings:
-        for f in dataclasses.fields(obj):
-            p = overrides.get(f.name)
-            if (p is not None and isinstance(getattr(obj, f.name), float)
-                    and p.type_ == Parameter.Type.INTEGER):
-                overrides[f.name] = Parameter(f.name, Parameter.Type.DOUBLE, float(p.value))
-
-
 def _next_due(due: float, rate_hz: float, t: float) -> float:
     """The next due instant after ``due`` for a schedule at ``rate_hz`` [Hz], restarting
     from ``t`` when it fell behind (e.g. after a rate change)."""
@@ -92,11 +74,7 @@ def _next_due(due: float, rate_hz: float, t: float) -> float:
     return nxt if nxt > t + 1e-9 else t + 1.0 / rate_hz
 
 
-def _stamp(t: float) -> Time:
-    """Simulated time [s] as a builtin_interfaces/Time (via integer nanoseconds, so that
-    stamps never go backwards through rounding)."""
-    ns = int(round(t * 1e9))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
 _HELPER_NAMES = {HelperCommand.LIFT: "LIFT", HelperCommand.ROTATE: "ROTATE",
                  HelperCommand.RELEASE: "RELEASE"}
 
@@ -173,7 +151,6 @@ class FakeHardwareNode(Node):
             raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
                              "/clock); it must run with use_sim_time:=false")
         settings, sim_params = FakeHardwareSettings(), SimParams()
-        coerce_integer_overrides(self, settings, sim_params)
         self.settings = common.declare_dataclass_params(
             self, settings, validate=self._validate_settings,
             on_change=lambda _s: self._on_settings_change())
@@ -430,7 +407,7 @@ class FakeHardwareNode(Node):
         for e in events:
             if e.kind == "collision":
                 msg = CollisionEvent()
-                msg.header.stamp = _stamp(e.t)
+                msg.header.stamp = common.sec_to_time(e.t)
                 msg.header.frame_id = common.WORLD_FRAME
                 msg.module_a, msg.module_b = e.modules
                 msg.penetration_m = float(e.penetration_m or 0.0)
@@ -448,7 +425,7 @@ class FakeHardwareNode(Node):
 
     def _publish_connections(self) -> None:
         msg = ConnectionArray()
-        msg.header.stamp = _stamp(self.world.t)
+        msg.header.stamp = common.sec_to_time(self.world.t)
         msg.header.frame_id = common.WORLD_FRAME
         for c in sorted(self.world.connections()):
             msg.connections.append(ConnectionMsg(module_a=c.module_a, face_a=c.face_a.value,

@@ -61,7 +61,6 @@ from smores_assembly.mocap.cdr import ModuleStatesCdr, parse_pose_stamped
 from smores_assembly.msg import ModuleStateArray
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
-from smores_assembly.ros.fake_hardware import coerce_integer_overrides
 
 SOURCES = ("vicon", "vrpn", "mocap4r2")
 
@@ -135,7 +134,6 @@ class MocapBridgeNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("mocap_bridge", **kwargs)
         settings, filter_settings = BridgeSettings(), MocapFilterSettings()
-        coerce_integer_overrides(self, settings, filter_settings)
         self.settings = common.declare_dataclass_params(
             self, settings, validate=self._validate_bridge,
             on_change=lambda _s: self._apply_transforms())
