@@ -53,6 +53,7 @@ TOPIC_DOCKING_STATUS = "/assembly/docking_status"
 TOPIC_CONNECTIONS = "/fake_hardware/connections"
 TOPIC_COLLISIONS = "/fake_hardware/collisions"
 TOPIC_MARKERS = "/assembly/markers"
+TOPIC_MODULE_MARKERS = "/assembly/markers/modules"
 
 
 def module_topic(module_id: str, name: str) -> str:

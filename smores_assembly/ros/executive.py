@@ -25,6 +25,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
+from geometry_msgs.msg import Point
 from std_msgs.msg import Int32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
@@ -32,6 +33,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from smores_assembly.action import Assemble
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingStatusArray,
                                  ModuleStateArray, TargetTopology)
+from smores_assembly.geometry import MODULE_WIDTH, Pose2D
 from smores_assembly.params import param_field
 from smores_assembly.ros import common
 from smores_assembly.ros.convert import states_msg_to_poses, target_msg_to_scenario
@@ -51,6 +53,16 @@ class ExecutiveSettings:
     stage_timeout_s: float = param_field(
         400.0, "A stage still running after this fails the assembly [s, ROS time]", 1.0, 1e5)
     feedback_rate_hz: float = param_field(2.0, "Action feedback rate [Hz]", 0.1, 50.0)
+    marker_rate_hz: float = param_field(
+        2.0, "Rate of the module/goal/connection markers on /assembly/markers/modules [Hz] "
+             "(read at start-up)", 0.1, 30.0)
+
+
+#: Marker colour per docking phase (RGB).
+_PHASE_RGB = {"NAVIGATE": (0.0, 0.45, 0.7), "POSE_ADJUST": (0.9, 0.6, 0.0),
+              "APPROACH": (0.0, 0.62, 0.45), "DOCKED": (0.34, 0.7, 0.91),
+              "RETRY": (0.84, 0.37, 0.0), "FAILED": (0.1, 0.1, 0.1),
+              "PAUSED": (0.8, 0.47, 0.65), "WAIT_HELPER": (0.5, 0.5, 0.5)}
 
 
 class ExecutiveNode(Node):
@@ -81,8 +93,9 @@ class ExecutiveNode(Node):
                                                  common.LATCHED_QOS)
         self._stage_pub = self.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE,
                                                 common.LATCHED_QOS)
-        self._marker_pub = self.create_publisher(MarkerArray, "/assembly/executive_markers",
+        self._marker_pub = self.create_publisher(MarkerArray, common.TOPIC_MODULE_MARKERS,
                                                  common.LATCHED_QOS)
+        self.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
         self.create_service(Trigger, "/assembly/approve", self._on_approve, callback_group=cb)
         self.create_service(Trigger, "/assembly/cancel", self._on_cancel, callback_group=cb)
         self._server = ActionServer(
@@ -197,6 +210,58 @@ class ExecutiveNode(Node):
             fb.phases = [s.phase_name for s in self._status.modules]
         fb.elapsed_s = self._now() - t0
         goal_handle.publish_feedback(fb)
+
+    # --- visualisation ---------------------------------------------------------------------
+    def _publish_markers(self) -> None:
+        """Modules (cubes, coloured by phase), goals (ghosts) and connections for RViz."""
+        if self._states is None:
+            return
+        stamp = self.get_clock().now().to_msg()
+        phase = {s.module: s.phase_name for s in (self._status.modules if self._status else [])}
+        arr = MarkerArray()
+        w = MODULE_WIDTH
+        centres = {}
+
+        def marker(ns: str, i: int, kind: int) -> Marker:
+            mk = Marker()
+            mk.header.frame_id = common.WORLD_FRAME
+            mk.header.stamp = stamp
+            mk.ns, mk.id, mk.type, mk.action = ns, i, kind, Marker.ADD
+            mk.pose.orientation.w = 1.0
+            return mk
+
+        for i, m in enumerate(sorted(self._states.modules, key=lambda m: m.id)):
+            centres[m.id] = Point(x=m.x, y=m.y, z=w / 2)
+            cube = marker("modules", i, Marker.CUBE)
+            cube.pose = common.pose2d_to_pose(Pose2D(m.x, m.y, m.yaw), w / 2)
+            cube.scale.x = cube.scale.y = cube.scale.z = w
+            r, g, b = _PHASE_RGB.get(phase.get(m.id, ""), (0.6, 0.6, 0.6))
+            cube.color.r, cube.color.g, cube.color.b = r, g, b
+            cube.color.a = 0.9 if m.tracked else 0.3
+            arr.markers.append(cube)
+            label = marker("labels", i, Marker.TEXT_VIEW_FACING)
+            label.pose = common.pose2d_to_pose(Pose2D(m.x, m.y, 0.0), 1.5 * w)
+            label.scale.z = 0.3 * w
+            label.color.r = label.color.g = label.color.b = label.color.a = 1.0
+            label.text = m.id + (f" {phase[m.id]}" if m.id in phase else "")
+            arr.markers.append(label)
+        if self._plan is not None:
+            for i, a in enumerate(self._plan.actions):
+                ghost = marker("goals", i, Marker.CUBE)
+                ghost.pose = common.pose2d_to_pose(Pose2D(a.goal_x, a.goal_y, a.goal_yaw), w / 2)
+                ghost.scale.x = ghost.scale.y = ghost.scale.z = 0.98 * w
+                ghost.color.g = ghost.color.b = 1.0
+                ghost.color.a = 0.15
+                arr.markers.append(ghost)
+        links = marker("connections", 0, Marker.LINE_LIST)
+        links.scale.x = 0.006
+        links.color.r = links.color.a = 1.0
+        links.color.g = 0.8
+        for c in (self._connections.connections if self._connections else []):
+            if c.module_a in centres and c.module_b in centres:
+                links.points += [centres[c.module_a], centres[c.module_b]]
+        arr.markers.append(links)
+        self._marker_pub.publish(arr)
 
     # --- the action -----------------------------------------------------------------------
     async def _execute(self, goal_handle):
