@@ -130,6 +130,14 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
 
     node.create_subscription(ModuleStateArray, "/fake_hardware/ground_truth", on_truth,
                              common.SENSOR_QOS)
+    markers = {}
+
+    def on_markers(msg):
+        markers.update({(m.ns, m.id): m for m in msg.markers})
+
+    from visualization_msgs.msg import MarkerArray
+    node.create_subscription(MarkerArray, common.TOPIC_MODULE_MARKERS, on_markers,
+                             common.LATCHED_QOS)
     client = ActionClient(node, Assemble, "/assembly/assemble")
     assert _spin_until(ex, client.server_is_ready, 60.0), runner.poll()
     fb = {"state": ""}
@@ -148,6 +156,15 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     moved = {m: math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) for m in truth}
     assert max(moved.values()) < 1e-9, moved
     assert not result.done()
+    # RViz markers: one cube per module where the ground truth has it (1 mm mocap noise)
+    assert _spin_until(ex, lambda: sum(k[0] == "modules" for k in markers) == 7, 10.0)
+    for (ns, i), cube in markers.items():
+        if ns != "modules":
+            continue
+        module = markers[("labels", i)].text.split()[0]
+        _, tx, ty, _ = truth[module]
+        assert math.hypot(cube.pose.position.x - tx, cube.pose.position.y - ty) < 0.006
+    assert sum(k[0] == "goals" for k in markers) == 6
 
     approve = node.create_client(Trigger, "/assembly/approve")
     assert approve.wait_for_service(timeout_sec=10.0)
