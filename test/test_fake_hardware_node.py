@@ -352,69 +352,73 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
     assert "stopped at t=" in out
 
 
-def test_raw_cdr_messages_round_trip():
-    """fake_hardware and mocap_bridge publish / read hand-serialised CDR for their
-    high-rate topics: every layout must match rclpy's serialisation."""
-    import random
-
-    from geometry_msgs.msg import PoseStamped
-    from rclpy.serialization import deserialize_message, serialize_message
+def test_clock_ground_truth_and_joint_states_by_manual_stepping(ros_context, tmp_path):
+    """Step the node by hand (wall-clock loop practically stopped) and compare every field
+    of /clock, /fake_hardware/ground_truth and /<id>/joint_states with the world."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
 
-    from smores_assembly.mocap.cdr import (JointStateCdr, ModuleStatesCdr, PoseStampedCdr,
-                                           clock_cdr, parse_pose_stamped)
-    from smores_assembly.msg import ModuleState, ModuleStateArray
+    from smores_assembly.msg import ModuleStateArray
+    from smores_assembly.ros.fake_hardware import TOPIC_GROUND_TRUTH, FakeHardwareNode
 
-    rng = random.Random(2)
-    for frame in ["world", "", "w", "mocap_frame_x", "abcdefg"]:
-        enc = PoseStampedCdr(frame)
-        for _ in range(10):
-            v = [rng.uniform(-5, 5) for _ in range(7)]
-            sec, ns = rng.randint(0, 10**6), rng.randint(0, 10**9 - 1)
-            m = PoseStamped()
-            m.header.frame_id = frame
-            m.header.stamp.sec, m.header.stamp.nanosec = sec, ns
-            p, o = m.pose.position, m.pose.orientation
-            p.x, p.y, p.z, o.x, o.y, o.z, o.w = v
-            raw = enc(sec, ns, *v)
-            assert deserialize_message(raw, PoseStamped) == m
-            assert len(raw) == len(serialize_message(m))
-            stamp, pos, quat = parse_pose_stamped(serialize_message(m))
-            assert stamp == pytest.approx(sec + ns * 1e-9, abs=1e-9)
-            assert pos == tuple(v[:3]) and quat == (v[6], v[3], v[4], v[5])
-    with pytest.raises(ValueError):
-        parse_pose_stamped(serialize_message(PoseStamped())[:-8])
-    c = Clock()
-    c.clock.sec, c.clock.nanosec = 12, 345
-    assert deserialize_message(clock_cdr(12, 345), Clock) == c
-    j = JointState(name=["pan", "tilt"], position=[0.5, -0.25])
-    j.header.stamp.sec, j.header.stamp.nanosec = 3, 4
-    assert deserialize_message(JointStateCdr()(3, 4, 0.5, -0.25), JointState) == j
-    for ids in (["m0"], ["m0", "abc", "helper_12"], []):
-        enc = ModuleStatesCdr("world", ids)
-        poses = [(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3)) for _ in ids]
-        want = ModuleStateArray()
-        want.header.frame_id = "world"
-        want.header.stamp.sec, want.header.stamp.nanosec = 7, 8
-        for m, (x, y, yaw) in zip(ids, poses):
-            st = ModuleState(id=m, x=x, y=y, yaw=yaw, tracked=True)
-            st.pose.position.x, st.pose.position.y, st.pose.position.z = x, y, 0.04
-            st.pose.orientation.z, st.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
-            st.stamp.sec, st.stamp.nanosec = 7, 8
-            want.modules.append(st)
-        assert deserialize_message(enc.exact(7, 8, poses, 0.04), ModuleStateArray) == want
-        # general rows: untracked, own stamps, full orientation
-        rows = []
-        for k, st in enumerate(want.modules):
-            q = [rng.uniform(-1, 1) for _ in range(4)]
-            st.pose.orientation.x, st.pose.orientation.y = q[0], q[1]
-            st.pose.orientation.z, st.pose.orientation.w = q[2], q[3]
-            st.tracked = bool(k % 2)
-            st.stamp.sec, st.stamp.nanosec = k, 1000 * k
-            p = st.pose.position
-            rows.append((st.x, st.y, st.yaw, p.x, p.y, p.z, *q, st.tracked, k, 1000 * k))
-        assert deserialize_message(enc(7, 8, rows), ModuleStateArray) == want
+    poses = {"a": (0.1, -0.2, 0.7), "b": (-0.3, 0.4, -2.9)}
+    fake = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=write_scenario(tmp_path, poses)),
+        Parameter("real_time_factor", value=1e-3)])
+    probe = rclpy.create_node("probe_fields", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(fake)
+    ex.add_node(probe)
+    big = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    clocks, gts, joints = [], [], []
+    probe.create_subscription(Clock, "/clock", clocks.append, big)
+    probe.create_subscription(ModuleStateArray, TOPIC_GROUND_TRUTH, gts.append, big)
+    probe.create_subscription(JointState, "/a/joint_states", joints.append, big)
+
+    def stamp(t):
+        return t.sec + t.nanosec * 1e-9
+
+    try:
+        assert spin_until(ex, lambda: all(fake.count_subscribers(t) > 0 for t in (
+            "/clock", TOPIC_GROUND_TRUTH, "/a/joint_states")), 10)
+        fake.world.set_joints("a", 0.3, -0.2)
+        for _ in range(50):                      # 0.5 s: joints reach their targets
+            fake.step_once(0.01)
+            ex.spin_once(timeout_sec=0.0)
+        t_end = fake.world.t
+        assert spin_until(ex, lambda: clocks and stamp(clocks[-1].clock) >= t_end - 1e-9
+                          and gts and stamp(gts[-1].header.stamp) >= t_end - 1e-9
+                          and joints and stamp(joints[-1].header.stamp) >= t_end - 1e-9, 10)
+        ticks = np.array([stamp(c.clock) for c in clocks]) * 100
+        assert np.allclose(ticks, np.round(ticks), atol=1e-6)
+        assert np.all(np.diff(ticks) > 0.5)
+        gt = gts[-1]
+        assert gt.header.frame_id == "world"
+        assert [st.id for st in gt.modules] == fake.ids
+        for st in gt.modules:
+            x, y, yaw = fake.world.pose(st.id).as_tuple()      # exact, nothing moved
+            assert (x, y, yaw) == pytest.approx(poses[st.id], abs=1e-12)
+            assert (st.x, st.y, st.yaw) == (x, y, yaw) and st.tracked
+            p, o = st.pose.position, st.pose.orientation
+            assert (p.x, p.y, p.z) == (x, y, W / 2)
+            assert (o.x, o.y, o.z, o.w) == (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+            assert st.stamp == gt.header.stamp
+        assert len(gts) == 25                    # 50 Hz for 0.5 s
+        js = joints[-1]
+        assert list(js.name) == ["pan", "tilt"]
+        assert list(js.position) == list(fake.world.joint_states("a"))
+        assert list(js.position) == pytest.approx([0.3, -0.2], abs=1e-12)
+        assert len(js.velocity) == 0 and len(js.effort) == 0
+        assert [stamp(j.header.stamp) for j in joints] == pytest.approx(
+            [0.05 * k for k in range(1, 11)])    # 20 Hz
+    finally:
+        ex.shutdown()
+        probe.destroy_node()
+        fake.destroy_node()
 
 
 def test_mocap_latency_and_command_watchdog_by_manual_stepping(ros_context, tmp_path):

@@ -55,10 +55,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 
 from smores_assembly.geometry import Face
-from smores_assembly.mocap.cdr import (JointStateCdr, ModuleStatesCdr, PoseStampedCdr,
-                                       clock_cdr)
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
-                                 MagnetCommand, ModuleStateArray)
+                                 MagnetCommand, ModuleState, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
@@ -73,6 +71,12 @@ def _next_due(due: float, rate_hz: float, t: float) -> float:
     nxt = due + 1.0 / rate_hz
     return nxt if nxt > t + 1e-9 else t + 1.0 / rate_hz
 
+
+def _set_stamp(stamp, t: float) -> None:
+    """Write ``t`` [s] into the builtin_interfaces/Time ``stamp`` in place (through integer
+    nanoseconds, as :func:`common.sec_to_time`)."""
+    ns = int(round(t * 1e9))
+    stamp.sec, stamp.nanosec = divmod(ns, 1_000_000_000)
 
 
 _HELPER_NAMES = {HelperCommand.LIFT: "LIFT", HelperCommand.ROTATE: "ROTATE",
@@ -187,7 +191,6 @@ class FakeHardwareNode(Node):
         self._mocap_pubs = [self.create_publisher(
             PoseStamped, s.mocap_topic_format.replace("{id}", m), common.SENSOR_QOS,
             event_callbacks=pev) for m in self.ids]
-        self._mocap_cdr = PoseStampedCdr(s.mocap_frame_id)
         self._joint_pubs = [self.create_publisher(
             JointState, common.module_topic(m, "joint_states"), 10, event_callbacks=pev)
             for m in self.ids]
@@ -197,9 +200,16 @@ class FakeHardwareNode(Node):
             CollisionEvent, common.TOPIC_COLLISIONS,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 100)
-        self._gt_cdr = ModuleStatesCdr(common.WORLD_FRAME, self.ids)
-        self._joint_cdr = JointStateCdr()
         self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
+        # outgoing high-rate messages, built once and refilled before every publish
+        # (publish() serialises synchronously, so one object can serve every publisher)
+        self._mocap_msg = PoseStamped()
+        self._mocap_msg.header.frame_id = s.mocap_frame_id
+        self._gt_msg = ModuleStateArray()
+        self._gt_msg.header.frame_id = common.WORLD_FRAME
+        self._gt_msg.modules = [ModuleState(id=m, tracked=True) for m in self.ids]
+        self._joint_msg = JointState(name=["pan", "tilt"], position=[0.0, 0.0])
+        self._clock_msg = ClockMsg()
 
         # subscriptions
         for i, m in enumerate(self.ids):
@@ -324,8 +334,8 @@ class FakeHardwareNode(Node):
             self._handle_events(events)
         s = self.settings
         if s.publish_clock:
-            ns = int(round(t * 1e9))
-            self._clock_pub.publish(clock_cdr(ns // 1_000_000_000, ns % 1_000_000_000))
+            _set_stamp(self._clock_msg.clock, t)
+            self._clock_pub.publish(self._clock_msg)
         if t >= self._next_mocap - 1e-9:
             self._next_mocap = _next_due(self._next_mocap, s.mocap_rate_hz, t)
             self._sample_mocap(t)
@@ -380,27 +390,40 @@ class FakeHardwareNode(Node):
 
     def _publish_mocap(self, stamp_t: float, poses: np.ndarray, z: np.ndarray,
                        visible: np.ndarray) -> None:
-        ns = int(round(stamp_t * 1e9))
-        sec, nsec = ns // 1_000_000_000, ns % 1_000_000_000
+        msg = self._mocap_msg
+        _set_stamp(msg.header.stamp, stamp_t)
         half = 0.5 * poses[:, 2]
         qz, qw = np.sin(half).tolist(), np.cos(half).tolist()
         xs, ys, zs = poses[:, 0].tolist(), poses[:, 1].tolist(), z.tolist()
-        cdr, pubs = self._mocap_cdr, self._mocap_pubs
+        pos, ori = msg.pose.position, msg.pose.orientation   # x, y of ori stay 0
+        pubs = self._mocap_pubs
         for i in np.flatnonzero(visible).tolist():
-            pubs[i].publish(cdr(sec, nsec, xs[i], ys[i], zs[i], 0.0, 0.0, qz[i], qw[i]))
+            pos.x, pos.y, pos.z = xs[i], ys[i], zs[i]
+            ori.z, ori.w = qz[i], qw[i]
+            pubs[i].publish(msg)
 
     def _publish_ground_truth(self, t: float) -> None:
-        ns = int(round(t * 1e9))
-        self._gt_pub.publish(self._gt_cdr.exact(
-            ns // 1_000_000_000, ns % 1_000_000_000, self.world.pose_array().tolist(),
-            0.5 * self.sim_params.module_width))
+        msg = self._gt_msg
+        stamp = msg.header.stamp
+        _set_stamp(stamp, t)
+        sec, nsec = stamp.sec, stamp.nanosec
+        z = 0.5 * self.sim_params.module_width
+        for st, (x, y, yaw) in zip(msg.modules, self.world.pose_array().tolist()):
+            st.x, st.y, st.yaw = x, y, yaw
+            pos, ori = st.pose.position, st.pose.orientation
+            pos.x, pos.y, pos.z = x, y, z
+            ori.z, ori.w = math.sin(0.5 * yaw), math.cos(0.5 * yaw)
+            st.stamp.sec, st.stamp.nanosec = sec, nsec
+        self._gt_pub.publish(msg)
 
     def _publish_joint_states(self, t: float) -> None:
-        ns = int(round(t * 1e9))
-        sec, nsec = ns // 1_000_000_000, ns % 1_000_000_000
-        for i, m in enumerate(self.ids):
-            pan, tilt = self.world.joint_states(m)
-            self._joint_pubs[i].publish(self._joint_cdr(sec, nsec, pan, tilt))
+        msg = self._joint_msg
+        _set_stamp(msg.header.stamp, t)
+        position = msg.position                              # array('d') of length 2
+        world = self.world
+        for pub, m in zip(self._joint_pubs, self.ids):
+            position[0], position[1] = world.joint_states(m)
+            pub.publish(msg)
 
     def _handle_events(self, events) -> None:
         changed = False

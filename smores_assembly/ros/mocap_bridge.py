@@ -14,10 +14,7 @@ Sources (parameter ``source``):
   ``rigid_body_name``). Only available when the ``mocap4r2_msgs`` Python interface is
   installed; otherwise the value is refused at start-up with a clear message.
 
-Subscriptions are best effort (matches reliable and best-effort drivers), depth 20, and raw:
-samples are decoded with :func:`smores_assembly.mocap.cdr.parse_pose_stamped` and the
-states are published pre-serialised (:class:`smores_assembly.mocap.cdr.ModuleStatesCdr`),
-which keeps the bridge at ~10-20 us per sample in Python.
+Subscriptions are best effort (matches reliable and best-effort drivers), depth 20.
 
 Parameters besides those of :class:`BridgeSettings` and
 :class:`smores_assembly.mocap.MocapFilterSettings`:
@@ -57,8 +54,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
                                    RigidTransform)
-from smores_assembly.mocap.cdr import ModuleStatesCdr, parse_pose_stamped
-from smores_assembly.msg import ModuleStateArray
+from smores_assembly.msg import ModuleState, ModuleStateArray
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
 
@@ -183,7 +179,10 @@ class MocapBridgeNode(Node):
         self._subscribe(s.source)
         self._pub = self.create_publisher(ModuleStateArray, common.TOPIC_STATES,
                                           common.SENSOR_QOS)
-        self._states_cdr = ModuleStatesCdr(common.WORLD_FRAME, self.ids)
+        # built once, refilled before every publish (publish() serialises synchronously)
+        self._states_msg = ModuleStateArray()
+        self._states_msg.header.frame_id = common.WORLD_FRAME
+        self._states_msg.modules = [ModuleState(id=m) for m in self.ids]
         self._pub_timer = self.create_timer(1.0 / s.publish_rate_hz, self._publish)
         self._diag_timer = self.create_timer(
             s.diagnostics_period_s, self._diagnose,
@@ -245,14 +244,11 @@ class MocapBridgeNode(Node):
         if source in ("vicon", "vrpn"):
             fmt = s.vicon_topic_format if source == "vicon" else s.vrpn_topic_format
             self.topics = [fmt.replace("{id}", m) for m in self.ids]
-            # raw subscriptions: samples are decoded with struct (parse_pose_stamped),
-            # several times cheaper than rclpy's per-field message conversion
             qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)
             for m, topic in zip(self.ids, self.topics):
                 self.create_subscription(
-                    PoseStamped, topic, lambda data, m=m: self._on_raw_pose(m, data), qos,
-                    raw=True,
+                    PoseStamped, topic, lambda msg, m=m: self._on_pose(m, msg), qos,
                     event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
             return
         try:
@@ -284,14 +280,10 @@ class MocapBridgeNode(Node):
                 f"dropped so far: {dict(self.filter.rejected[m])}",
                 throttle_duration_sec=2.0)
 
-    def _on_raw_pose(self, m: str, data: bytes) -> None:
-        try:
-            stamp, pos, quat = parse_pose_stamped(data)
-        except ValueError as exc:
-            self.get_logger().warning(f"{m}: undecodable mocap sample ({exc})",
-                                      throttle_duration_sec=2.0)
-            return
-        self._offer(m, stamp, pos, quat)
+    def _on_pose(self, m: str, msg: PoseStamped) -> None:
+        p, q = msg.pose.position, msg.pose.orientation
+        self._offer(m, common.time_to_sec(msg.header.stamp), (p.x, p.y, p.z),
+                    (q.w, q.x, q.y, q.z))
 
     def _on_rigid_bodies(self, msg) -> None:  # pragma: no cover - needs mocap4r2_msgs
         stamp = common.time_to_sec(msg.header.stamp)
@@ -304,15 +296,17 @@ class MocapBridgeNode(Node):
     # --- output --------------------------------------------------------------------------
     def _publish(self) -> None:
         ns = self._clock.now().nanoseconds
-        now = ns * 1e-9
-        rows = []
-        for est in self.filter.states(now):
-            px, py, pz = est.position
-            qw, qx, qy, qz = est.quaternion
+        msg = self._states_msg
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+        for st, est in zip(msg.modules, self.filter.states(ns * 1e-9)):  # both in ids order
+            st.x, st.y, st.yaw = est.x, est.y, est.yaw
+            pos, ori = st.pose.position, st.pose.orientation
+            pos.x, pos.y, pos.z = est.position
+            ori.w, ori.x, ori.y, ori.z = est.quaternion
+            st.tracked = est.tracked
             sns = int(round(est.stamp * 1e9))
-            rows.append((est.x, est.y, est.yaw, px, py, pz, qx, qy, qz, qw, est.tracked,
-                         sns // 1_000_000_000, sns % 1_000_000_000))
-        self._pub.publish(self._states_cdr(ns // 1_000_000_000, ns % 1_000_000_000, rows))
+            st.stamp.sec, st.stamp.nanosec = divmod(sns, 1_000_000_000)
+        self._pub.publish(msg)
 
     def _diagnose(self) -> None:
         fs = self.filter_settings
