@@ -40,14 +40,17 @@ class PhaseRecorder:
     intervals: dict[str, list[PhaseInterval]] = field(default_factory=dict)
     retries: dict[str, int] = field(default_factory=dict)
     capture: dict[str, dict] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
 
     def sample(self, t: float, module: str, phase: str, retries: int = 0,
-               errors: dict | None = None) -> None:
+               errors: dict | None = None, message: str = "") -> None:
         """Record that ``module`` is in ``phase`` at time ``t`` [s].
 
         ``errors`` (face gap, lateral, yaw) seen during APPROACH are kept: the last ones
         before the dock are the errors at capture.
         """
+        if message and phase in ("FAILED", "RETRY"):
+            self.messages[module] = message
         if errors is not None and phase == "APPROACH":
             self.capture[module] = {k: round(float(v), 2) for k, v in errors.items()}
         iv = self.intervals.setdefault(module, [])

@@ -142,7 +142,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
         for s in msg.modules:
             recorder.sample(t, s.module, s.phase_name, s.retries, {
                 "face_gap_mm": s.face_gap_mm, "lateral_error_mm": s.lateral_error_mm,
-                "yaw_error_deg": s.yaw_error_deg})
+                "yaw_error_deg": s.yaw_error_deg}, s.message)
         last_status["msg"] = msg
 
     def on_collision(msg: CollisionEvent) -> None:
@@ -314,7 +314,8 @@ def _report(scenario, plan, result, success, error, wall, recorder, final, forme
                         "parent_module": a.parent_module, "parent_face": a.parent_face.value,
                         "child_face": a.child_face.value, "needs_helper": a.needs_helper,
                         "helper": a.helper, "phases": phases,
-                        "retries": recorder.retries.get(a.module, 0)})
+                        "retries": recorder.retries.get(a.module, 0),
+                        "last_error": recorder.messages.get(a.module, "")})
     return {
         "scenario": scenario.name,
         "success": success,

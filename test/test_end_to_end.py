@@ -37,7 +37,8 @@ def _expected(report: dict) -> set:
 
 @pytest.mark.parametrize("name", ["mobile_manipulator", "holonomic_vehicle", "rc_car"])
 def test_scenario_assembles_completely(name, tmp_path, ros_domain):
-    r = _run(SCEN / f"{name}.yaml", tmp_path)
+    record = name == "mobile_manipulator"
+    r = _run(SCEN / f"{name}.yaml", tmp_path, *(["--record"] if record else []))
     report_file = tmp_path / "report.json"
     assert report_file.exists(), r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads(report_file.read_text())
@@ -57,6 +58,28 @@ def test_scenario_assembles_completely(name, tmp_path, ros_domain):
         assert sum(a["needs_helper"] for a in report["actions"]) == 4
     for f in ("trajectories.png", "timeline.png"):
         assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
+    if record:
+        _check_recording(tmp_path / "assembly.mcap", report)
+
+
+def _check_recording(path: Path, report: dict) -> None:
+    """The MCAP file decodes with its own schemas and holds the run's key topics."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    counts: dict[str, int] = {}
+    last_connections = None
+    with open(path, "rb") as f:
+        for _, channel, _, msg in make_reader(f, decoder_factories=[DecoderFactory()]
+                                              ).iter_decoded_messages():
+            counts[channel.topic] = counts.get(channel.topic, 0) + 1
+            if channel.topic == "/fake_hardware/connections":
+                last_connections = msg
+    for topic in ("/modules/states", "/assembly/plan", "/assembly/docking_status", "/clock"):
+        assert counts.get(topic, 0) > 0, (topic, sorted(counts))
+    recorded = {frozenset({f"{c.module_a}.{c.face_a}", f"{c.module_b}.{c.face_b}"})
+                for c in last_connections.connections}
+    assert recorded == {frozenset(c) for c in report["connections"]}
 
 
 def test_invalid_scenario_is_refused_before_anything_starts(tmp_path, ros_domain):
