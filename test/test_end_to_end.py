@@ -9,10 +9,10 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from ros_helpers import spin_until
 
 REPO = Path(__file__).resolve().parents[1]
 SCEN = REPO / "config" / "scenarios"
@@ -124,15 +124,6 @@ def stack(ros_domain, ros_context, tmp_path):
         ex.shutdown()
 
 
-def _spin_until(ex, pred, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        ex.spin_once(timeout_sec=0.05)
-    return pred()
-
-
 def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     from rclpy.action import ActionClient
     from std_srvs.srv import Trigger
@@ -162,25 +153,25 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     node.create_subscription(MarkerArray, common.TOPIC_MODULE_MARKERS, on_markers,
                              common.LATCHED_QOS)
     client = ActionClient(node, Assemble, "/assembly/assemble")
-    assert _spin_until(ex, client.server_is_ready, 60.0), runner.poll()
+    assert spin_until(ex, client.server_is_ready, 60.0), runner.poll()
     fb = {"state": ""}
     scenario = load_scenario(SCEN / "mobile_manipulator.yaml")
     send = client.send_goal_async(
         Assemble.Goal(target=scenario_to_target_msg(scenario), require_approval=True),
         feedback_callback=lambda f: fb.__setitem__("state", f.feedback.state))
-    assert _spin_until(ex, send.done, 20.0) and send.result().accepted
+    assert spin_until(ex, send.done, 20.0) and send.result().accepted
     result = send.result().get_result_async()
-    assert _spin_until(ex, lambda: fb["state"] == "WAITING_APPROVAL", 30.0)
-    assert _spin_until(ex, lambda: len(truth) == 7, 20.0)
+    assert spin_until(ex, lambda: fb["state"] == "WAITING_APPROVAL", 30.0)
+    assert spin_until(ex, lambda: len(truth) == 7, 20.0)
     start = dict(truth)
     t0 = start["m0"][0]
     # wait 5 s of simulated time: nothing may move while approval is pending
-    assert _spin_until(ex, lambda: truth["m0"][0] > t0 + 5.0, 30.0)
+    assert spin_until(ex, lambda: truth["m0"][0] > t0 + 5.0, 30.0)
     moved = {m: math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) for m in truth}
     assert max(moved.values()) < 1e-9, moved
     assert not result.done()
     # RViz markers: one cube per module where the ground truth has it (1 mm mocap noise)
-    assert _spin_until(ex, lambda: sum(k[0] == "modules" for k in markers) == 7, 10.0)
+    assert spin_until(ex, lambda: sum(k[0] == "modules" for k in markers) == 7, 10.0)
     for (ns, i), cube in markers.items():
         if ns != "modules":
             continue
@@ -192,25 +183,25 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     approve = node.create_client(Trigger, "/assembly/approve")
     assert approve.wait_for_service(timeout_sec=10.0)
     fut = approve.call_async(Trigger.Request())
-    assert _spin_until(ex, fut.done, 10.0) and fut.result().success
+    assert spin_until(ex, fut.done, 10.0) and fut.result().success
 
     def some_module_moved() -> bool:
         return any(math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) > 0.01
                    for m in truth)
-    assert _spin_until(ex, some_module_moved, 60.0), "approval did not start the assembly"
+    assert spin_until(ex, some_module_moved, 60.0), "approval did not start the assembly"
 
     cancel = node.create_client(Trigger, "/assembly/cancel")
     assert cancel.wait_for_service(timeout_sec=10.0)
     fut = cancel.call_async(Trigger.Request())
-    assert _spin_until(ex, fut.done, 10.0) and fut.result().success
-    assert _spin_until(ex, result.done, 20.0)
+    assert spin_until(ex, fut.done, 10.0) and fut.result().success
+    assert spin_until(ex, result.done, 20.0)
     res = result.result().result
     assert not res.success and res.error_code == Assemble.Result.ERROR_CANCELLED
     # after a short stop (wheel deceleration), no module moves for 3 s of simulated time
     t_c = truth["m0"][0]
-    assert _spin_until(ex, lambda: truth["m0"][0] > t_c + 1.0, 20.0)
+    assert spin_until(ex, lambda: truth["m0"][0] > t_c + 1.0, 20.0)
     stopped = dict(truth)
-    assert _spin_until(ex, lambda: truth["m0"][0] > stopped["m0"][0] + 3.0, 30.0)
+    assert spin_until(ex, lambda: truth["m0"][0] > stopped["m0"][0] + 3.0, 30.0)
     drift = {m: math.hypot(truth[m][1] - stopped[m][1], truth[m][2] - stopped[m][2])
              for m in truth}
     assert max(drift.values()) < 1e-6, drift

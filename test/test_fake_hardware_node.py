@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 import yaml
+from ros_helpers import spin_until
 
 pytestmark = pytest.mark.ros
 
@@ -24,15 +25,6 @@ def write_scenario(tmp_path, modules, helpers=()):
         data["helpers"] = list(helpers)
     path.write_text(yaml.safe_dump(data))
     return str(path)
-
-
-def spin_until(ex, pred, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        ex.spin_once(timeout_sec=0.01)
-    return pred()
 
 
 class Rig:

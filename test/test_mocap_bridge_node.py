@@ -7,21 +7,11 @@ import time
 
 import numpy as np
 import pytest
+from ros_helpers import spin_until
 
 pytestmark = pytest.mark.ros
 
 W = 0.08
-
-
-def spin_until(ex, pred, timeout: float, tick=None) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if tick is not None:
-            tick()
-        if pred():
-            return True
-        ex.spin_once(timeout_sec=0.01)
-    return pred()
 
 
 def homog_xyzrpy(v):

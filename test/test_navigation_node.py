@@ -1,22 +1,11 @@
 """Navigation node in-process: plan + states + active stage in, timed Paths and markers out."""
 from __future__ import annotations
 
-import time
 
 import pytest
+from ros_helpers import spin_until
 
 pytestmark = pytest.mark.ros
-
-
-def _spin_until(ex, pred, timeout: float, tick=None) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if tick is not None:
-            tick()
-        if pred():
-            return True
-        ex.spin_once(timeout_sec=0.02)
-    return pred()
 
 
 @pytest.fixture
@@ -92,7 +81,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
                                        common.SENSOR_QOS)
     plan_pub.publish(plan)
     stage_pub.publish(Int32(data=0))
-    assert _spin_until(ex, lambda: paths["m1"] and paths["h0"] and markers, 20.0,
+    assert spin_until(ex, lambda: paths["m1"] and paths["h0"] and markers, 20.0,
                        tick=lambda: states_pub.publish(states))
     assert nav.last_error == ""
     assert not paths["m2"]  # carried by the helper: it does not drive itself
@@ -123,7 +112,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     cli = node.create_client(Trigger, "/navigation/replan")
     assert cli.wait_for_service(timeout_sec=5.0)
     fut = cli.call_async(Trigger.Request())
-    assert _spin_until(ex, fut.done, 10.0)
+    assert spin_until(ex, fut.done, 10.0)
     assert fut.result().success, fut.result().message
     assert nav.plan_count == n_before + 1
 
@@ -131,7 +120,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     n_paths = len(paths["m1"])
     lagging = dict(POSES, m1=(0.45, 0.6, 2.0))
     _, lag_states = _msgs(lagging)
-    assert _spin_until(ex, lambda: len(paths["m1"]) > n_paths, 15.0,
+    assert spin_until(ex, lambda: len(paths["m1"]) > n_paths, 15.0,
                        tick=lambda: states_pub.publish(lag_states))
     first = common.pose_to_pose2d(paths["m1"][-1].poses[0].pose)
     assert abs(first.y - 0.6) < 1e-9  # replanned from the current pose
@@ -154,6 +143,6 @@ def test_planning_failure_publishes_empty_paths(rig):
     node.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE, common.LATCHED_QOS).publish(
         Int32(data=0))
     pub = node.create_publisher(ModuleStateArray, common.TOPIC_STATES, common.SENSOR_QOS)
-    assert _spin_until(ex, lambda: got, 20.0, tick=lambda: pub.publish(states))
+    assert spin_until(ex, lambda: got, 20.0, tick=lambda: pub.publish(states))
     assert len(got[-1].poses) == 0 and got[-1].header.frame_id == "world"
     assert "overlaps fixed module 'm0'" in nav.last_error
