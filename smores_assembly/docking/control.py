@@ -284,10 +284,21 @@ def goto_point(pose: Pose2D, x: float, y: float, s: DockingSettings, speed: floa
     turn_limit = math.radians(s.nav_turn_in_place_deg)
     v = v * max(0.0, math.cos(alpha)) if abs(alpha) < turn_limit else 0.0
     w = s.adjust_k_yaw * alpha
-    # Close to the point the bearing is noise: stop steering at it.
-    if d < 2.0 * s.adjust_pos_tolerance:
+    # Close to the point the bearing is noise: stop steering at it -- unless the point is
+    # so far off the heading that the body would not move at all (then turn towards it:
+    # a zero command there would stop the body short of the point for good).
+    if d < 2.0 * s.adjust_pos_tolerance and v != 0.0:
         w = 0.0
     return sign * v, w
+
+
+#: Near the goal (within ``NEAR_FACTOR * adjust_pos_tolerance``) the regulator hops: it
+#: turns in place to face the goal position (or to put it straight behind) once the
+#: bearing is more than ``HOP_START_DEG`` off, until it is within ``HOP_END_DEG``, then
+#: drives straight without steering.
+NEAR_FACTOR = 2.5
+HOP_START_DEG = 20.0
+HOP_END_DEG = 5.0
 
 
 class PoseRegulator:
@@ -296,13 +307,27 @@ class PoseRegulator:
     Sub-steps with hysteresis: DRIVE (towards the position; steering on the bearing) until
     the position error is below ``adjust_pos_tolerance``; then ALIGN (turn in place to the
     goal heading, correcting the along-heading error with ``v``). ALIGN falls back to DRIVE
-    when the position error grows past 2.5 x tolerance.
+    when the position error grows past 2.5 x tolerance, or when the heading is reached
+    while the position is still outside the tolerance (an error across the heading, which
+    turning in place cannot remove).
+
+    Within 2.5 x tolerance of the goal DRIVE *hops*: turn in place until the goal position
+    lies within 5 deg of straight ahead (or behind), then drive straight at it without
+    steering (the bearing of a point a few mm away is mostly noise); a bearing more than
+    20 deg off starts a new turn. A straight drive with the bearing within 20 deg misses
+    the point by at most ``d sin 20 deg`` < tolerance, so the regulator cannot stall short
+    of the goal with a zero command (as a plain "no steering near the goal" rule does when
+    the goal lies beside the body).
+
+    The state (waypoints still to pass, sub-step) is kept across calls, so a caller that
+    pauses (stale poses) and resumes keeps its progress.
     """
 
     def __init__(self, goal: Pose2D, waypoints: Sequence[tuple[float, float]] = ()):
         self.goal = goal
         self.waypoints = list(waypoints)
         self.aligning = False
+        self.hop_turning = False
 
     def done(self, pose: Pose2D, s: DockingSettings) -> bool:
         """True when position and heading are within the POSE_ADJUST tolerances."""
@@ -321,15 +346,32 @@ class PoseRegulator:
         g = self.goal
         d = pose.distance_to(g)
         tol = s.adjust_pos_tolerance
-        if self.aligning and d > 2.5 * tol:
-            self.aligning = False
-        elif not self.aligning and d <= tol:
-            self.aligning = True
-        if not self.aligning:
-            return goto_point(pose, g.x, g.y, s, speed)
         e_yaw = wrap_angle(g.yaw - pose.yaw)
-        along = (g.x - pose.x) * math.cos(pose.yaw) + (g.y - pose.y) * math.sin(pose.yaw)
-        return s.adjust_k_pos * along, s.adjust_k_yaw * e_yaw
+        if self.aligning:
+            if d > NEAR_FACTOR * tol or (
+                    d > tol and abs(e_yaw) <= math.radians(s.adjust_yaw_tolerance_deg)):
+                self.aligning = False
+        elif d <= tol:
+            self.aligning = True
+        if self.aligning:
+            self.hop_turning = False
+            along = (g.x - pose.x) * math.cos(pose.yaw) + (g.y - pose.y) * math.sin(pose.yaw)
+            return s.adjust_k_pos * along, s.adjust_k_yaw * e_yaw
+        if d >= NEAR_FACTOR * tol:
+            self.hop_turning = False
+            return goto_point(pose, g.x, g.y, s, speed)
+        # near the goal: hop (turn in place to face it, then drive straight)
+        alpha = wrap_angle(math.atan2(g.y - pose.y, g.x - pose.x) - pose.yaw)
+        sign = 1.0
+        if abs(alpha) > math.pi / 2:
+            alpha, sign = wrap_angle(alpha + math.pi), -1.0
+        if self.hop_turning:
+            self.hop_turning = abs(alpha) > math.radians(HOP_END_DEG)
+        else:
+            self.hop_turning = abs(alpha) > math.radians(HOP_START_DEG)
+        if self.hop_turning:
+            return 0.0, s.adjust_k_yaw * alpha
+        return sign * min(speed, s.adjust_k_pos * d) * math.cos(alpha), 0.0
 
 
 # --------------------------------------------------------------------------------------------

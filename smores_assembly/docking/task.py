@@ -398,11 +398,15 @@ class DockingTask:
             self.durations[Phase.PAUSED] += dt
             return self._output(t)
         if self.phase is Phase.PAUSED:
+            # Resume where the phase stopped: the regulator (its detour waypoints already
+            # passed, its sub-step), sub-step timers and the pose observer are all kept --
+            # short track losses come every second or so on a loaded machine, and
+            # re-planning on each one made the body start every detour over (it never got
+            # round). The observer predicted the body at rest during the pause; a body
+            # that was moved meanwhile by more than its reset distance re-initialises it.
             self.phase = self._paused_from
             self._paused_from = None
             self.message = ""
-            self.body_obs.est = None  # re-initialise on the next measurement
-            self._reg = None          # re-plan the direct move from where we are
 
         if not self.done:
             self.durations[self.phase] += dt
@@ -553,6 +557,11 @@ class DockingTask:
                 self._set_cmd(v, om, virtual=False)
             return
         if self._sub == "goto":
+            if self._sub_t > s.adjust_timeout_s:
+                # no pick-up pose within the POSE_ADJUST budget: choose the side again
+                # from where the helper is now and plan the move afresh
+                self._pickup_axis, self._reg, self._sub_t = None, None, 0.0
+                return
             if self._escape(helper, self._obstacles_for_body() + [(m.x, m.y)]):
                 return
             goal = ax.body_pose(0.5 * w, s.standoff)
