@@ -346,7 +346,8 @@ def _rc_car_stage(stage: int):
 
 def _pickup_trial(poses: dict, act, helper: str, helper_start: Pose2D, seed: int,
                   bursts: bool = False, latency: float = 0.0, dt: float = DT,
-                  t_lift: float = 40.0, t_dock: float = 0.0, noise: float = 0.0) -> dict:
+                  t_lift: float = 40.0, t_dock: float = 0.0, noise: float = 0.0,
+                  path: TimedPath | None = None) -> dict:
     """Closed loop SimWorld + DockingTask of a helper-carried dock.
 
     Mocap noise ``noise`` [m] (std on x, y; ``10 noise`` rad on yaw; 0 by default, as the
@@ -354,6 +355,7 @@ def _pickup_trial(poses: dict, act, helper: str, helper_start: Pose2D, seed: int
     capture time);
     ``bursts``: every 0.7-1.3 s the poses go stale for 0.1-0.5 s (alternately untracked
     and frozen with old stamps), as with late /modules/states on a loaded machine.
+    ``path``: the helper's timed path, handed over at the start.
     Runs until the LIFT (ground truth: the world's carrier) plus ``t_dock`` s at most.
     """
     poses = dict(poses)
@@ -397,7 +399,7 @@ def _pickup_trial(poses: dict, act, helper: str, helper_start: Pose2D, seed: int
         obstacles = [(p.x, p.y) for m, p in world.poses().items()
                      if m not in (act.module, act.parent_module, helper)
                      and p.distance_to(me) <= 0.6]
-        out = task.tick(t, samples, connected, None, obstacles)
+        out = task.tick(t, samples, connected, path if t == 0.0 else None, obstacles)
         paused = out.status.phase is Phase.PAUSED
         res["pauses"] += paused and not was_paused
         was_paused = paused
@@ -536,3 +538,30 @@ def test_pose_regulator_never_stalls_beside_its_goal():
                 vv, ww = saturate(*reg.command(world.pose("b"), s, s.v_max), s)
                 world.set_cmd_vel("b", vv, ww)
                 world.step(DT)
+
+
+def test_helper_path_ending_against_the_module_hands_over_without_collision():
+    """The navigation's pick-up cell is one width from the module (faces touching): a
+    helper following its path there at an angle used to run a corner into the module.
+    The direct moves take over within ``obstacle_clearance``: no collision, LIFT done."""
+    s = DockingSettings()
+    n = 0
+    for stage in (1, 2, 4):
+        poses, act = _rc_car_stage(stage)
+        m = poses[act.module]
+        others = [p for k, p in poses.items() if k not in ("h0", act.module)]
+        for k in range(4):
+            a = m.yaw + k * math.pi / 2
+            end = (m.x + W * math.cos(a), m.y + W * math.sin(a))
+            for off in (-0.6, 0.6):
+                sx, sy = end[0] + 0.3 * math.cos(a + off), end[1] + 0.3 * math.sin(a + off)
+                if any(_seg_dist((q.x, q.y), (sx, sy), end) < 0.13 for q in others):
+                    continue  # this straight "path" would cross another module
+                start = Pose2D(sx, sy, math.atan2(end[1] - sy, end[0] - sx) + 0.3)
+                path = TimedPath(((0.0, sx, sy), (0.3 / 0.03, end[0], end[1])))
+                r = _pickup_trial(poses, act, "h0", start, seed=k, path=path, t_lift=40.0)
+                assert r["collisions"] == 0, (stage, k, off)
+                assert r["lift_t"] is not None, (stage, k, off, r["message"])
+                n += 1
+    assert n >= 10
+    assert s.obstacle_clearance > W * math.sqrt(2)   # corners cannot touch at that distance

@@ -230,11 +230,16 @@ class DockingTask:
     ahead (carry_yaw = -angle(child_face)). A wheel-face dock without a helper starts in
     FAILED with ``ErrorCode.NO_HELPER``.
 
-    WAIT_HELPER (wheel-face docks): the helper follows its path if one is given, picks the
+    WAIT_HELPER (wheel-face docks): the helper follows its path if one is given (until its
+    end, or until it comes within ``obstacle_clearance`` of the module), picks the
     module face whose pick-up pose (helper TOP face towards it) is nearest and clear of
     other modules, regulates to ``standoff`` in front of it, approaches to
     ``helper_pickup_gap``, sends ``LIFT`` once and waits until the module's measured pose
-    is the carried pose; a LIFT that does not show within ``lift_timeout_s`` is retried.
+    is the carried pose; a LIFT that does not show within ``lift_timeout_s`` is retried,
+    and a pick-up pose not reached within ``adjust_timeout_s`` is chosen again.
+
+    PAUSED (a needed pose stale) stops the wheels and freezes the phase: on resume the
+    phase continues with its regulator, detour progress, sub-step and timers unchanged.
 
     Direct moves (POSE_ADJUST, helper pick-up) go round the target and the given obstacles
     (:func:`~smores_assembly.docking.control.detour_waypoints`); a body starting closer than
@@ -549,7 +554,12 @@ class DockingTask:
             if self._escape_at_start(helper):
                 return
             v, om, finished = track_timed_path(helper, self._path, t, s, s.v_max)
-            if finished or t > self._path.end_time + s.nav_timeout_margin_s:
+            # Close to the module the direct moves take over (they keep the pick-up
+            # clearance and go round it): a path may end right against the module (the
+            # navigation's pick-up cell is one width away), and following it there at an
+            # angle runs a corner into the module.
+            near = math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
+            if finished or near or t > self._path.end_time + s.nav_timeout_margin_s:
                 self._path = None
                 self._pickup_axis = None   # re-choose the side from where the path ended
                 self._sub, self._sub_t = "goto", 0.0
