@@ -572,7 +572,12 @@ class DockingTask:
                 # from where the helper is now and plan the move afresh
                 self._pickup_axis, self._reg, self._sub_t = None, None, 0.0
                 return
-            if self._escape(helper, self._obstacles_for_body() + [(m.x, m.y)]):
+            # escape only before a move is planned: the planned detour may legitimately
+            # pass a little closer than escape_distance (down to 0.97 x its start
+            # distance), and escaping from it again made the helper shuttle for ever at
+            # the escape boundary
+            if self._reg is None and self._escape(
+                    helper, self._obstacles_for_body() + [(m.x, m.y)]):
                 return
             goal = ax.body_pose(0.5 * w, s.standoff)
             if self._reg is None:
