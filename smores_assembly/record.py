@@ -105,7 +105,19 @@ class McapRecorder:
                                                 schema_id=schema)
             self._channels[topic] = cid
             self._subs.append(self._node.create_subscription(
-                cls, topic, lambda data, c=cid: self._write(c, data), self._qos, raw=True))
+                cls, topic, lambda data, c=cid: self._write(c, data), self._qos_for(topic),
+                raw=True))
+
+    def _qos_for(self, topic: str):
+        """Transient-local (latched) topics are subscribed transient-local and reliable, so
+        the message published before the recorder joined is recorded too."""
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        infos = self._node.get_publishers_info_by_topic(topic)
+        if infos and any(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                         for i in infos):
+            return QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        return self._qos
 
     def _write(self, channel: int, data: bytes) -> None:
         t = self._node.get_clock().now().nanoseconds

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from smores_assembly.geometry import Pose2D
-from smores_assembly.report import (PhaseRecorder, final_errors, plot_timeline,
-                                    plot_trajectories, write_json)
+from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors,
+                                    plot_timeline, plot_trajectories, write_json)
 
 _WATCH = ("WARN", "ERROR", "FATAL")
 #: Wall-clock limit of a run when --timeout is not given [s].
@@ -79,6 +79,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
+    from rclpy.signals import SignalHandlerOptions
     from std_srvs.srv import Trigger
 
     from smores_assembly.action import Assemble
@@ -119,7 +120,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     runner.start()
     _say(f"started {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {out}/nodes.log)")
 
-    rclpy.init()
+    # Our own SIGINT/SIGTERM handlers stay in force: Ctrl-C cancels the goal and shuts the
+    # stack down in order instead of tearing this process's ROS context down under it.
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("smores_assemble_run",
                              parameter_overrides=[Parameter("use_sim_time", value=True)])
     recorder = PhaseRecorder()
@@ -163,9 +166,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 
-    def spin_until(pred, timeout: float) -> bool:
+    def spin_until(pred, timeout: float, interruptible: bool = True) -> bool:
         deadline = time.monotonic() + timeout
-        while not stop.is_set() and time.monotonic() < deadline:
+        while not (interruptible and stop.is_set()) and time.monotonic() < deadline:
             if pred():
                 return True
             executor.spin_once(timeout_sec=0.05)
@@ -218,24 +221,21 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
         if res_future.done():
             result = res_future.result().result
         elif goal_handle is not None:
+            # Ctrl-C or timeout: cancel the goal (the executive stops every module) and wait
+            # for its result, even if Ctrl-C is pressed again.
             cancel = goal_handle.cancel_goal_async()
-            stop_was = stop.is_set()
-            stop.clear()
-            spin_until(cancel.done, 5.0)
-            spin_until(res_future.done, 5.0)
-            if stop_was:
-                stop.set()
+            spin_until(cancel.done, 5.0, interruptible=False)
+            spin_until(res_future.done, 5.0, interruptible=False)
+            if res_future.done():
+                result = res_future.result().result
             if interrupted.is_set():
                 error = "interrupted (Ctrl-C): assembly cancelled, every module stopped"
         # let the last ground truth / connections arrive
-        stop_flag = stop.is_set()
-        stop.clear()
         t_end = time.monotonic() + 0.5
-        spin_until(lambda: time.monotonic() > t_end, 1.0)
-        if stop_flag:
-            stop.set()
+        spin_until(lambda: time.monotonic() > t_end, 1.0, interruptible=False)
     except RuntimeError as exc:
-        error = error or str(exc)
+        error = error or ("interrupted (Ctrl-C) before the assembly started"
+                          if interrupted.is_set() else str(exc))
     finally:
         if recorder_mcap is not None:
             recorder_mcap.close()
@@ -273,11 +273,14 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     try:
         plot_trajectories(out / "trajectories.png", traj, goals, edges,
                           title=f"{scenario.name}: trajectories (dashed: target)")
+        t0 = _activity_start(recorder)
         rows = [(f"s{a.stage + 1} {a.module}->{a.parent_module} "
                  f"{a.child_face.value}/{a.parent_face.value}",
-                 recorder.intervals.get(a.module, [])) for a in
+                 [PhaseInterval(i.phase, i.start - t0, i.end - t0)
+                  for i in recorder.intervals.get(a.module, [])]) for a in
                 sorted(plan.actions, key=lambda a: (a.stage, a.module))]
-        plot_timeline(out / "timeline.png", rows, _stage_bounds(plan, recorder),
+        plot_timeline(out / "timeline.png", rows,
+                      [(lo - t0, hi - t0) for lo, hi in _stage_bounds(plan, recorder)],
                       title=f"{scenario.name}: docking actions by phase")
     except Exception as exc:  # a plotting problem must not hide the result
         _say(f"warning: could not draw the pictures: {exc}")
@@ -302,10 +305,20 @@ def _stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
     return bounds
 
 
+def _activity_start(recorder: PhaseRecorder) -> float:
+    """Time of the first docking activity [s, ROS time]: t = 0 of the report and timeline."""
+    return min((iv.start for ivs in recorder.intervals.values() for iv in ivs
+                if iv.phase not in ("IDLE", "DOCKED")), default=0.0)
+
+
 def _report(scenario, plan, result, success, error, wall, recorder, final, formed, expected,
             collisions, codes) -> dict:
-    t0 = min((iv.start for ivs in recorder.intervals.values() for iv in ivs
-              if iv.phase not in ("IDLE", "DOCKED")), default=0.0)
+    t0 = _activity_start(recorder)
+    t1 = max((iv.end for ivs in recorder.intervals.values() for iv in ivs), default=t0)
+    # The executive's time (first stage start to last dock); for an unfinished run, the
+    # span of the recorded docking activity.
+    assembly_time = (float(result.assembly_time_s) if result is not None
+                     and result.assembly_time_s > 0 else max(0.0, t1 - t0))
     actions = []
     for a in sorted(plan.actions, key=lambda a: (a.stage, a.module)):
         phases = [{**p, "start_s": round(p["start_s"] - t0, 3), "end_s": round(p["end_s"] - t0, 3)}
@@ -320,7 +333,7 @@ def _report(scenario, plan, result, success, error, wall, recorder, final, forme
         "scenario": scenario.name,
         "success": success,
         "error": error,
-        "assembly_time_s": round(float(result.assembly_time_s), 3) if result is not None else 0.0,
+        "assembly_time_s": round(assembly_time, 3),
         "wall_time_s": round(wall, 2),
         "root": {"node": plan.root_node, "module": plan.root_module},
         "assignment": dict(plan.assignment),

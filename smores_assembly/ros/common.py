@@ -211,29 +211,30 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
         configuration with a ``ValueError``, whose message is logged).
     """
     rclpy.init(args=args)
-    node = None
-    status = 0
     try:
         node = factory()
+    except ValueError as exc:
+        rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
+        rclpy.try_shutdown()
+        return 2
+    try:
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except ValueError as exc:
-        if node is not None:
-            node.get_logger().fatal(str(exc))
-        else:
-            rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
-        status = 2
+    except Exception:
+        # A callback that was running when SIGINT/SIGTERM shut the context down can fail
+        # with "context is not valid": that is the shutdown, not an error.
+        if rclpy.ok():
+            raise
     finally:
-        if node is not None:
-            on_shutdown = getattr(node, "on_shutdown", None)
-            if callable(on_shutdown):
-                try:
-                    on_shutdown()
-                except Exception:  # never mask the original exit path
-                    pass
-            node.destroy_node()
+        on_shutdown = getattr(node, "on_shutdown", None)
+        if callable(on_shutdown):
+            try:
+                on_shutdown()
+            except Exception:  # never mask the original exit path
+                pass
+        node.destroy_node()
         rclpy.try_shutdown()
-    return status
+    return 0

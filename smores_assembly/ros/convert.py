@@ -78,12 +78,15 @@ def validate_target_msg(msg: TargetTopology, source: str = "/assembly/target") -
         ScenarioError: naming the field and the value.
     """
     helpers = [h for h in msg.helpers if isinstance(h, str) and h]
-    fake: dict[str, Pose2D] = {h: Pose2D(0.0, 0.0, 0.0) for h in helpers
-                               if h[:1].isalpha()}
+    names = [h for h in helpers if h[:1].isalpha()]
     i = 0
-    while len(fake) < len(msg.nodes) + len(helpers):
-        fake.setdefault(f"placeholder{i}", Pose2D(0.0, 0.0, 0.0))
+    while len(names) < len(msg.nodes) + len(helpers):
+        if f"placeholder{i}" not in names:
+            names.append(f"placeholder{i}")
         i += 1
+    # placeholders on a row, two widths apart, so that they never overlap each other
+    spacing = 2.0 * (msg.module_width if msg.module_width > 0 else 0.08)
+    fake = {m: Pose2D(k * spacing, 0.0, 0.0) for k, m in enumerate(dict.fromkeys(names))}
     target_msg_to_scenario(msg, fake, source)
 
 
