@@ -400,7 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     runner.start()
     try:
+        # Like a launch file whose nodes are all required: a node that fails (exit status
+        # other than 0) brings the whole launch down, so nothing runs half-configured.
         while not stop.is_set() and len(runner.poll()) < len(specs):
+            failed = {n: c for n, c in runner.poll().items() if c != 0}
+            if failed:
+                print(f"launch: node(s) failed {failed}: shutting down", file=sys.stderr)
+                break
             stop.wait(0.2)
     finally:
         codes = runner.shutdown()

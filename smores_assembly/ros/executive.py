@@ -180,7 +180,8 @@ class ExecutiveNode(Node):
         res.connections = list(self._formed_connections(plan)) if plan is not None else []
         if plan is not None:
             res.plan = plan
-        log = self.get_logger().info if res.success else self.get_logger().error
+        log = (self.get_logger().info if res.success else self.get_logger().warn
+               if code == Assemble.Result.ERROR_CANCELLED else self.get_logger().error)
         log(f"assembly {'succeeded' if res.success else 'failed'}: {message}")
         if goal_handle.is_cancel_requested and code == Assemble.Result.ERROR_CANCELLED:
             goal_handle.canceled()
