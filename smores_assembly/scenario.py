@@ -21,7 +21,12 @@ Refused: unknown or missing keys, unknown faces, unknown nodes in an edge, dupli
 modules (also duplicate YAML mapping keys), a target that is not a tree (wrong edge count,
 cycle, disconnected), a face used twice on one node, two nodes that unfold onto one cell,
 fewer available modules than nodes (reserved helpers are not available for nodes),
-non-finite or missing pose values, helpers that are not modules.
+non-finite or missing pose values, helpers that are not modules, module bodies
+(``module_width`` squares turned by their yaw) that overlap at the start (touching faces are
+fine), a scenario ``name`` that is not a plain file-name token (``^[A-Za-z0-9_][A-Za-z0-9_.-]*$``:
+it names output files), an empty file, a file that is not UTF-8 text.
+Numbers may be written as YAML numbers or as strings that parse as a finite float (YAML 1.1
+reads ``1e-3`` as a string); yaws are wrapped to [-pi, pi).
 """
 from __future__ import annotations
 
@@ -31,9 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
+from scipy.spatial import cKDTree
 
-from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
+from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D, square_overlap, wrap_angle
 
 #: Keys of a scenario file (top level, ``target`` and each edge).
 TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers")
@@ -41,6 +48,10 @@ TARGET_KEYS = ("nodes", "edges")
 EDGE_KEYS = ("parent", "parent_face", "child", "child_face")
 #: Module ids become ROS topic name tokens (``/<id>/cmd_vel``).
 _MODULE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: Scenario names become file names (reports, recordings): no path separators, no leading dot.
+_SCENARIO_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: Overlaps of module bodies up to this depth are touching faces (numerical noise) [m].
+OVERLAP_TOLERANCE = 1e-6
 
 
 class ScenarioError(ValueError):
@@ -140,6 +151,9 @@ def load_scenario(path: str | Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: cannot read: not UTF-8 text (invalid byte "
+                            f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         if root is not None:
@@ -153,6 +167,8 @@ def load_scenario(path: str | Path) -> Scenario:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError(f"{path}: invalid YAML{where}: "
                             f"{' '.join(str(problem).split())}") from exc
+    if data is None:
+        raise ScenarioError(f"{path}: empty scenario file")
     return scenario_from_dict(data, origin=str(path))
 
 
@@ -206,11 +222,19 @@ def _name(value: Any, field_name: str, what: str) -> str:
 
 
 def _number(value: Any, field_name: str) -> float:
+    """A finite float from a YAML number or a string that parses as one (YAML 1.1 reads
+    ``1e-3`` and ``1e308`` as strings); bools are refused."""
     if value is None:
         raise _fail(field_name, "missing value")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, str):
+        try:
+            v = float(value)
+        except ValueError:
+            raise _fail(field_name, f"expected a number, got {_short(value)}") from None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(field_name, f"expected a number, got {_short(value)}")
-    v = float(value)
+    else:
+        v = float(value)
     if not math.isfinite(v):
         raise _fail(field_name, f"non-finite value {_short(value)}")
     return v
@@ -218,7 +242,12 @@ def _number(value: Any, field_name: str) -> float:
 
 def _build(data: Any) -> Scenario:
     _check_keys(data, "", TOP_LEVEL_KEYS, ("name", "target", "modules"))
-    name = _name(data["name"], "name", "scenario")
+    name = data["name"]
+    if not isinstance(name, str) or not _SCENARIO_NAME_RE.match(name):
+        raise _fail("name", f"invalid scenario name {_short(name)} (it names output files: "
+                            f"letters, digits, '_', '.', '-', matching "
+                            f"{_SCENARIO_NAME_RE.pattern}; no path separators or leading "
+                            f"dot)")
     source = data.get("source", "")
     if source is None:
         source = ""
@@ -290,7 +319,8 @@ def _build(data: Any) -> Scenario:
         if not isinstance(pose, (list, tuple)) or len(pose) != 3:
             raise _fail(where, f"expected [x, y, yaw], got {_short(pose)}")
         x, y, yaw = (_number(v, f"{where}[{k}]") for k, v in enumerate(pose))
-        modules[mid] = Pose2D(x, y, yaw)
+        modules[mid] = Pose2D(x, y, wrap_angle(yaw))
+    check_no_overlap(modules, width)
 
     raw_helpers = data.get("helpers", [])
     if raw_helpers is None:
@@ -316,3 +346,36 @@ def _build(data: Any) -> Scenario:
     unfold(nodes, edges, nodes[0], Pose2D(0.0, 0.0, 0.0), width)
     return Scenario(name=name, source=source, module_width=width, nodes=nodes, edges=edges,
                     modules=modules, helpers=helpers)
+
+
+def check_no_overlap(modules: dict[str, Pose2D], width: float,
+                     tolerance: float = OVERLAP_TOLERANCE) -> None:
+    """Refuse module bodies that overlap: each body is a ``width`` x ``width`` square [m]
+    centred at the module's pose and turned by its yaw (``world`` frame).
+
+    Candidate pairs come from a k-d tree (centres closer than ``width * sqrt(2)``, twice the
+    circumradius: farther squares cannot meet), each checked exactly with
+    :func:`smores_assembly.geometry.square_overlap` (separating-axis test). Overlaps up to
+    ``tolerance`` [m] count as touching faces (modules docked side by side are fine).
+
+    Raises:
+        ScenarioError: field ``modules``, naming the two modules (the first pair in file
+            order) and the overlap depth in mm.
+    """
+    if len(modules) < 2:
+        return
+    ids = list(modules)
+    poses = [modules[m].as_tuple() for m in ids]
+    tree = cKDTree(np.array([(p[0], p[1]) for p in poses]))
+    bad = []
+    for i, j in tree.query_pairs(r=width * math.sqrt(2.0)):
+        d = square_overlap(poses[i], poses[j], width)
+        if d > tolerance:
+            bad.append((min(i, j), max(i, j), d))
+    if bad:
+        i, j, d = min(bad)
+        more = f" ({len(bad) - 1} more overlapping pairs)" if len(bad) > 1 else ""
+        at = [f"{ids[k]!r} at ({poses[k][0]:.3f}, {poses[k][1]:.3f}) m" for k in (i, j)]
+        raise _fail("modules", f"modules {at[0]} and {at[1]} overlap by {d * 1000:.1f} mm "
+                               f"at the start (bodies are {width * 1000:g} mm squares turned "
+                               f"by their yaw){more}")

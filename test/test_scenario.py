@@ -278,3 +278,154 @@ def test_origin_prefix():
     d["helpers"] = ["zz"]
     with pytest.raises(ScenarioError, match=r"^/assembly/target: helpers\[0\]"):
         scenario_from_dict(d, origin="/assembly/target")
+
+
+# --- regressions: overlapping bodies, number strings, yaw wrap, empty/binary files, names ---
+
+def test_overlapping_modules_refused_naming_both_and_depth():
+    d = base()
+    d["modules"]["m2"] = [0.0, 0.0, 0.5]  # on top of m0
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict(d)
+    msg = str(info.value)
+    # SAT depth of two concentric squares at 0.5 rad: w/2 + w/2 (|cos| + |sin|) of 0.5 rad.
+    depth_mm = 1000 * (0.04 + 0.04 * (math.cos(0.5) + math.sin(0.5)))
+    assert info.value.field == "modules"
+    assert "'m0'" in msg and "'m2'" in msg and f"overlap by {depth_mm:.1f} mm" in msg
+
+
+def test_overlap_partial_and_rotated_against_brute_force():
+    """A sampled point-in-both-squares oracle agrees with the refusal on random pairs."""
+    import random
+    rng = random.Random(3)
+    w = 0.08
+
+    def inside(px, py, p):
+        c, s = math.cos(p[2]), math.sin(p[2])
+        lx, ly = c * (px - p[0]) + s * (py - p[1]), -s * (px - p[0]) + c * (py - p[1])
+        return abs(lx) < w / 2 - 1e-4 and abs(ly) < w / 2 - 1e-4
+
+    checked = {True: 0, False: 0}
+    for _ in range(120):
+        pa = (0.0, 0.0, rng.uniform(-math.pi, math.pi))
+        pb = (rng.uniform(-0.12, 0.12), rng.uniform(-0.12, 0.12), rng.uniform(-math.pi, math.pi))
+        c, s = math.cos(pa[2]), math.sin(pa[2])
+        hit = False
+        for i in range(40):
+            for j in range(40):
+                u, v = (i + 0.5) / 40 * w - w / 2, (j + 0.5) / 40 * w - w / 2
+                if inside(c * u - s * v, s * u + c * v, pb):
+                    hit = True
+                    break
+            if hit:
+                break
+        d = base()
+        d["modules"]["m0"] = list(pa)
+        d["modules"]["m1"] = list(pb)
+        try:
+            scenario_from_dict(d)
+            refused = False
+        except ScenarioError as exc:
+            assert "overlap by" in str(exc)
+            refused = True
+        if hit:  # a sampled point inside both: the loader must refuse
+            assert refused, (pa, pb)
+        checked[refused] += 1
+    assert checked[True] > 10 and checked[False] > 10
+
+
+def test_touching_faces_allowed_and_near_touch_refused():
+    d = base()
+    d["modules"]["m1"] = [0.08, 0.0, 0.0]          # flush against m0's TOP face
+    d["modules"]["m3"] = [0.0, -0.08, math.pi / 2]  # flush against m0's RIGHT face, turned
+    scenario_from_dict(d)
+    d["modules"]["m1"] = [0.08 - 1e-4, 0.0, 0.0]    # 0.1 mm into m0
+    with pytest.raises(ScenarioError, match=r"'m0'.*'m1'.*overlap by 0\.1 mm"):
+        scenario_from_dict(d)
+
+
+def test_overlap_check_with_1500_modules():
+    d = base()
+    d["modules"] = {f"m{i}": [0.12 * (i % 40), 0.12 * (i // 40), 0.3 * i] for i in range(1500)}
+    d["helpers"] = []
+    assert len(scenario_from_dict(d).modules) == 1500  # 0.12 m > w sqrt(2) grid: no overlap
+    d["modules"]["m1499"] = [0.12 * 17 + 0.03, 0.12 * 20, 0.0]  # into m817 (17 + 40 * 20)
+    with pytest.raises(ScenarioError, match=r"'m817'.*'m1499'"):
+        scenario_from_dict(d)
+
+
+@pytest.mark.parametrize("text, value", [("1e-3", 1e-3), ("1e308", 1e308), ("-2.5", -2.5),
+                                         ("1E+2", 100.0)])
+def test_number_strings_accepted(tmp_path, text, value):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\ntarget: {nodes: [a], edges: []}\n"
+                 f"modules: {{m0: [{text}, 0, 0]}}\n")
+    sc = load_scenario(p)
+    assert sc.modules["m0"].x == value
+
+
+@pytest.mark.parametrize("text", ["abc", "nan", "1e999", "inf"])
+def test_bad_number_strings_refused(text):
+    d = base()
+    d["modules"]["m1"] = [text, 0.0, 0.0]
+    with pytest.raises(ScenarioError, match=r"modules\.m1\[0\]"):
+        scenario_from_dict(d)
+
+
+def test_bools_are_not_numbers():
+    d = base()
+    d["modules"]["m1"] = [True, 0.0, 0.0]
+    with pytest.raises(ScenarioError, match=r"modules\.m1\[0\]: expected a number"):
+        scenario_from_dict(d)
+
+
+def test_yaw_is_wrapped():
+    d = base()
+    d["modules"]["m1"] = [0.3, 0.0, 1000.0]
+    d["modules"]["m2"] = [0.0, 0.3, math.pi]
+    sc = scenario_from_dict(d)
+    yaw = sc.modules["m1"].yaw
+    assert -math.pi <= yaw < math.pi
+    assert math.cos(yaw) == pytest.approx(math.cos(1000.0), abs=1e-9)
+    assert math.sin(yaw) == pytest.approx(math.sin(1000.0), abs=1e-9)
+    assert sc.modules["m2"].yaw == pytest.approx(-math.pi)
+
+
+@pytest.mark.parametrize("content", ["", "\n", "# only a comment\n"])
+def test_empty_file(tmp_path, content):
+    p = tmp_path / "empty.yaml"
+    p.write_text(content)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    assert str(info.value) == f"{p}: empty scenario file"
+
+
+def test_binary_file_names_the_file(tmp_path):
+    p = tmp_path / "bin.yaml"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    msg = str(info.value)
+    assert msg.startswith(f"{p}: ") and "UTF-8" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", ".hidden", "a b", "", "-x", "x\\y"])
+def test_scenario_name_must_be_a_file_name_token(name):
+    d = base()
+    d["name"] = name
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict(d)
+    assert info.value.field == "name" and "A-Za-z0-9_" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["rc_car", "Task-1.v2", "0x", "_a"])
+def test_scenario_name_tokens_accepted(name):
+    d = base()
+    d["name"] = name
+    assert scenario_from_dict(d).name == name
+
+
+def test_lower_case_faces_still_accepted():
+    d = base()
+    d["target"]["edges"][0]["parent_face"] = "top"
+    assert scenario_from_dict(d).edges[0].parent_face is Face.TOP

@@ -63,7 +63,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D, child_pose, wrap_angle
+from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, child_pose, square_overlap,
+                                      wrap_angle)
 from smores_assembly.params import check_ranges, param_field
 
 #: Face order of the per-module magnet arrays.
@@ -165,35 +166,6 @@ class SimEvent:
     modules: tuple[str, str]
     faces: tuple[Face, Face] | None = None
     penetration_m: float | None = None
-
-
-def _square_half_extent(rel_angle: float, half: float) -> float:
-    """Half-width of the projection of a square (half side ``half``) on a direction at
-    ``rel_angle`` from one of its axes."""
-    return half * (abs(math.cos(rel_angle)) + abs(math.sin(rel_angle)))
-
-
-def square_overlap(pa: tuple[float, float, float], pb: tuple[float, float, float],
-                   width: float) -> float:
-    """Overlap depth of two oriented ``width x width`` squares centred at poses ``pa``,
-    ``pb`` (x, y, yaw) [m].
-
-    Separating-axis test over the four edge normals: the result is the smallest overlap of
-    the projections (> 0: the squares overlap by that much along the best axis; <= 0: they
-    are separated, and ``-result`` is a lower bound of their distance).
-    """
-    dx, dy = pb[0] - pa[0], pb[1] - pa[1]
-    half = 0.5 * width
-    dyaw = pb[2] - pa[2]
-    hb = _square_half_extent(dyaw, half)  # both squares have the same extent on either
-    best = math.inf                       # pair of axes (the relative angle is symmetric)
-    for yaw in (pa[2], pb[2]):
-        c, s = math.cos(yaw), math.sin(yaw)
-        for nx, ny in ((c, s), (-s, c)):
-            d = half + hb - abs(dx * nx + dy * ny)
-            if d < best:
-                best = d
-    return best
 
 
 def _face_geometry(pose, face_idx: int, width: float):
