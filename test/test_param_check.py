@@ -1,0 +1,60 @@
+"""Parameter files are checked against the nodes' declared parameters before launch."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smores_assembly.param_check import ParamsFileError, check_params_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("text", [
+    "docking_controller:\n  ros__parameters:\n    approach_speed: 0.01\n",
+    "/**:\n  ros__parameters:\n    use_sim_time: true\n    stale_timeout_s: 0.5\n",
+    "task_assignment: {ros__parameters: {sequential: true}}\n",
+    "mocap_bridge: {ros__parameters: {module_ids: [a], marker_offsets: {a: [0, 0, 0, 0, 0, 0]}}}\n",
+    "# only comments\n",
+])
+def test_good_files_pass(tmp_path, text):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    check_params_file(f)
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("docking_controller: {ros__parameters: {approach_speed: -5.0}}", "approach_speed: -5.0 outside"),
+    ("docking_controller: {ros__parameters: {approach_speed: .nan}}", "not a finite number"),
+    ("docking_controller: {ros__parameters: {approach_speed: fast}}", "expected float, got 'fast'"),
+    ("docking_controller: {ros__parameters: {max_retries: 2.5}}", "max_retries: expected int"),
+    ("docking_controler: {ros__parameters: {approach_speed: 0.01}}", "did you mean 'docking_controller'"),
+    ("docking_controller: {ros__parameters: {approach_sped: 0.01}}", "did you mean 'approach_speed'"),
+    ("docking_controller: {approach_speed: 0.01}", "expected {ros__parameters"),
+    ("docking_controller: [\n", "invalid YAML (line 2)"),
+    ("- a\n- b\n", "expected a mapping of node names"),
+])
+def test_bad_files_name_node_parameter_and_value(tmp_path, text, fragment):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(ParamsFileError, match=re.escape(fragment)):
+        check_params_file(f)
+
+
+def test_shipped_configs_pass():
+    for f in sorted((REPO / "config").glob("*.yaml")):
+        check_params_file(f)
+
+
+def test_run_refuses_a_bad_params_file_before_starting_anything(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("docking_controller: {ros__parameters: {approach_speed: -5.0}}\n")
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "run",
+                        str(REPO / "config/scenarios/mobile_manipulator.yaml"),
+                        "--params-file", str(f), "--out", str(out)],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2
+    assert "approach_speed: -5.0 outside" in r.stderr and "Traceback" not in r.stderr
+    assert not (out / "nodes.log").exists()
