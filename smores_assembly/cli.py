@@ -1,23 +1,31 @@
 """The ``smores-assemble`` command.
 
-* ``smores-assemble plan SCENARIO.yaml [--json]``: root search, task assignment and the
-  parallel schedule of a scenario (no ROS needed). ``--json`` prints one JSON object
-  (:meth:`smores_assembly.planning.Plan.to_dict`), otherwise a readable table.
+* ``smores-assemble plan SCENARIO.yaml [--json] [--sequential]``: root search, task
+  assignment and the parallel schedule of a scenario (no ROS needed). ``--json`` prints one
+  JSON object (:meth:`smores_assembly.planning.Plan.to_dict`; its ``stage`` numbers are
+  0-based indices into ``stages``), otherwise a readable table (stages numbered from 1, as
+  in the ``run`` progress and approval prompt).
 * ``smores-assemble run SCENARIO.yaml [--out DIR] [--approve] [--record] [--timeout S]
-  [--real-time-factor F]``: the main job on the fake hardware
+  [--real-time-factor F] [--params-file FILE]``: the main job on the fake hardware
   (:mod:`smores_assembly.run_job`, imported lazily: it needs rclpy).
 
 Bad input (invalid scenario, unplannable target, unreadable file): exit status 2 and one
-line ``smores-assemble: error: <message>`` on stderr, no traceback.
+line ``smores-assemble: error: <message>`` on stderr, no traceback. A closed stdout (e.g.
+``smores-assemble plan s.yaml | head -1``) ends the command quietly with status 0.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import sys
 
 PROG = "smores-assemble"
+#: Wall-clock limit of ``run`` without --timeout [s]; equals
+#: ``smores_assembly.run_job.DEFAULT_TIMEOUT_S`` (not imported here: run_job pulls in
+#: matplotlib and rclpy; test/test_cli_plan.py checks the two agree).
+RUN_DEFAULT_TIMEOUT_S = 900.0
 
 
 def _positive(text: str) -> float:
@@ -40,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Root search, task assignment and parallel schedule "
                                     "of a scenario file (no ROS needed).")
     pp.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
-    pp.add_argument("--json", action="store_true", help="print one JSON object")
+    pp.add_argument("--json", action="store_true",
+                    help="print one JSON object (its 'stage' numbers are 0-based indices "
+                         "into 'stages'; the table numbers stages from 1)")
     pp.add_argument("--sequential", action="store_true",
                     help="one dock per stage (the baseline of the parallel schedule)")
     pp.set_defaults(handler=_cmd_plan)
@@ -55,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="plan first and wait for operator approval before moving")
     pr.add_argument("--record", action="store_true", help="record the run's topics (MCAP)")
     pr.add_argument("--timeout", metavar="S", type=_positive, default=None,
-                    help="give up after S seconds (default: the job's own limit)")
+                    help=f"give up after S seconds of wall-clock time (default: "
+                         f"{RUN_DEFAULT_TIMEOUT_S:g} s, "
+                         f"smores_assembly.run_job.DEFAULT_TIMEOUT_S)")
     pr.add_argument("--real-time-factor", metavar="F", type=_positive, default=None,
                     dest="real_time_factor",
                     help="simulated seconds per wall-clock second (default: the job's own)")
@@ -67,11 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from smores_assembly.planning import plan_assembly, sequential
+    from smores_assembly.planning import PlanningError, plan_assembly, sequential
     from smores_assembly.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
-    plan = plan_assembly(scenario)
+    try:
+        plan = plan_assembly(scenario)
+    except PlanningError as exc:
+        msg = str(exc)
+        if msg.startswith("action "):  # the missing-helper error names no field
+            msg = f"helpers: {msg}"
+        raise PlanningError(f"{args.scenario}: {msg}") from None
     if args.sequential:
         plan = sequential(plan)
     if args.json:
@@ -88,7 +106,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def format_plan(plan, scenario=None) -> str:
-    """A readable table of ``plan`` (positions in m, yaw in degrees)."""
+    """A readable table of ``plan`` (positions in m, yaw in degrees, stages numbered from
+    1 like the ``run`` progress; :attr:`DockAction.stage` itself is 0-based)."""
     rp = plan.root_pose
     lines = []
     if scenario is not None:
@@ -104,7 +123,7 @@ def format_plan(plan, scenario=None) -> str:
               "goal y [m]", "yaw [deg]")
     rows = [header]
     for a in plan.actions:
-        rows.append((str(a.stage), a.module, a.node, a.child_face.value,
+        rows.append((str(a.stage + 1), a.module, a.node, a.child_face.value,
                      f"{a.parent_module}.{a.parent_face.value} ({a.parent_node})",
                      a.helper or "-", f"{a.goal.x:.3f}", f"{a.goal.y:.3f}",
                      f"{math.degrees(a.goal.yaw):.1f}"))
@@ -123,7 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
+        return status
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly. Point stdout at devnull so the
+        # interpreter's final flush does not raise again (Python docs, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except ValueError as exc:  # ScenarioError, PlanningError, bad parameters
         msg = " ".join(str(exc).split())
         print(f"{PROG}: error: {msg}", file=sys.stderr)

@@ -102,3 +102,60 @@ def test_run_arguments_parse():
         (None, False, False, None, None)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "s.yaml", "--timeout", "-1"])
+
+
+# --- regressions: overlap exit 2, closed stdout, 1-based table stages, help texts ----------
+
+def test_overlapping_modules_exit_2_naming_both(tmp_path):
+    p = tmp_path / "overlap.yaml"
+    p.write_text("name: x\ntarget: {nodes: [a, b], edges: [{parent: a, parent_face: TOP, "
+                 "child: b, child_face: BOTTOM}]}\n"
+                 "modules: {m1: [0, 0, 0], m2: [0, 0, 0.5]}\n")
+    r = run_cli("plan", str(p))
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"smores-assemble: error: {p}: modules: ")
+    assert "'m1'" in lines[0] and "'m2'" in lines[0] and "overlap by 94.3 mm" in lines[0]
+
+
+def test_missing_helper_error_has_file_and_field(tmp_path):
+    p = tmp_path / "nohelper.yaml"
+    p.write_text("name: x\ntarget: {nodes: [a, b], edges: [{parent: a, parent_face: LEFT, "
+                 "child: b, child_face: RIGHT}]}\nmodules: {m0: [0, 0, 0], m1: [1, 0, 0]}\n")
+    r = run_cli("plan", str(p))
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"smores-assemble: error: {p}: helpers: action ")
+
+
+@pytest.mark.parametrize("fmt", [[], ["--json"]])
+def test_closed_stdout_is_quiet(fmt):
+    import os
+    rd, wr = os.pipe()
+    os.close(rd)  # every write to the pipe fails with EPIPE: the reader is gone
+    try:
+        r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "plan",
+                            str(SCENARIOS / "holonomic_vehicle.yaml"), *fmt], cwd=REPO,
+                           stdout=wr, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(wr)
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def test_table_stages_are_one_based_json_zero_based():
+    path = str(SCENARIOS / "holonomic_vehicle.yaml")
+    d = json.loads(run_cli("plan", path, "--json").stdout)
+    out = run_cli("plan", path).stdout.splitlines()
+    rows = out[out.index(next(x for x in out if x.startswith("-----"))) + 1:-1]
+    table = {r.split()[1]: int(r.split()[0]) for r in rows}
+    assert table == {a["module"]: a["stage"] + 1 for a in d["actions"]}
+    assert min(table.values()) == 1 and min(a["stage"] for a in d["actions"]) == 0
+
+
+def test_help_texts():
+    from smores_assembly import cli, run_job
+    assert cli.RUN_DEFAULT_TIMEOUT_S == run_job.DEFAULT_TIMEOUT_S
+    sub = build_parser()._subparsers._group_actions[0].choices
+    run_help = sub["run"].format_help()
+    assert "--params-file FILE" in sub["run"].format_usage()
+    assert f"{run_job.DEFAULT_TIMEOUT_S:g} s" in " ".join(run_help.split())
+    assert "0-based" in " ".join(sub["plan"].format_help().split())
