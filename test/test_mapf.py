@@ -281,3 +281,64 @@ def test_cli_failure_exits_2_with_one_line(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1 and "max_expansions" in r.stderr
     r = _cli(tmp_path, {"map": {"dimensions": [3]}, "agents": []})
     assert r.returncode == 2 and "map.dimensions" in r.stderr
+
+
+# --- command line regressions: map size bound, output dir, invalid-input wording, bounds ---
+
+_SMALL = {"map": {"dimensions": [3, 3], "obstacles": []},
+          "agents": [{"name": "a", "start": [0, 0], "goal": [2, 2]}]}
+
+
+def _one_error_line(r):
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+def test_cli_huge_map_refused_without_allocating(tmp_path):
+    line = _one_error_line(_cli(tmp_path, {"map": {"dimensions": [100000, 100000]},
+                                           "agents": []}))
+    assert line.startswith("error: invalid input: ") and "map.dimensions" in line
+    assert "10000000000 cells" in line and "4000000" in line
+
+
+def test_cli_unwritable_output_is_one_line(tmp_path):
+    out = tmp_path / "nonexist" / "dir" / "x.yaml"
+    line = _one_error_line(_cli(tmp_path, _SMALL, "-o", str(out)))
+    assert line.startswith(f"error: cannot write {out}") and "does not exist" in line
+    line = _one_error_line(_cli(tmp_path, _SMALL, "-o", str(tmp_path)))  # a directory
+    assert line.startswith(f"error: cannot write {tmp_path}")
+
+
+@pytest.mark.parametrize("data, needle", [
+    ({"map": {"dimension": [3, 3]}, "agents": []}, "map: unknown key 'dimension'"),
+    ({"map": {"dimensions": [3, 3]}, "agent": []}, "input: unknown key 'agent'"),
+    ({"map": {"dimensions": [3, 3]},
+      "agents": [{"name": "a", "start": [0, 0], "goal": [1, 1], "speed": 2}]},
+     "agents[0]: unknown key 'speed'"),
+    ({"map": {"dimensions": [3, 3], "obstacles": [[1, 1]]},
+      "agents": [{"name": "a", "start": [1, 1], "goal": [2, 2]}]}, "inside an obstacle"),
+    ({"map": {"dimensions": [3, 3], "obstacles": [[5, 5]]}, "agents": []},
+     "map.obstacles: [5, 5] outside"),
+    ({"map": {"dimensions": [0, 3]}, "agents": []}, "map.dimensions: expected [W, H]"),
+])
+def test_cli_input_errors_say_invalid_input(tmp_path, data, needle):
+    line = _one_error_line(_cli(tmp_path, data))
+    assert line.startswith("error: invalid input: ") and needle in line
+
+
+def test_cli_search_failure_still_says_no_solution(tmp_path):
+    data = {"map": {"dimensions": [4, 1], "obstacles": []},
+            "agents": [{"name": "a", "start": [0, 0], "goal": [3, 0]},
+                       {"name": "b", "start": [3, 0], "goal": [0, 0]}]}
+    line = _one_error_line(_cli(tmp_path, data, "--max-expansions", "200"))
+    assert line.startswith("error: no solution: ") and "max_expansions" in line
+
+
+@pytest.mark.parametrize("args", [["--time-limit", "-1"], ["--max-expansions", "-5"],
+                                  ["--time-limit", "nan"], ["--w", "0.5"]])
+def test_cli_negative_bounds_refused_by_argparse(tmp_path, args):
+    r = _cli(tmp_path, _SMALL, *args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"argument {args[0]}" in r.stderr and r.stdout == ""
