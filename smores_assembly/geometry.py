@@ -150,6 +150,10 @@ def square_overlap(pa: tuple[float, float, float], pb: tuple[float, float, float
     Separating-axis test over the four edge normals: the result is the smallest overlap of
     the projections (> 0: the squares overlap by that much along the best axis; <= 0: they
     are separated, and ``-result`` is a lower bound of their distance).
+
+    Used by the simulated world's collision check and by scenario loading (initial bodies
+    must not overlap). Source: separating axis theorem for oriented boxes (Gottschalk, Lin,
+    Manocha, "OBBTree", SIGGRAPH 1996, Sec. 4), reduced to 2-D squares of equal size.
     """
     dx, dy = pb[0] - pa[0], pb[1] - pa[1]
     half = 0.5 * width

@@ -23,8 +23,9 @@ cycle, disconnected), a face used twice on one node, two nodes that unfold onto 
 fewer available modules than nodes (reserved helpers are not available for nodes),
 non-finite or missing pose values, helpers that are not modules, module bodies
 (``module_width`` squares turned by their yaw) that overlap at the start (touching faces are
-fine), a scenario ``name`` that is not a plain file-name token (``^[A-Za-z0-9_][A-Za-z0-9_.-]*$``:
-it names output files), an empty file, a file that is not UTF-8 text.
+fine; checked for files, see :func:`scenario_from_dict`), a scenario ``name`` that is not
+a plain file-name token (``^[A-Za-z0-9_][A-Za-z0-9_.-]*$``: it names output files), an
+empty file, a file that is not UTF-8 text.
 Numbers may be written as YAML numbers or as strings that parse as a finite float (YAML 1.1
 reads ``1e-3`` as a string); yaws are wrapped to [-pi, pi).
 """
@@ -143,8 +144,10 @@ def load_scenario(path: str | Path) -> Scenario:
     """Load and validate a scenario file.
 
     Raises:
-        ScenarioError: unreadable file, invalid YAML, duplicate keys or any validation error
-            of :func:`scenario_from_dict`; the one-line message starts with the path.
+        ScenarioError: unreadable or non-UTF-8 file, empty file, invalid YAML, duplicate
+            keys, module bodies overlapping at the start (:func:`check_no_overlap`) or any
+            other validation error of :func:`scenario_from_dict`; the one-line message
+            starts with the path.
     """
     path = Path(path)
     try:
@@ -169,21 +172,26 @@ def load_scenario(path: str | Path) -> Scenario:
                             f"{' '.join(str(problem).split())}") from exc
     if data is None:
         raise ScenarioError(f"{path}: empty scenario file")
-    return scenario_from_dict(data, origin=str(path))
+    return scenario_from_dict(data, origin=str(path), check_overlap=True)
 
 
-def scenario_from_dict(data: Any, origin: str = "<dict>") -> Scenario:
+def scenario_from_dict(data: Any, origin: str = "<dict>",
+                       check_overlap: bool = False) -> Scenario:
     """Validate a scenario given as plain data (the parsed YAML) and build a :class:`Scenario`.
 
     Args:
         data: mapping in the scenario file format (module poses as ``[x, y, yaw]``).
         origin: where ``data`` comes from; prefixed to error messages unless ``"<dict>"``.
+        check_overlap: also refuse module bodies that overlap (:func:`check_no_overlap`).
+            On for scenario files (initial poses); off by default because live poses
+            (e.g. ``/assembly/target`` validated with measured poses of docked modules)
+            may overlap by measurement noise.
 
     Raises:
         ScenarioError: one message naming the field and the value (see the module docstring).
     """
     try:
-        return _build(data)
+        return _build(data, check_overlap)
     except ScenarioError as exc:
         if origin and origin != "<dict>":
             raise ScenarioError(f"{origin}: {exc}", field=exc.field) from None
@@ -240,7 +248,7 @@ def _number(value: Any, field_name: str) -> float:
     return v
 
 
-def _build(data: Any) -> Scenario:
+def _build(data: Any, check_overlap: bool) -> Scenario:
     _check_keys(data, "", TOP_LEVEL_KEYS, ("name", "target", "modules"))
     name = data["name"]
     if not isinstance(name, str) or not _SCENARIO_NAME_RE.match(name):
@@ -320,7 +328,8 @@ def _build(data: Any) -> Scenario:
             raise _fail(where, f"expected [x, y, yaw], got {_short(pose)}")
         x, y, yaw = (_number(v, f"{where}[{k}]") for k, v in enumerate(pose))
         modules[mid] = Pose2D(x, y, wrap_angle(yaw))
-    check_no_overlap(modules, width)
+    if check_overlap:
+        check_no_overlap(modules, width)
 
     raw_helpers = data.get("helpers", [])
     if raw_helpers is None:

@@ -286,7 +286,7 @@ def test_overlapping_modules_refused_naming_both_and_depth():
     d = base()
     d["modules"]["m2"] = [0.0, 0.0, 0.5]  # on top of m0
     with pytest.raises(ScenarioError) as info:
-        scenario_from_dict(d)
+        scenario_from_dict(d, check_overlap=True)
     msg = str(info.value)
     # SAT depth of two concentric squares at 0.5 rad: w/2 + w/2 (|cos| + |sin|) of 0.5 rad.
     depth_mm = 1000 * (0.04 + 0.04 * (math.cos(0.5) + math.sin(0.5)))
@@ -323,7 +323,7 @@ def test_overlap_partial_and_rotated_against_brute_force():
         d["modules"]["m0"] = list(pa)
         d["modules"]["m1"] = list(pb)
         try:
-            scenario_from_dict(d)
+            scenario_from_dict(d, check_overlap=True)
             refused = False
         except ScenarioError as exc:
             assert "overlap by" in str(exc)
@@ -334,24 +334,40 @@ def test_overlap_partial_and_rotated_against_brute_force():
     assert checked[True] > 10 and checked[False] > 10
 
 
+def test_overlap_refused_when_loading_a_file(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\ntarget: {nodes: [a], edges: []}\n"
+                 "modules: {m1: [0, 0, 0], m2: [0.04, 0.0, 0.0]}\n")
+    with pytest.raises(ScenarioError, match=r"^.*s\.yaml: modules: modules 'm1'.*'m2'.*"
+                                            r"overlap by 40\.0 mm"):
+        load_scenario(p)
+
+
+def test_overlap_not_checked_for_live_poses_by_default():
+    d = base()
+    d["modules"]["m1"] = [0.0799, 0.0, 0.0]  # docked beside m0, measured 0.1 mm too close
+    assert scenario_from_dict(d).modules["m1"].x == 0.0799
+
+
 def test_touching_faces_allowed_and_near_touch_refused():
     d = base()
     d["modules"]["m1"] = [0.08, 0.0, 0.0]          # flush against m0's TOP face
     d["modules"]["m3"] = [0.0, -0.08, math.pi / 2]  # flush against m0's RIGHT face, turned
-    scenario_from_dict(d)
+    scenario_from_dict(d, check_overlap=True)
     d["modules"]["m1"] = [0.08 - 1e-4, 0.0, 0.0]    # 0.1 mm into m0
     with pytest.raises(ScenarioError, match=r"'m0'.*'m1'.*overlap by 0\.1 mm"):
-        scenario_from_dict(d)
+        scenario_from_dict(d, check_overlap=True)
 
 
 def test_overlap_check_with_1500_modules():
     d = base()
     d["modules"] = {f"m{i}": [0.12 * (i % 40), 0.12 * (i // 40), 0.3 * i] for i in range(1500)}
     d["helpers"] = []
-    assert len(scenario_from_dict(d).modules) == 1500  # 0.12 m > w sqrt(2) grid: no overlap
+    # 0.12 m grid > w sqrt(2): no overlap whatever the yaws
+    assert len(scenario_from_dict(d, check_overlap=True).modules) == 1500
     d["modules"]["m1499"] = [0.12 * 17 + 0.03, 0.12 * 20, 0.0]  # into m817 (17 + 40 * 20)
     with pytest.raises(ScenarioError, match=r"'m817'.*'m1499'"):
-        scenario_from_dict(d)
+        scenario_from_dict(d, check_overlap=True)
 
 
 @pytest.mark.parametrize("text, value", [("1e-3", 1e-3), ("1e308", 1e308), ("-2.5", -2.5),
