@@ -54,8 +54,11 @@ def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario)
         plan = plan_assembly(scenario)
-        if getattr(args, "params_file", None) and not Path(args.params_file).is_file():
-            raise ValueError(f"--params-file: {args.params_file} does not exist")
+        if getattr(args, "params_file", None):
+            from smores_assembly.param_check import check_params_file
+            if not Path(args.params_file).is_file():
+                raise ValueError(f"--params-file: {args.params_file} does not exist")
+            check_params_file(args.params_file)
     except (OSError, ValueError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
