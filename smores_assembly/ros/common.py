@@ -127,7 +127,8 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
     :func:`param_field`); rclpy rejects out-of-range values on set. Values from a parameter
     file or the command line override the defaults at start-up. Afterwards every accepted
     ``set_parameters`` updates ``settings`` in place (the node keeps reading the same
-    object), and ``validate(candidate) -> error or None`` can refuse cross-field conflicts.
+    object), and ``validate(candidate)`` can refuse cross-field conflicts by returning an
+    error message or raising ``ValueError`` (a settings class's own ``validate`` method).
 
     Returns:
         ``settings``, updated with the start-up values.
@@ -157,8 +158,16 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
         if isinstance(getattr(settings, f.name), tuple):
             value = tuple(value)
         setattr(settings, f.name, value)
+    def check(candidate) -> str | None:
+        if validate is None:
+            return None
+        try:
+            return validate(candidate)
+        except ValueError as exc:
+            return str(exc)
+
     if validate is not None:
-        err = validate(settings)
+        err = check(settings)
         if err:
             raise ValueError(err)
 
@@ -185,7 +194,7 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
                         successful=False, reason=f"{p.name}: {value} outside [{lo}, {hi}]")
             setattr(candidate, f.name, tuple(value) if isinstance(old, tuple) else value)
         if validate is not None:
-            err = validate(candidate)
+            err = check(candidate)
             if err:
                 return SetParametersResult(successful=False, reason=err)
         for f in dataclasses.fields(settings):

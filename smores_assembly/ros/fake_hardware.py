@@ -133,14 +133,6 @@ def _validate_settings(s: FakeHardwareSettings) -> str | None:
     return None
 
 
-def _validate_sim(p: SimParams) -> str | None:
-    try:
-        p.validate()
-    except SimError as exc:
-        return str(exc)
-    return None
-
-
 class FakeHardwareNode(Node):
     """The ``fake_hardware`` node (see the module docstring).
 
@@ -159,7 +151,7 @@ class FakeHardwareNode(Node):
             self, settings, validate=self._validate_settings,
             on_change=lambda _s: self._on_settings_change())
         self.sim_params = common.declare_dataclass_params(self, sim_params,
-                                                          validate=_validate_sim)
+                                                          validate=SimParams.validate)
         s = self.settings
         if not s.scenario:
             raise ValueError("scenario: the path of a scenario YAML file is required")

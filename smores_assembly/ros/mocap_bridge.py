@@ -111,14 +111,6 @@ def _validate_bridge(s: BridgeSettings) -> str | None:
     return None
 
 
-def _validate_filter(s: MocapFilterSettings) -> str | None:
-    try:
-        s.validate()
-    except MocapError as exc:
-        return str(exc)
-    return None
-
-
 class MocapBridgeNode(Node):
     """The ``mocap_bridge`` node (see the module docstring).
 
@@ -134,7 +126,7 @@ class MocapBridgeNode(Node):
             self, settings, validate=self._validate_bridge,
             on_change=lambda _s: self._apply_transforms())
         self.filter_settings = common.declare_dataclass_params(
-            self, filter_settings, validate=_validate_filter)
+            self, filter_settings, validate=MocapFilterSettings.validate)
         ids = self.declare_parameter(
             "module_ids", Parameter.Type.STRING_ARRAY,
             ParameterDescriptor(
