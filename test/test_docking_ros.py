@@ -252,10 +252,15 @@ def test_lost_track_stops_the_module_and_docking_resumes(make_stack):
     gap, lat, yaw = _final_errors(obs, "TOP", "TOP")
     assert abs(gap) <= 0.004 and abs(math.degrees(yaw)) <= 2.0
     i = len(obs.phases) - 1 - obs.phases[::-1].index("PAUSED")
-    assert obs.phases[i - 1] == "POSE_ADJUST"          # paused in POSE_ADJUST ...
-    # ... and resumed there (the status is sampled at 10 Hz: a short remainder of
-    # POSE_ADJUST may fall between two samples), not from the start
-    assert obs.phases[i + 1] in ("POSE_ADJUST", "APPROACH"), obs.phases
+    # Paused in a closed-loop docking phase (the dropout is switched on through a service
+    # call while POSE_ADJUST runs; a short POSE_ADJUST may already have handed over to
+    # APPROACH by then) ...
+    before = obs.phases[i - 1]
+    assert before in ("POSE_ADJUST", "APPROACH"), obs.phases
+    # ... and resumed there (the status is sampled at 10 Hz: a short remainder of the
+    # phase may fall between two samples), not from the start
+    following = {"POSE_ADJUST": ("POSE_ADJUST", "APPROACH"), "APPROACH": ("APPROACH", "DOCKED")}
+    assert obs.phases[i + 1] in following[before], obs.phases
     assert obs.status["m"].retries == 0
 
 
