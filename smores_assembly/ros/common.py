@@ -120,7 +120,8 @@ def _descriptor(f: dataclasses.Field, value: Any) -> ParameterDescriptor:
 
 def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
                              validate: Callable[[Any], str | None] | None = None,
-                             on_change: Callable[[Any], None] | None = None) -> Any:
+                             on_change: Callable[[Any], None] | None = None,
+                             start_only: tuple[str, ...] = ()) -> Any:
     """Declare one ROS parameter per field of the dataclass instance ``settings``.
 
     Each field's ``metadata`` gives the description and an inclusive ``range`` (see
@@ -129,6 +130,9 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
     ``set_parameters`` updates ``settings`` in place (the node keeps reading the same
     object), and ``validate(candidate)`` can refuse cross-field conflicts by returning an
     error message or raising ``ValueError`` (a settings class's own ``validate`` method).
+
+    Fields named in ``start_only`` (read once at start-up: topics, timers, files) are
+    refused when set later, with a reason naming the parameter.
 
     Returns:
         ``settings``, updated with the start-up values.
@@ -192,6 +196,9 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
                 if (lo is not None and value < lo) or (hi is not None and value > hi):
                     return SetParametersResult(
                         successful=False, reason=f"{p.name}: {value} outside [{lo}, {hi}]")
+            if f.name in start_only and value != old:
+                return SetParametersResult(
+                    successful=False, reason=f"{p.name}: can only be set at start-up")
             setattr(candidate, f.name, tuple(value) if isinstance(old, tuple) else value)
         if validate is not None:
             err = check(candidate)

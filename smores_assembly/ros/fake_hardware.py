@@ -148,7 +148,7 @@ class FakeHardwareNode(Node):
                              "/clock); it must run with use_sim_time:=false")
         settings, sim_params = FakeHardwareSettings(), SimParams()
         self.settings = common.declare_dataclass_params(
-            self, settings, validate=self._validate_settings,
+            self, settings, validate=_validate_settings, start_only=START_ONLY,
             on_change=lambda _s: self._on_settings_change())
         self.sim_params = common.declare_dataclass_params(self, sim_params,
                                                           validate=SimParams.validate)
@@ -241,16 +241,6 @@ class FakeHardwareNode(Node):
             f"{s.mocap_rate_hz} Hz on {s.mocap_topic_format}, real_time_factor "
             f"{s.real_time_factor}")
 
-    def _validate_settings(self, candidate: FakeHardwareSettings) -> str | None:
-        err = _validate_settings(candidate)
-        if err:
-            return err
-        current = getattr(self, "settings", None)
-        if current is not None:
-            for name in START_ONLY:
-                if getattr(candidate, name) != getattr(current, name):
-                    return f"{name}: can only be set at start-up"
-        return None
 
     # --- timing --------------------------------------------------------------------------
     def _anchor(self) -> None:

@@ -123,7 +123,7 @@ class MocapBridgeNode(Node):
         super().__init__("mocap_bridge", **kwargs)
         settings, filter_settings = BridgeSettings(), MocapFilterSettings()
         self.settings = common.declare_dataclass_params(
-            self, settings, validate=self._validate_bridge,
+            self, settings, validate=_validate_bridge, start_only=START_ONLY,
             on_change=lambda _s: self._apply_transforms())
         self.filter_settings = common.declare_dataclass_params(
             self, filter_settings, validate=MocapFilterSettings.validate)
@@ -183,16 +183,6 @@ class MocapBridgeNode(Node):
         self.get_logger().info(
             f"mocap bridge: source {s.source}, tracking {', '.join(self.ids)}")
 
-    def _validate_bridge(self, candidate: BridgeSettings) -> str | None:
-        err = _validate_bridge(candidate)
-        if err:
-            return err
-        current = getattr(self, "settings", None)
-        if current is not None:
-            for name in START_ONLY:
-                if getattr(candidate, name) != getattr(current, name):
-                    return f"{name}: can only be set at start-up"
-        return None
 
     # --- configuration -------------------------------------------------------------------
     def _offset_transform(self, m: str, value) -> RigidTransform:
