@@ -1,0 +1,108 @@
+"""``smores-assemble run``: the main job — assemble a scenario on the fake hardware.
+
+1. Load and plan the scenario with the pure core: bad input is refused (exit 2) before any
+   process starts.
+2. Start the stack from ``launch/fake_assembly.launch.yaml`` (one process per node).
+3. Send the ``Assemble`` goal, print live progress (stage, each module's phase and errors).
+4. Write ``report.json``, ``trajectories.png``, ``timeline.png`` (and with ``--record`` an
+   MCAP file of all topics) to ``--out``.
+
+Exit status: 0 only when the target topology is fully formed (the fake hardware's
+connections equal the target's edges); 1 when the assembly failed; 2 on bad input;
+130 on Ctrl-C (every process is shut down, a partial report is still written).
+
+The pieces: :mod:`.stack` (launch arguments, node log, signals), :mod:`.observer` (the run's
+own node: observations, recording, spin loop), :mod:`.goal` (the ``Assemble`` goal, approval
+prompt, progress, cancel), :mod:`.results` (verdict, report, pictures), :mod:`.console`
+(terminal output and prompt).
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from smores_assembly.run_job.console import say
+from smores_assembly.run_job.results import expected_connections
+
+__all__ = ["DEFAULT_TIMEOUT_S", "expected_connections", "run"]
+
+#: Wall-clock limit of a run when --timeout is not given [s].
+DEFAULT_TIMEOUT_S = 900.0
+
+
+def run(args) -> int:
+    """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
+    from smores_assembly.planning import plan_assembly
+    from smores_assembly.scenario import load_scenario
+
+    t_wall0 = time.monotonic()
+    try:
+        scenario = load_scenario(args.scenario)
+        plan = plan_assembly(scenario)
+        if getattr(args, "params_file", None):
+            from smores_assembly.param_check import check_params_file
+            if not Path(args.params_file).is_file():
+                raise ValueError(f"--params-file: {args.params_file} does not exist")
+            check_params_file(args.params_file)
+    except (OSError, ValueError) as exc:
+        print(f"smores-assemble: error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"out/{scenario.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    env = os.environ
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if "ROS_DOMAIN_ID" not in env:
+        env["ROS_DOMAIN_ID"] = str(random.Random().randint(1, 100))
+    if not any(k in env for k in ("ROS_LOG_DIR", "ROS_HOME")):
+        env["ROS_LOG_DIR"] = str(out / "ros_log")
+    say(f"scenario '{scenario.name}': {len(scenario.nodes)} nodes, "
+        f"{len(scenario.modules)} modules; root {plan.root_module} as {plan.root_node}; "
+        f"{len(plan.actions)} docks in {len(plan.stages)} stages "
+        f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, output in {out}/)")
+    return _run_stack(args, scenario, plan, out, t_wall0)
+
+
+def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
+    """Start the stack, run the goal, shut everything down in order, write the results."""
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    from smores_assembly.launch import LaunchRunner
+    from smores_assembly.run_job.goal import run_goal
+    from smores_assembly.run_job.observer import ObserverNode
+    from smores_assembly.run_job.results import judge, write_up
+    from smores_assembly.run_job.stack import Interrupts, NodeLog, launch_specs
+
+    specs = launch_specs(args)
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
+    log = NodeLog(out / "nodes.log")
+    signals = Interrupts()
+    runner = LaunchRunner(specs, sink=log.sink)
+    runner.start()
+    say(f"started {len(specs)} nodes: {', '.join(s.name for s in specs)} "
+        f"(logs: {out}/nodes.log)")
+    # Our own SIGINT/SIGTERM handlers stay in force (see Interrupts).
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    observer = ObserverNode(runner, signals.stop, out,
+                            out / "assembly.mcap" if args.record else None)
+    try:
+        outcome = run_goal(observer, signals.interrupted, scenario, plan,
+                           approve=bool(args.approve), timeout=timeout)
+    finally:
+        observer.close_recording()
+        codes = runner.shutdown()
+        observer.destroy()
+        rclpy.try_shutdown()
+        log.close()
+        signals.restore()
+
+    wall = time.monotonic() - t_wall0
+    verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error)
+    write_up(out, scenario, outcome.result, verdict, wall, observer.obs, codes,
+             recorded=bool(args.record))
+    if signals.interrupted.is_set():
+        return 130
+    return 0 if verdict.success else 1

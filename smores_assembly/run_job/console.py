@@ -1,0 +1,63 @@
+"""What ``smores-assemble run`` prints and asks on the terminal (no ROS imports)."""
+from __future__ import annotations
+
+import time
+
+
+def say(msg: str) -> None:
+    """Print one line to stdout at once (the run's output is read live)."""
+    print(msg, flush=True)
+
+
+def print_plan(plan) -> None:
+    """Print the plan's root, total travel [m] and each stage's docks (``--approve``)."""
+    say(f"plan: root {plan.root_module} ({plan.root_node}), total travel "
+        f"{plan.total_cost_m:.3f} m")
+    for k, stage in enumerate(plan.stages):
+        acts = [a for a in plan.actions if a.stage == k]
+        say(f"  stage {k + 1}: " + "; ".join(
+            f"{a.module} {a.child_face.value} -> {a.parent_module} {a.parent_face.value}"
+            + (f" (helper {a.helper})" if a.needs_helper else "") for a in acts))
+
+
+def ask(prompt: str) -> str:
+    """One line from stdin; "" at end of input."""
+    try:
+        return input(prompt)
+    except EOFError:
+        return ""
+
+
+class ProgressPrinter:
+    """Prints a line whenever the stage or any module's phase changes (at most 1/s else)."""
+
+    def __init__(self, num_stages: int):
+        self.num_stages = num_stages
+        self.last = None
+        self.t_last = 0.0
+
+    def show(self, fb, status) -> None:
+        """Show the ``Assemble`` feedback ``fb`` and the last ``DockingStatusArray`` ``status``
+        (either may be None)."""
+        if status is None and fb is None:
+            return
+        stage = status.stage + 1 if status is not None and status.stage >= 0 else (
+            fb.stage if fb is not None else 0)
+        mods = []
+        key = [stage]
+        if status is not None:
+            for s in status.modules:
+                key.append((s.module, s.phase_name, s.retries))
+                extra = ""
+                if s.phase_name in ("POSE_ADJUST", "APPROACH", "RETRY"):
+                    extra = f" gap {s.face_gap_mm:.0f} mm"
+                if s.retries:
+                    extra += f" retry {s.retries}"
+                mods.append(f"{s.module} {s.phase_name}{extra}")
+        now = time.monotonic()
+        if fb is None:
+            return
+        if key != self.last or now - self.t_last > 5.0:
+            self.last, self.t_last = key, now
+            elapsed = f"{fb.elapsed_s:6.1f} s"
+            say(f"[{elapsed}] stage {stage}/{self.num_stages} | " + " | ".join(mods))

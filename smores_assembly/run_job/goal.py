@@ -1,0 +1,105 @@
+"""The ``Assemble`` goal of ``smores-assemble run``: send it, let the user approve the plan
+(``--approve``), show progress, and cancel it on Ctrl-C or time-out."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from smores_assembly.run_job.console import ProgressPrinter, ask, print_plan
+
+#: Wall-clock waits of the goal conversation [s].
+SERVER_WAIT_S = 60.0
+ANSWER_WAIT_S = 30.0
+APPROVAL_WAIT_S = 60.0
+CANCEL_WAIT_S = 5.0
+
+
+@dataclass
+class GoalOutcome:
+    """``result``: the ``Assemble.Result`` (None when none arrived); ``error``: why the run
+    stopped early ("" when it was not stopped by this side)."""
+
+    result: object = None
+    error: str = ""
+
+
+def run_goal(observer, interrupted, scenario, plan, approve: bool,
+             timeout: float) -> GoalOutcome:
+    """Run one ``Assemble`` goal through ``observer`` (:class:`ObserverNode`) to its end.
+
+    ``timeout``: wall-clock limit of the assembly [s]; ``interrupted``: the event set by
+    Ctrl-C. Never raises for a failure of the stack: it is returned as ``error``.
+    """
+    from std_srvs.srv import Trigger
+    from rclpy.action import ActionClient
+
+    from smores_assembly.action import Assemble
+    from smores_assembly.ros.convert import scenario_to_target_msg
+
+    node, spin_until, stop = observer.node, observer.spin_until, observer.stop
+    client = ActionClient(node, Assemble, "/assembly/assemble")
+    out = GoalOutcome()
+    goal_handle = None
+    try:
+        if not spin_until(lambda: client.server_is_ready(), SERVER_WAIT_S):
+            raise RuntimeError("the executive's /assembly/assemble action did not come up "
+                               f"within {SERVER_WAIT_S:.0f} s")
+        goal = Assemble.Goal(target=scenario_to_target_msg(scenario),
+                             require_approval=bool(approve))
+        state = {"fb": None}
+        send = client.send_goal_async(goal, feedback_callback=lambda f: state.__setitem__(
+            "fb", f.feedback))
+        if not spin_until(lambda: send.done(), ANSWER_WAIT_S):
+            raise RuntimeError(f"the Assemble goal was not answered within "
+                               f"{ANSWER_WAIT_S:.0f} s")
+        goal_handle = send.result()
+        if not goal_handle.accepted:
+            raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
+        res_future = goal_handle.get_result_async()
+        if approve:
+            _approve(node, spin_until, state, res_future, goal_handle, plan, Trigger)
+        printer = ProgressPrinter(len(plan.stages))
+        deadline = time.monotonic() + timeout
+        while not res_future.done() and not stop.is_set():
+            if time.monotonic() > deadline:
+                out.error = f"timed out after {timeout:.0f} s of wall time"
+                break
+            spin_until(res_future.done, 0.5)
+            printer.show(state["fb"], observer.obs.last_status)
+        if res_future.done():
+            out.result = res_future.result().result
+        elif goal_handle is not None:
+            # Ctrl-C or timeout: cancel the goal (the executive stops every module) and wait
+            # for its result, even if Ctrl-C is pressed again.
+            cancel = goal_handle.cancel_goal_async()
+            spin_until(cancel.done, CANCEL_WAIT_S, interruptible=False)
+            spin_until(res_future.done, CANCEL_WAIT_S, interruptible=False)
+            if res_future.done():
+                out.result = res_future.result().result
+            if interrupted.is_set():
+                out.error = "interrupted (Ctrl-C): assembly cancelled, every module stopped"
+        # let the last ground truth / connections arrive
+        t_end = time.monotonic() + 0.5
+        spin_until(lambda: time.monotonic() > t_end, 1.0, interruptible=False)
+    except RuntimeError as exc:
+        out.error = out.error or ("interrupted (Ctrl-C) before the assembly started"
+                                  if interrupted.is_set() else str(exc))
+    return out
+
+
+def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type) -> None:
+    """Wait for WAITING_APPROVAL, print the plan and ask; approve through
+    ``/assembly/approve`` on "y"/"yes", else cancel the goal."""
+    spin_until(lambda: state["fb"] is not None and state["fb"].state ==
+               "WAITING_APPROVAL" or res_future.done(), APPROVAL_WAIT_S)
+    if res_future.done():
+        return
+    print_plan(plan)
+    answer = ask("Approve this plan and start moving? [y/N] ")
+    if answer.strip().lower() in ("y", "yes"):
+        cli = node.create_client(trigger_type, "/assembly/approve")
+        cli.wait_for_service(timeout_sec=10.0)
+        fut = cli.call_async(trigger_type.Request())
+        spin_until(fut.done, 10.0)
+    else:
+        goal_handle.cancel_goal_async()

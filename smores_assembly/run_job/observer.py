@@ -1,0 +1,123 @@
+"""The run's own ROS node: what it observes of the stack (ground truth, docking status,
+connections, collisions), the optional MCAP recording, and the spin loop every wait uses."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from smores_assembly.geometry import Pose2D
+from smores_assembly.report import PhaseRecorder
+
+#: A new trajectory point is kept when the module moved more than this [m].
+TRAJ_STEP_M = 0.002
+
+
+@dataclass
+class Observations:
+    """Everything the report needs from the stack's topics (filled by the callbacks below;
+    no ROS imports, the messages are read by field name).
+
+    ``traj``: per module, ground-truth points ``(x [m], y [m], yaw [rad])`` in ``world``,
+    thinned to :data:`TRAJ_STEP_M`; ``final``: last ground-truth pose per module;
+    ``connections``: the last ``ConnectionArray``; ``collisions``: one dict per
+    ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``.
+    """
+
+    recorder: PhaseRecorder = field(default_factory=PhaseRecorder)
+    traj: dict = field(default_factory=dict)
+    final: dict = field(default_factory=dict)
+    connections: object = None
+    collisions: list = field(default_factory=list)
+    last_status: object = None
+
+    def on_truth(self, msg) -> None:
+        for m in msg.modules:
+            pts = self.traj.setdefault(m.id, [])
+            p = (m.x, m.y, m.yaw)
+            if not pts or math.hypot(pts[-1][0] - p[0], pts[-1][1] - p[1]) > TRAJ_STEP_M:
+                pts.append(p)
+            self.final[m.id] = Pose2D(*p)
+
+    def on_status(self, msg, t: float) -> None:
+        """Record a ``DockingStatusArray`` stamped ``t`` [s, ROS time]."""
+        for s in msg.modules:
+            self.recorder.sample(t, s.module, s.phase_name, s.retries, {
+                "face_gap_mm": s.face_gap_mm, "lateral_error_mm": s.lateral_error_mm,
+                "yaw_error_deg": s.yaw_error_deg}, s.message)
+        self.last_status = msg
+
+    def on_connections(self, msg) -> None:
+        self.connections = msg
+
+    def on_collision(self, msg, t: float) -> None:
+        """Record a ``CollisionEvent`` stamped ``t`` [s, ROS time]."""
+        self.collisions.append({"t": t, "modules": [msg.module_a, msg.module_b],
+                                "penetration_m": msg.penetration_m})
+
+
+class ObserverNode:
+    """The ``smores_assemble_run`` node (sim time) subscribed to the stack's outputs, with an
+    optional MCAP recording of every topic (``record_path``) and a single-threaded executor.
+
+    ``rclpy`` must be initialised. ``runner`` is the :class:`LaunchRunner` of the stack (a
+    node exiting early ends every wait with RuntimeError); ``stop`` is the event that ends
+    interruptible waits (Ctrl-C).
+    """
+
+    def __init__(self, runner, stop, out: Path, record_path: Path | None = None):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+
+        from smores_assembly.msg import (CollisionEvent, ConnectionArray,
+                                         DockingStatusArray, ModuleStateArray)
+        from smores_assembly.ros import common
+
+        self.runner, self.stop, self.out = runner, stop, out
+        self.obs = Observations()
+        self.node = rclpy.create_node(
+            "smores_assemble_run", parameter_overrides=[Parameter("use_sim_time", value=True)])
+        node, obs = self.node, self.obs
+        node.create_subscription(ModuleStateArray, "/fake_hardware/ground_truth", obs.on_truth,
+                                 common.SENSOR_QOS)
+        node.create_subscription(
+            DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+            lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50)
+        node.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS, obs.on_connections,
+                                 common.LATCHED_QOS)
+        node.create_subscription(
+            CollisionEvent, common.TOPIC_COLLISIONS,
+            lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50)
+        self.mcap = None
+        if record_path is not None:
+            from smores_assembly.record import McapRecorder
+            self.mcap = McapRecorder(node, record_path)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(node)
+
+    def spin_until(self, pred, timeout: float, interruptible: bool = True) -> bool:
+        """Spin until ``pred()`` holds or ``timeout`` [s, wall] passes (or, when
+        ``interruptible``, until ``stop`` is set); returns ``pred()``.
+
+        Raises RuntimeError when a node of the stack exited with a non-zero code.
+        """
+        deadline = time.monotonic() + timeout
+        while not (interruptible and self.stop.is_set()) and time.monotonic() < deadline:
+            if pred():
+                return True
+            self.executor.spin_once(timeout_sec=0.05)
+            if self.mcap is not None:
+                self.mcap.poll_topics()
+            dead = {n: c for n, c in self.runner.poll().items() if c != 0}
+            if dead:
+                raise RuntimeError(f"node(s) exited early: {dead}; see {self.out}/nodes.log")
+        return pred()
+
+    def close_recording(self) -> None:
+        if self.mcap is not None:
+            self.mcap.close()
+
+    def destroy(self) -> None:
+        self.node.destroy_node()

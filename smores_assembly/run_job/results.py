@@ -1,0 +1,151 @@
+"""Judging and writing up a run: the verdict (target connections formed?), ``report.json``,
+``trajectories.png`` and ``timeline.png`` (no ROS imports)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors,
+                                    plot_timeline, plot_trajectories, write_json)
+from smores_assembly.run_job.console import say
+
+
+def connection_key(module_a: str, face_a: str, module_b: str, face_b: str) -> frozenset:
+    """An undirected connection as ``{(module, FACE), (module, FACE)}``."""
+    return frozenset({(module_a, face_a.upper()), (module_b, face_b.upper())})
+
+
+def expected_connections(plan) -> set:
+    """Target edges as module/face pairs under the plan's assignment."""
+    return {connection_key(a.module, a.child_face.value, a.parent_module, a.parent_face.value)
+            for a in plan.actions}
+
+
+@dataclass
+class Verdict:
+    """``formed``/``expected``: sets of :func:`connection_key`; ``success``: the executive
+    reported success and the fake hardware's connections equal the target's; ``error``: the
+    reason of a failure ("" on success)."""
+
+    plan: object
+    formed: set
+    expected: set
+    success: bool
+    error: str
+
+
+def judge(plan, result, connections_msg, error: str) -> Verdict:
+    """Compare the fake hardware's last ``ConnectionArray`` with the target edges under the
+    plan the stack executed (``result.plan`` when it holds one, else ``plan``)."""
+    if result is not None and result.plan.actions:
+        # The plan the stack executed (made from mocap poses) is the one to judge against.
+        from smores_assembly.ros.convert import msg_to_plan
+        plan = msg_to_plan(result.plan)
+    formed = set()
+    if connections_msg is not None:
+        formed = {connection_key(c.module_a, c.face_a, c.module_b, c.face_b)
+                  for c in connections_msg.connections}
+    expected = expected_connections(plan)
+    complete = formed == expected
+    success = bool(result is not None and result.success and complete)
+    if result is not None and not result.success and not error:
+        error = result.message
+    elif result is not None and result.success and not complete:
+        error = (f"executive reported success but the fake hardware shows "
+                 f"{len(formed & expected)}/{len(expected)} target connections "
+                 f"(+{len(formed - expected)} unexpected)")
+    return Verdict(plan, formed, expected, success, error)
+
+
+def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
+    """Per stage, the span of its modules' docking activity [s, ROS time]."""
+    bounds = []
+    for stage in plan.stages:
+        ivs = [iv for m in stage for iv in recorder.intervals.get(m, [])
+               if iv.phase not in ("IDLE", "DOCKED")]
+        if ivs:
+            bounds.append((min(i.start for i in ivs), max(i.end for i in ivs)))
+    return bounds
+
+
+def activity_start(recorder: PhaseRecorder) -> float:
+    """Time of the first docking activity [s, ROS time]: t = 0 of the report and timeline."""
+    return min((iv.start for ivs in recorder.intervals.values() for iv in ivs
+                if iv.phase not in ("IDLE", "DOCKED")), default=0.0)
+
+
+def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) -> dict:
+    """The ``report.json`` dictionary. ``obs``: the run's :class:`Observations`; ``codes``:
+    exit code per node; ``wall``: wall time of the run [s]."""
+    recorder, plan = obs.recorder, verdict.plan
+    t0 = activity_start(recorder)
+    t1 = max((iv.end for ivs in recorder.intervals.values() for iv in ivs), default=t0)
+    # The executive's time (first stage start to last dock); for an unfinished run, the
+    # span of the recorded docking activity.
+    assembly_time = (float(result.assembly_time_s) if result is not None
+                     and result.assembly_time_s > 0 else max(0.0, t1 - t0))
+    actions = []
+    for a in sorted(plan.actions, key=lambda a: (a.stage, a.module)):
+        phases = [{**p, "start_s": round(p["start_s"] - t0, 3), "end_s": round(p["end_s"] - t0, 3)}
+                  for p in recorder.to_dict(a.module) if p["phase"] != "IDLE"]
+        actions.append({"module": a.module, "node": a.node, "stage": a.stage,
+                        "parent_module": a.parent_module, "parent_face": a.parent_face.value,
+                        "child_face": a.child_face.value, "needs_helper": a.needs_helper,
+                        "helper": a.helper, "phases": phases,
+                        "retries": recorder.retries.get(a.module, 0),
+                        "last_error": recorder.messages.get(a.module, "")})
+    formed, expected = verdict.formed, verdict.expected
+    return {
+        "scenario": scenario.name,
+        "success": verdict.success,
+        "error": verdict.error,
+        "assembly_time_s": round(assembly_time, 3),
+        "wall_time_s": round(wall, 2),
+        "root": {"node": plan.root_node, "module": plan.root_module},
+        "assignment": dict(plan.assignment),
+        "stages": plan.stages,
+        "connections": sorted([sorted([f"{m}.{f}" for m, f in c]) for c in formed]),
+        "missing_connections": sorted([sorted([f"{m}.{f}" for m, f in c])
+                                       for c in expected - formed]),
+        "actions": actions,
+        "final_errors": final_errors(plan.goals, obs.final),
+        "capture_errors": recorder.capture,
+        "collisions": obs.collisions,
+        "node_exit_codes": codes,
+    }
+
+
+def draw_pictures(out: Path, scenario, plan, obs) -> None:
+    """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning."""
+    recorder = obs.recorder
+    goals = plan.goals
+    edges = [(a.module, a.parent_module) for a in plan.actions]
+    try:
+        plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
+                          title=f"{scenario.name}: trajectories (dashed: target)")
+        t0 = activity_start(recorder)
+        rows = [(f"s{a.stage + 1} {a.module}->{a.parent_module} "
+                 f"{a.child_face.value}/{a.parent_face.value}",
+                 [PhaseInterval(i.phase, i.start - t0, i.end - t0)
+                  for i in recorder.intervals.get(a.module, [])]) for a in
+                sorted(plan.actions, key=lambda a: (a.stage, a.module))]
+        plot_timeline(out / "timeline.png", rows,
+                      [(lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
+                      title=f"{scenario.name}: docking actions by phase")
+    except Exception as exc:  # a plotting problem must not hide the result
+        say(f"warning: could not draw the pictures: {exc}")
+
+
+def write_up(out: Path, scenario, result, verdict: Verdict, wall: float, obs, codes,
+             recorded: bool) -> None:
+    """Write the report and pictures to ``out`` and print the verdict lines."""
+    report = build_report(scenario, result, verdict, wall, obs, codes)
+    write_json(out / "report.json", report)
+    draw_pictures(out, scenario, verdict.plan, obs)
+    formed, expected, error = verdict.formed, verdict.expected, verdict.error
+    say(f"{'ASSEMBLED' if verdict.success else 'FAILED'}: {len(formed & expected)}/"
+        f"{len(expected)} target connections, "
+        f"assembly {report['assembly_time_s']:.1f} s simulated, {wall:.1f} s wall"
+        + (f" — {error}" if error else ""))
+    say(f"report: {out}/report.json, pictures: {out}/trajectories.png, {out}/timeline.png"
+        + (f", recording: {out}/assembly.mcap" if recorded else ""))
