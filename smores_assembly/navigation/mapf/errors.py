@@ -1,0 +1,30 @@
+"""Errors of the MAPF search: every one a :class:`NavigationError` (a ``ValueError``)."""
+from __future__ import annotations
+
+
+class NavigationError(ValueError):
+    """Base class of every navigation failure (bad input, unsolvable, bounds exceeded)."""
+
+
+class InvalidCellError(NavigationError):
+    """A start or goal lies outside the map or inside an obstacle."""
+
+
+class DuplicateGoalError(NavigationError):
+    """Two agents share one goal cell (no solution: both would stay there forever)."""
+
+
+class DuplicateStartError(NavigationError):
+    """Two agents share one start cell."""
+
+
+class UnreachableGoalError(NavigationError):
+    """An agent's goal is not connected to its start by free cells."""
+
+
+class SearchLimitError(NavigationError):
+    """The search exceeded a bound (high-level nodes, low-level expansions or time)."""
+
+
+class NoSolutionError(NavigationError):
+    """The search space was exhausted without a solution (the instance is unsolvable)."""

@@ -1,0 +1,144 @@
+"""The MAPF entry point :func:`solve` and its result :class:`Solution`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from smores_assembly.navigation.mapf.cbs import conflict_search
+from smores_assembly.navigation.mapf.errors import SearchLimitError
+from smores_assembly.navigation.mapf.grid import Cell, Grid
+from smores_assembly.navigation.mapf.improve import improve_paths, lns
+from smores_assembly.navigation.mapf.instance import check_instance
+from smores_assembly.navigation.mapf.lowlevel import Budget
+from smores_assembly.navigation.mapf.prioritized import prioritized
+
+
+@dataclass
+class Solution:
+    """A collision-free schedule.
+
+    Attributes:
+        paths: agent -> list of cells, ``paths[a][t]`` = cell at time step ``t``; the agent
+            stays at the last cell (its goal) after the end of its list.
+        cost: sum over agents of ``len(path) - 1`` (arrival times) [steps].
+        makespan: largest ``len(path) - 1`` [steps].
+        lower_bound: proven lower bound of the optimal cost (== cost for CBS).
+        runtime_s: wall time of the search [s].
+        high_level_expanded, low_level_expanded: search effort.
+        algorithm: the algorithm that produced the schedule ("cbs", "ecbs", "prioritized").
+    """
+
+    paths: dict[str, list[Cell]]
+    cost: int
+    makespan: int
+    lower_bound: int
+    runtime_s: float
+    high_level_expanded: int
+    low_level_expanded: int
+    algorithm: str
+    notes: list[str] = field(default_factory=list)
+
+
+ALGORITHMS = ("cbs", "ecbs", "prioritized")
+
+
+def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, Sequence[int]],
+          algorithm: str = "ecbs", w: float = 1.3, k_robust: int = 0,
+          max_expansions: int = 100_000, max_low_level_expansions: int = 5_000_000,
+          time_limit_s: float = 10.0, fallback: bool = False,
+          tight_w: float | None = None, tight_fraction: float = 0.25,
+          improve: bool = True, improve_time_s: float | None = None,
+          clock: Callable[[], float] | None = None) -> Solution:
+    """Plan collision-free paths for all agents.
+
+    Args:
+        grid: the map.
+        starts, goals: agent name -> ``(x, y)`` cell.
+        algorithm: ``"cbs"`` (optimal sum of costs), ``"ecbs"`` (cost <= w * optimum) or
+            ``"prioritized"`` (incomplete).
+        w: suboptimality factor of ECBS (>= 1).
+        k_robust: 0 for the standard model; k >= 1 forbids two agents in one cell within k
+            steps (no following).
+        max_expansions: bound on high-level (constraint tree) nodes.
+        max_low_level_expansions: bound on all low-level (space-time) expansions.
+        time_limit_s: wall-time bound [s].
+        fallback: when CBS/ECBS hits a bound, try prioritized planning before giving up.
+        clock: the clock of ``time_limit_s`` (default ``time.perf_counter``, wall time;
+            ``time.process_time`` bounds CPU time instead, e.g. for benchmarks).
+        tight_w: ECBS only: first run ECBS with this smaller factor (e.g. 1.05) on
+            ``tight_fraction`` of the bounds and keep its (better) solution; only when it
+            hits its bound, run with ``w`` on the remaining budget. The guarantee stays
+            cost <= w * optimum (<= tight_w * optimum when the first run succeeds).
+        improve: after ECBS or prioritized planning, shorten paths by best responses
+            (each agent replanned optimally against all others) and by a large
+            neighbourhood search (groups of 3 agents replanned with CBS) for at most
+            ``improve_time_s`` (default 10 % of ``time_limit_s``, at most 0.5 s; never
+            beyond 95 % of ``time_limit_s``); the cost never rises.
+
+    Returns:
+        A :class:`Solution`.
+
+    Raises:
+        ValueError: unknown ``algorithm``, ``w < 1``, ``k_robust < 0``.
+        InvalidCellError, DuplicateStartError, DuplicateGoalError, UnreachableGoalError:
+            unsolvable input, detected before the search (:func:`check_instance`).
+        SearchLimitError: a bound was exceeded (and the fallback, if enabled, failed).
+        NoSolutionError: the search space is exhausted.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm: {algorithm!r} not one of {ALGORITHMS}")
+    if not w >= 1.0:
+        raise ValueError(f"w: suboptimality factor must be >= 1, got {w!r}")
+    if int(k_robust) != k_robust or k_robust < 0:
+        raise ValueError(f"k_robust: must be a non-negative integer, got {k_robust!r}")
+    sc, gc = check_instance(grid, starts, goals)
+    budget = Budget(max_expansions, max_low_level_expansions, time_limit_s, clock)
+    s = {a: grid.index(c) for a, c in sc.items()}
+    g = {a: grid.index(c) for a, c in gc.items()}
+    h = {a: grid._bfs(g[a]) for a in s}
+    notes: list[str] = []
+    used = algorithm
+    if not s:
+        return Solution({}, 0, 0, 0, 0.0, 0, 0, algorithm)
+    try:
+        if algorithm == "prioritized":
+            paths = prioritized(grid, s, g, h, k_robust, budget)
+            lb = sum(h[a][s[a]] for a in s)
+        elif algorithm == "ecbs" and tight_w is not None and 1.0 <= tight_w < w:
+            tight = Budget(max(1, int(tight_fraction * max_expansions)),
+                            max(1, int(tight_fraction * max_low_level_expansions)),
+                            tight_fraction * time_limit_s, clock)
+            try:
+                paths, lb = conflict_search(grid, s, g, h, tight_w, k_robust, tight)
+                used = f"ecbs(w={tight_w})"
+            except SearchLimitError:
+                paths = None
+            budget.high += tight.high
+            budget.low += tight.low
+            if paths is None:
+                paths, lb = conflict_search(grid, s, g, h, w, k_robust, budget)
+        else:
+            paths, lb = conflict_search(grid, s, g, h, 1.0 if algorithm == "cbs" else w,
+                                         k_robust, budget)
+    except SearchLimitError as exc:
+        if not fallback or algorithm == "prioritized":
+            raise
+        notes.append(f"{algorithm}: {exc}; fell back to prioritized planning")
+        fb = Budget(max_expansions, max_low_level_expansions, time_limit_s, clock)
+        paths = prioritized(grid, s, g, h, k_robust, fb)
+        budget.low += fb.low
+        lb = sum(h[a][s[a]] for a in s)
+        used = "prioritized"
+    if improve and used != "cbs":
+        n = improve_paths(grid, s, g, h, paths, k_robust, budget)
+        lns_s = min(0.1 * time_limit_s, 0.5) if improve_time_s is None else improve_time_s
+        n += lns(grid, s, g, h, paths, k_robust, budget,
+                  min(lns_s, 0.95 * time_limit_s - budget.elapsed()))
+        if n:
+            notes.append(f"post-optimisation: {n} improving replans")
+    out = {a: [grid.cell(c) for c in p] for a, p in paths.items()}
+    cost = sum(len(p) - 1 for p in out.values())
+    return Solution(paths=out, cost=cost, makespan=max(len(p) - 1 for p in out.values()),
+                    lower_bound=lb, runtime_s=budget.elapsed(),
+                    high_level_expanded=budget.high, low_level_expanded=budget.low,
+                    algorithm=used, notes=notes)
