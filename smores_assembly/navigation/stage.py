@@ -278,29 +278,95 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
         NavigationError (a ValueError): no free cell near a start/goal, a goal unreachable
             even after moving every movable obstacle, two goals too close, search bounds
             exceeded (see :mod:`smores_assembly.navigation.mapf`).
+
+    Steps (see the module docstring): :func:`_check_inputs`, :func:`_lay_grid`,
+    :func:`_check_goals_not_fixed`, :func:`_choose_cells` (start/goal cells and the modules
+    to move aside), :func:`_park_aside`, :func:`_solve_grid`, :func:`_to_world`.
     """
     s = settings or NavSettings()
     s.validate()
+    _check_inputs(moving, obstacles, fixed)
+    if not moving:
+        return StagePlan({}, [], cell_size=s.cell_size)
+    lay = _lay_grid(moving, obstacles, fixed, s)
+    goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
+    _check_goals_not_fixed(goals_xy, obstacles, fixed, s)
+    start_cells, goal_cells = _choose_cells(lay, moving, goals_xy, s)
+    agents_start, agents_goal, blocked = _park_aside(lay, moving, goals_xy, start_cells,
+                                                     goal_cells, s)
+    sol = _solve_grid(Grid(lay.scene.W, lay.scene.H, blocked), agents_start, agents_goal, s)
+    paths, dt, t0 = _to_world(lay, moving, sol, agents_start, agents_goal, s)
+    stats = {
+        "algorithm": sol.algorithm, "cost": sol.cost, "makespan": sol.makespan,
+        "lower_bound": sol.lower_bound, "runtime_s": sol.runtime_s,
+        "high_level_expanded": sol.high_level_expanded,
+        "low_level_expanded": sol.low_level_expanded, "step_s": dt, "t0_s": t0,
+        "grid": [lay.scene.W, lay.scene.H], "notes": list(sol.notes),
+    }
+    return StagePlan(paths=paths, moved_aside=sorted(lay.aside),
+                     start_cells={a: agents_start[a] for a in sol.paths},
+                     goal_cells={a: agents_goal[a] for a in sol.paths},
+                     cell_size=lay.scene.c, origin=lay.scene.origin,
+                     shape=(lay.scene.W, lay.scene.H), stats=stats)
+
+
+def _check_inputs(moving: Mapping, obstacles: Mapping, fixed: Collection[str]) -> None:
+    """ValueError when a module is both moving and an obstacle, or ``fixed`` names a
+    module that is not an obstacle."""
     both = sorted(set(moving) & set(obstacles))
     if both:
         raise ValueError(f"obstacles: modules {both} are also moving")
     unknown = sorted(set(fixed) - set(obstacles))
     if unknown:
         raise ValueError(f"fixed: {unknown} are not obstacles")
-    if not moving:
-        return StagePlan({}, [], cell_size=s.cell_size)
+
+
+@dataclass
+class _Layout:
+    """The grid over one stage and what stands on it.
+
+    ``blocks``: obstacle id -> cells within ``clearance`` of it; ``fixed_cells``: cells
+    blocked by fixed modules; ``aside``: movable obstacles chosen to be moved aside (grows
+    in :func:`_choose_cells`).
+    """
+
+    scene: _Scene
+    obstacles: Mapping[str, Pose2D]
+    fixed: Collection[str]
+    blocks: dict[str, set[Cell]]
+    fixed_cells: set[Cell]
+    aside: set[str] = field(default_factory=set)
+
+    def movable_cells(self) -> dict[Cell, set[str]]:
+        """Cell -> the movable obstacles (not fixed, not moved aside) blocking it."""
+        mc: dict[Cell, set[str]] = {}
+        for o in self.obstacles:
+            if o in self.fixed or o in self.aside:
+                continue
+            for cell in self.blocks[o]:
+                mc.setdefault(cell, set()).add(o)
+        return mc
+
+
+def _lay_grid(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
+              fixed: Collection[str], s: NavSettings) -> _Layout:
+    """The grid over every start, goal and obstacle (plus the border), with the cells each
+    obstacle blocks."""
     pts = []
     for m, (cur, goal) in moving.items():
         pts += [(cur.x, cur.y), (goal.x, goal.y)]
     pts += [(p.x, p.y) for p in obstacles.values()]
     scene = _Scene(np.array(pts, dtype=float), s)
-    W, H = scene.W, scene.H
     blocks = {o: {cell for _, cell in scene.near(p.x, p.y, s.clearance)}
               for o, p in obstacles.items()}
     fixed_cells = set().union(*[blocks[o] for o in fixed]) if fixed else set()
-    radius = s.goal_search_cells * scene.c
-    aside: set[str] = set()
-    goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
+    return _Layout(scene, obstacles, fixed, blocks, fixed_cells)
+
+
+def _check_goals_not_fixed(goals_xy: dict[str, tuple[float, float]],
+                           obstacles: Mapping[str, Pose2D], fixed: Collection[str],
+                           s: NavSettings) -> None:
+    """GoalOccupiedError when a goal pose overlaps a fixed module."""
     for m, (gx, gy) in sorted(goals_xy.items()):
         for o in sorted(fixed):
             d = math.hypot(obstacles[o].x - gx, obstacles[o].y - gy)
@@ -308,38 +374,42 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
                 raise GoalOccupiedError(
                     f"module {m!r}: goal pose ({gx:.3f}, {gy:.3f}) overlaps fixed module "
                     f"{o!r} ({d:.3f} m < module_width {s.module_width} m)")
+
+
+def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
+                  goals_xy: dict[str, tuple[float, float]], s: NavSettings
+                  ) -> tuple[dict[str, Cell], dict[str, Cell]]:
+    """Start and goal cells of the moving modules, and (in ``lay.aside``) the movable
+    obstacles that must go: (a) on a goal pose, (b) on a chosen start/goal cell, (c) on the
+    cheapest corridor between a module's start and goal cells. Repeated until ``aside``
+    stops growing. Returns ``(start_cells, goal_cells)``."""
+    scene, obstacles, fixed_cells, aside = lay.scene, lay.obstacles, lay.fixed_cells, lay.aside
+    radius = s.goal_search_cells * scene.c
     # (a) movable obstacles standing on a goal pose must go
     for o, p in obstacles.items():
-        if o in fixed:
+        if o in lay.fixed:
             continue
         if any(math.hypot(p.x - gx, p.y - gy) < s.clearance for gx, gy in goals_xy.values()):
             aside.add(o)
-
-    def movable_cells() -> dict[Cell, set[str]]:
-        mc: dict[Cell, set[str]] = {}
-        for o in obstacles:
-            if o in fixed or o in aside:
-                continue
-            for cell in blocks[o]:
-                mc.setdefault(cell, set()).add(o)
-        return mc
-
     penalty_occupied = 2.0 * scene.c
+    start_xy = {m: (cur.x, cur.y) for m, (cur, _) in moving.items()}
     for _ in range(len(obstacles) + 2):
-        mc = movable_cells()
+        mc = lay.movable_cells()
         before = set(aside)
         goal_cells = _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
                              lambda cell: penalty_occupied if cell in mc else 0.0,
                              radius, "goal pose")
-        start_xy = {m: (cur.x, cur.y) for m, (cur, _) in moving.items()}
         start_cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
                               lambda cell: penalty_occupied if cell in mc else 0.0,
                               radius, "current pose")
+        # (b) on a chosen cell
         for cell in list(goal_cells.values()) + list(start_cells.values()):
             aside |= mc.get(cell, set())
-        mc = movable_cells()
+        # (c) on the cheapest corridor
+        mc = lay.movable_cells()
         for m in sorted(moving):
-            path = _cheapest_crossing(W, H, fixed_cells, mc, start_cells[m], goal_cells[m])
+            path = _cheapest_crossing(scene.W, scene.H, fixed_cells, mc, start_cells[m],
+                                      goal_cells[m])
             if path is None:
                 raise UnreachableGoalError(
                     f"module {m!r}: its goal ({goals_xy[m][0]:.3f}, {goals_xy[m][1]:.3f}) is "
@@ -348,49 +418,77 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
                 aside |= mc.get(cell, set())
         if aside == before:
             break
-    mc = movable_cells()
-    # parking cells for modules moved aside
+    return start_cells, goal_cells
+
+
+def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
+                goals_xy: dict[str, tuple[float, float]], start_cells: dict[str, Cell],
+                goal_cells: dict[str, Cell], s: NavSettings):
+    """Start and parking cells of the modules moved aside: parking cells are free, no
+    moving module's start or goal cell, on none of their shortest paths and not within
+    ``clearance`` of a final leg to a goal pose.
+
+    Returns ``(agents_start, agents_goal, blocked)``: start/goal cells of every MAPF agent
+    and the cells blocked for the search (fixed and remaining movable obstacles).
+    """
+    scene = lay.scene
+    mc = lay.movable_cells()
     agents_start = dict(start_cells)
     agents_goal = dict(goal_cells)
-    if aside:
-        taken = set(goal_cells.values()) | set(start_cells.values())
-        needed = set()
-        blocked = fixed_cells | set(mc)
-        g = Grid(W, H, blocked)
-        for m in moving:
-            d = g.distances(goal_cells[m])
-            a0 = start_cells[m]
-            if a0 in d:  # one shortest path (descending the distance field)
-                cur = a0
-                while d[cur] > 0:
-                    needed.add(cur)
-                    cur = min(g.neighbors(cur), key=lambda n: (d.get(n, 1 << 30), n))
-        legs = [(scene.center(goal_cells[m]), goals_xy[m]) for m in moving]
+    blocked = lay.fixed_cells | set(mc)
+    if not lay.aside:
+        return agents_start, agents_goal, blocked
+    radius = s.goal_search_cells * scene.c
+    taken = set(goal_cells.values()) | set(start_cells.values())
+    needed = set()
+    g = Grid(scene.W, scene.H, blocked)
+    for m in moving:
+        d = g.distances(goal_cells[m])
+        a0 = start_cells[m]
+        if a0 in d:  # one shortest path (descending the distance field)
+            cur = a0
+            while d[cur] > 0:
+                needed.add(cur)
+                cur = min(g.neighbors(cur), key=lambda n: (d.get(n, 1 << 30), n))
+    legs = [(scene.center(goal_cells[m]), goals_xy[m]) for m in moving]
 
-        def park_ok(a, cell):
-            if cell in blocked or cell in taken or cell in needed:
-                return False
-            cc = scene.center(cell)
-            return all(_seg_dist(cc, a0, b0) >= s.clearance for a0, b0 in legs)
+    def park_ok(a, cell):
+        if cell in blocked or cell in taken or cell in needed:
+            return False
+        cc = scene.center(cell)
+        return all(_seg_dist(cc, a0, b0) >= s.clearance for a0, b0 in legs)
 
-        ox = {o: (obstacles[o].x, obstacles[o].y) for o in aside}
-        parks = _assign(scene, ox, park_ok, lambda cell: 0.0, 3 * radius, "parking area")
-        starts_aside = _assign(scene, ox,
-                               lambda a, cell: cell not in blocked and cell not in taken,
-                               lambda cell: 0.0, radius, "current pose")
-        agents_start.update(starts_aside)
-        agents_goal.update(parks)
-        blocked = fixed_cells | set(mc)
-    else:
-        blocked = fixed_cells | set(mc)
-    grid = Grid(W, H, blocked)
-    sol = solve(grid, agents_start, agents_goal, algorithm=s.algorithm, w=s.suboptimality,
-                k_robust=s.k_robust, max_expansions=s.max_expansions,
-                max_low_level_expansions=s.max_low_level_expansions,
-                time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized,
-                tight_w=s.tight_suboptimality if s.tight_suboptimality < s.suboptimality
-                else None)
-    # --- back to the world, with times ---
+    ox = {o: (lay.obstacles[o].x, lay.obstacles[o].y) for o in lay.aside}
+    parks = _assign(scene, ox, park_ok, lambda cell: 0.0, 3 * radius, "parking area")
+    starts_aside = _assign(scene, ox,
+                           lambda a, cell: cell not in blocked and cell not in taken,
+                           lambda cell: 0.0, radius, "current pose")
+    agents_start.update(starts_aside)
+    agents_goal.update(parks)
+    return agents_start, agents_goal, blocked
+
+
+def _solve_grid(grid: Grid, agents_start: dict[str, Cell], agents_goal: dict[str, Cell],
+                s: NavSettings):
+    """The MAPF schedule of every agent (:func:`~smores_assembly.navigation.mapf.solve`
+    with the settings' algorithm and bounds)."""
+    return solve(grid, agents_start, agents_goal, algorithm=s.algorithm, w=s.suboptimality,
+                 k_robust=s.k_robust, max_expansions=s.max_expansions,
+                 max_low_level_expansions=s.max_low_level_expansions,
+                 time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized,
+                 tight_w=s.tight_suboptimality if s.tight_suboptimality < s.suboptimality
+                 else None)
+
+
+def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
+              agents_start: dict[str, Cell], agents_goal: dict[str, Cell], s: NavSettings):
+    """Timed world waypoints of every agent: pose -> start cell centre (all by ``t0``),
+    the schedule at one step per ``cell_size / nominal_speed``, goal cell centre -> goal
+    pose (moved-aside modules end on their parking cell centre, heading kept).
+
+    Returns ``(paths, dt [s per step], t0 [s])``.
+    """
+    scene, obstacles, aside = lay.scene, lay.obstacles, lay.aside
     v = s.nominal_speed
     dt = scene.c / v
     T = sol.makespan
@@ -424,17 +522,7 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
         else:
             wp[-1] = (wp[-1][0], goal)
         paths[a] = _compress(wp)
-    stats = {
-        "algorithm": sol.algorithm, "cost": sol.cost, "makespan": T,
-        "lower_bound": sol.lower_bound, "runtime_s": sol.runtime_s,
-        "high_level_expanded": sol.high_level_expanded,
-        "low_level_expanded": sol.low_level_expanded, "step_s": dt, "t0_s": t0,
-        "grid": [W, H], "notes": list(sol.notes),
-    }
-    return StagePlan(paths=paths, moved_aside=sorted(aside),
-                     start_cells={a: agents_start[a] for a in sol.paths},
-                     goal_cells={a: agents_goal[a] for a in sol.paths},
-                     cell_size=scene.c, origin=scene.origin, shape=(W, H), stats=stats)
+    return paths, dt, t0
 
 
 def _compress(wp: list[tuple[float, Pose2D]]) -> list[tuple[float, Pose2D]]:
