@@ -26,6 +26,9 @@ import numpy as np
 MODULE_WIDTH = 0.08
 #: EP-magnet capture range: faces closer than this are pulled together [m].
 CAPTURE_RANGE = 0.004
+#: The fixed frame every pose is expressed in (REP-105 ``world``; the lab's mocap frame
+#: is mapped into it by the mocap bridge).
+WORLD_FRAME = "world"
 
 
 class Face(str, enum.Enum):

@@ -4,32 +4,21 @@ A mistyped node or parameter name in a ROS params file is silently ignored by RO
 out-of-range value only shows up as one node dying after the whole stack has started.
 :func:`check_params_file` refuses such a file up front, with one message naming the node,
 the parameter and the value. The parameters are the fields of each node's settings
-dataclasses (the same ones the nodes declare, with the same ranges).
+dataclasses (:data:`smores_assembly.params.NODE_SETTINGS`, the same ones the nodes declare,
+with the same ranges); no ROS module is imported.
 """
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-#: node name -> "module:Class" of the settings dataclasses whose fields it declares.
-NODE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "fake_hardware": ("smores_assembly.ros.fake_hardware:FakeHardwareSettings",
-                      "smores_assembly.sim:SimParams"),
-    "mocap_bridge": ("smores_assembly.ros.mocap_bridge:BridgeSettings",
-                     "smores_assembly.mocap.filter:MocapFilterSettings"),
-    "root_search": ("smores_assembly.ros.root_search:PlanningNodeSettings",),
-    "task_assignment": ("smores_assembly.ros.root_search:PlanningNodeSettings",),
-    "navigation": ("smores_assembly.navigation.stage:NavSettings",),
-    "docking_controller": ("smores_assembly.ros.docking_controller:DockingNodeSettings",
-                           "smores_assembly.docking.control:DockingSettings"),
-    "executive": ("smores_assembly.ros.executive:ExecutiveSettings",),
-}
+from smores_assembly.params import NODE_SETTINGS, node_settings
+
 #: parameters declared outside the settings dataclasses (prefix match for dotted groups).
 EXTRA_PARAMETERS: dict[str, tuple[str, ...]] = {
     "mocap_bridge": ("module_ids", "marker_offsets."),
@@ -44,9 +33,7 @@ class ParamsFileError(ValueError):
 
 def _fields(node: str) -> dict[str, tuple[dataclasses.Field, Any]]:
     out = {}
-    for ref in NODE_SETTINGS[node]:
-        mod, cls = ref.split(":")
-        settings = getattr(importlib.import_module(mod), cls)()
+    for settings in node_settings(node):
         for f in dataclasses.fields(settings):
             out[f.name] = (f, getattr(settings, f.name))
     return out

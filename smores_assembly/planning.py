@@ -27,8 +27,23 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from smores_assembly.geometry import Face, Pose2D
+from smores_assembly.params import param_field
 from smores_assembly.scenario import Edge, Scenario
 from smores_assembly.topology import rooted_edges, tree_centroid, unfold
+
+
+@dataclass
+class PlanningNodeSettings:
+    """Parameters of the ``root_search`` and ``task_assignment`` nodes."""
+
+    tracked_only: bool = param_field(
+        True, "Plan only with modules whose mocap track is valid (ModuleState.tracked).")
+    wait_warning_period_s: float = param_field(
+        5.0, "Period of the warning while the module states cannot serve the target [s].",
+        lo=0.1, hi=3600.0)
+    sequential: bool = param_field(
+        False, "task_assignment: execute one dock per stage (baseline for benchmarks) "
+               "instead of the parallel schedule.")
 
 
 class PlanningError(ValueError):

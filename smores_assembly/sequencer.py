@@ -12,6 +12,26 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from smores_assembly.params import param_field
+
+
+@dataclass
+class ExecutiveSettings:
+    """Tunables of the executive (ROS parameters of the ``executive`` node)."""
+
+    states_timeout_s: float = param_field(
+        10.0, "How long to wait for module states before refusing a goal [s]", 0.1, 600.0)
+    plan_timeout_s: float = param_field(
+        15.0, "How long to wait for /assembly/plan after publishing the target [s]", 0.1, 600.0)
+    approval_timeout_s: float = param_field(
+        300.0, "How long require_approval waits for /assembly/approve [s]", 1.0, 86400.0)
+    stage_timeout_s: float = param_field(
+        400.0, "A stage still running after this fails the assembly [s, ROS time]", 1.0, 1e5)
+    feedback_rate_hz: float = param_field(2.0, "Action feedback rate [Hz]", 0.1, 50.0)
+    marker_rate_hz: float = param_field(
+        2.0, "Rate of the module/goal/connection markers on /assembly/markers/modules [Hz] "
+             "(read at start-up)", 0.1, 30.0, start_only=True)
+
 
 class SeqState(str, enum.Enum):
     """Where the assembly is."""

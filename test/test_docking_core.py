@@ -35,14 +35,19 @@ def close_pose(a: Pose2D, b: Pose2D, tol: float = 1e-9) -> bool:
 def test_settings_defaults_in_range_and_consistent():
     s = DockingSettings()
     check_ranges(s)
-    assert s.validate() is None
+    s.validate()
     assert s.standoff == pytest.approx(0.06)
     for f in dataclasses.fields(s):
         assert f.metadata.get("description"), f.name
     bad = dataclasses.replace(s, approach_min_speed=0.05, approach_speed=0.01)
-    assert "approach_min_speed" in bad.validate()
+    with pytest.raises(ValueError, match="approach_min_speed: 0.05 > approach_speed 0.01"):
+        bad.validate()
     bad = dataclasses.replace(s, approach_stop_gap=0.005)
-    assert "approach_stop_gap" in bad.validate()
+    with pytest.raises(ValueError, match="approach_stop_gap: 0.005 must be below"):
+        bad.validate()
+    bad = dataclasses.replace(s, approach_speed=-1.0)
+    with pytest.raises(ValueError, match="approach_speed: -1.0 outside"):
+        bad.validate()
 
 
 def test_saturate_respects_wheel_cap_and_keeps_curvature():

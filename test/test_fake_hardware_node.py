@@ -526,3 +526,32 @@ def test_integer_values_are_accepted_for_float_parameters(ros_context, tmp_path)
     finally:
         bridge.destroy_node()
         node.destroy_node()
+
+
+def test_parameter_changes_are_validated_before_any_is_applied(ros_context, tmp_path):
+    """rclpy's pattern: on-set callbacks only validate, the post-set callback applies. A set
+    refused by one settings class (SimParams) leaves the other (FakeHardwareSettings)
+    untouched, and an integer set for a double parameter is widened, not refused."""
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+
+    scen = write_scenario(tmp_path, {"m": (0.0, 0.0, 0.0)})
+    node = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=scen), Parameter("real_time_factor", value=1e-3)])
+    try:
+        res = node.set_parameters_atomically([Parameter("physics_rate_hz", value=200.0),
+                                              Parameter("capture_range", value=0.5)])
+        assert not res.successful and "capture_range" in res.reason
+        assert node.settings.physics_rate_hz == 100.0
+        assert node.get_parameter("physics_rate_hz").value == 100.0
+        res = node.set_parameters([Parameter("physics_rate_hz", value=250)])[0]
+        assert res.successful, res.reason
+        assert node.settings.physics_rate_hz == 250.0
+        assert isinstance(node.settings.physics_rate_hz, float)
+        assert node.get_parameter("physics_rate_hz").type_ is Parameter.Type.DOUBLE
+        res = node.set_parameters([Parameter("random_seed", value=7)])[0]
+        assert not res.successful and "random_seed: can only be set at start-up" in res.reason
+        assert node.settings.random_seed == 0
+    finally:
+        node.destroy_node()

@@ -207,8 +207,18 @@ def test_refused_configurations(ros_context):
         make(source="optitrack")
     with pytest.raises(ValueError, match="mocap_to_world"):
         make(mocap_to_world=[0.0, 1.0])
-    with pytest.raises(ValueError, match="marker_offsets"):
+    with pytest.raises(ValueError, match=r"marker_offsets: \['marker_offsets.zz'\] name modules"):
         make(**{"marker_offsets.zz": [0.0] * 6})
+    with pytest.raises(ValueError, match="marker_offsets.m1"):
+        make(**{"marker_offsets.m1": ["a", "b"]})
+    # integers given for doubles (a params file's [0, 0, 0, 0, 0, 0]) are widened
+    node = make(**{"marker_offsets.m1": [0, 0, 1, 0, 0, 0], "publish_rate_hz": 20})
+    try:
+        assert node.get_parameter("marker_offsets.m1").value == [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+        assert node.filter._offsets["m1"].translation[2] == 1.0
+        assert node.settings.publish_rate_hz == 20.0
+    finally:
+        node.destroy_node()
     node = make()
     try:
         res = node.set_parameters([Parameter("stale_timeout_s", value=-1.0)])

@@ -58,3 +58,19 @@ def test_run_refuses_a_bad_params_file_before_starting_anything(tmp_path):
     assert r.returncode == 2
     assert "approach_speed: -5.0 outside" in r.stderr and "Traceback" not in r.stderr
     assert not (out / "nodes.log").exists()
+
+
+def test_settings_and_check_import_no_ros():
+    """The settings live next to the cores: checking a file loads every node's settings
+    classes without importing rclpy or any generated interface."""
+    code = ("import sys; from smores_assembly import param_check, params\n"
+            "for n in params.NODE_SETTINGS: params.node_settings(n)\n"
+            "param_check.check_params_file(sys.argv[1])\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('rclpy', 'rcl_interfaces', 'smores_assembly.msg') or m.startswith("
+            "('smores_assembly.ros', 'smores_assembly.msg')))\n"
+            "print(bad)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(REPO / "config/overrides.yaml")],
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from smores_assembly.geometry import Pose2D, wrap_angle
-from smores_assembly.params import param_field
+from smores_assembly.params import check_ranges, param_field
 
 # --------------------------------------------------------------------------------------------
 # settings
@@ -152,8 +152,6 @@ class DockingSettings:
     # --- helper ---
     helper_pickup_gap: float = param_field(0.006, "Gap helper TOP face -> module face at LIFT [m]",
                                            -0.01, 0.05)
-    helper_pickup_tolerance: float = param_field(
-        0.006, "Lateral tolerance of the helper at LIFT [m]", 0.0005, 0.05)
     lift_timeout_s: float = param_field(3.0, "Time for a LIFT to show in the poses [s]",
                                         0.1, 60.0)
     lift_confirm_tolerance: float = param_field(
@@ -162,15 +160,17 @@ class DockingSettings:
     helper_backoff: float = param_field(0.06, "Helper reverse distance after the hand-over [m]",
                                         0.0, 1.0)
 
-    def validate(self) -> str | None:
-        """Cross-field check; returns an error message or None."""
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the field: a value out of range, or
+        ``approach_min_speed`` above ``approach_speed``, or ``approach_stop_gap`` not below
+        ``capture_range``."""
+        check_ranges(self)
         if self.approach_min_speed > self.approach_speed:
-            return (f"approach_min_speed: {self.approach_min_speed} > approach_speed "
-                    f"{self.approach_speed}")
+            raise ValueError(f"approach_min_speed: {self.approach_min_speed} > approach_speed "
+                             f"{self.approach_speed}")
         if self.approach_stop_gap >= self.capture_range:
-            return (f"approach_stop_gap: {self.approach_stop_gap} must be below capture_range "
-                    f"{self.capture_range}")
-        return None
+            raise ValueError(f"approach_stop_gap: {self.approach_stop_gap} must be below "
+                             f"capture_range {self.capture_range}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ share lives here, once:
 * QoS: :data:`LATCHED_QOS` (transient local, reliable, depth 1) for the target, root, plan,
   connections and active stage; :data:`SENSOR_QOS` (best effort, volatile) for poses.
 * Topic names: :func:`module_topic` (``/<id>/cmd_vel`` …) and the constants below.
-* :func:`declare_dataclass_params`: turns a core ``@dataclass`` of settings (fields with
+* :func:`declare_dataclass_params`: turns a core ``@dataclass`` of settings (fields
   made with :func:`smores_assembly.params.param_field`) into ROS parameters with
-  descriptors and ranges, validated on set, and keeps the dataclass instance up to date.
+  descriptors and ranges, validated in the on-set callback and applied to the dataclass
+  instance in the post-set callback; :data:`NODE_OPTIONS` and :func:`declare_given` take
+  start-up values over with the public parameter API.
 * :func:`run_node`: spin a node with a single-threaded executor and shut down cleanly on
   Ctrl-C / SIGTERM.
 """
@@ -30,8 +32,8 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
                        qos_profile_sensor_data)
 import transforms3d.euler
 
-from smores_assembly.geometry import Pose2D, wrap_angle
-from smores_assembly.params import param_field  # noqa: F401  (re-exported)
+from smores_assembly.geometry import WORLD_FRAME, Pose2D, wrap_angle  # noqa: F401
+from smores_assembly.params import param_field, validate_settings  # noqa: F401  (param_field re-exported)
 
 #: Latched QoS for state that late joiners must receive (target, root, plan, connections).
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -43,7 +45,6 @@ SENSOR_QOS = qos_profile_sensor_data
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
 
-WORLD_FRAME = "world"
 TOPIC_STATES = "/modules/states"
 TOPIC_TARGET = "/assembly/target"
 TOPIC_ROOT = "/assembly/root"
@@ -118,64 +119,133 @@ def _descriptor(f: dataclasses.Field, value: Any) -> ParameterDescriptor:
     return d
 
 
+#: Keyword arguments every node of the package passes to ``rclpy.node.Node``: each
+#: start-up value (params file, ``-p``, ``parameter_overrides``) is declared as it comes,
+#: untyped, so that :func:`declare_given` can take it over with the public parameter API
+#: (widen an integer given for a double, see values given for names the node only learns
+#: at run time, e.g. ``marker_offsets.<id>``).
+NODE_OPTIONS = {"automatically_declare_parameters_from_overrides": True}
+
+
+def node_kwargs(kwargs: dict) -> dict:
+    """``kwargs`` for ``Node.__init__`` with :data:`NODE_OPTIONS` as defaults."""
+    return {**NODE_OPTIONS, **kwargs}
+
+
+def _widen(value: Any, like: Any) -> Any:
+    """An integer (or integer list) given where ``like`` is a float (or float list / a
+    DOUBLE(_ARRAY) type) as floats; anything else unchanged."""
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+    wants_float = (isinstance(like, float) or like == Parameter.Type.DOUBLE)
+    wants_floats = (like == Parameter.Type.DOUBLE_ARRAY or (
+        isinstance(like, (list, tuple)) and like and all(isinstance(x, float) for x in like)))
+    if wants_float and is_int(value):
+        return float(value)
+    if wants_floats and isinstance(value, (list, tuple)) and all(is_int(v) for v in value):
+        return [float(v) for v in value]
+    return value
+
+
+def declare_given(node: Node, name: str, default: Any,
+                  descriptor: ParameterDescriptor | None = None) -> Parameter:
+    """Declare parameter ``name`` with ``default`` (a value, or a ``Parameter.Type`` for a
+    parameter without default), its start-up value taken from the node's overrides.
+
+    Nodes made with :data:`NODE_OPTIONS` find every override already declared (untyped);
+    it is undeclared and declared again with its descriptor (static type, range), an
+    integer given for a double widened to a float. Without those options this is
+    ``declare_parameter``.
+
+    Raises:
+        ValueError: ``parameter <name>: ...``, the given value has the wrong type or is out
+            of range.
+    """
+    descriptor = descriptor if descriptor is not None else ParameterDescriptor()
+    try:
+        given = node.get_parameter(name) if node.has_parameter(name) else None
+        if given is None or given.type_ == Parameter.Type.NOT_SET:
+            return node.declare_parameter(name, default, descriptor)
+        node.undeclare_parameter(name)
+        value = _widen(given.value, default)
+        if isinstance(default, Parameter.Type):
+            if isinstance(value, (list, tuple)) and not value:
+                return node.declare_parameter(name, default, descriptor)  # [] has no type
+            if not default.check(value):
+                raise ValueError(f"expected {default.name.lower()}, got {value!r}")
+        return node.declare_parameter(name, value, descriptor, ignore_override=True)
+    except ValueError as exc:
+        raise ValueError(f"parameter {name}: {exc}") from exc
+    except Exception as exc:  # rclpy's ParameterException family
+        raise ValueError(f"parameter {name}: {exc}") from exc
+
+
+def _widen_on_set(node: Node) -> None:
+    """Once per node: an integer set for a double parameter (``ros2 param set n x 2``) is
+    widened to a float before rclpy's type check (a pre-set callback)."""
+    if getattr(node, "_smores_widens", False):
+        return
+    node._smores_widens = True
+
+    def pre_set(params: list[Parameter]) -> list[Parameter]:
+        out = []
+        for p in params:
+            if node.has_parameter(p.name):
+                t = Parameter.Type(node.get_parameter_type(p.name))
+                if t in (Parameter.Type.DOUBLE, Parameter.Type.DOUBLE_ARRAY):
+                    v = _widen(p.value, t)
+                    if v is not p.value:
+                        p = Parameter(p.name, t, v)
+            out.append(p)
+        return out
+
+    node.add_pre_set_parameters_callback(pre_set)
+
+
+def _field_value(value: Any, old: Any) -> Any:
+    """A parameter value as the settings field holds it (tuples stay tuples)."""
+    if isinstance(old, tuple):
+        return tuple(value)
+    if isinstance(old, list):
+        return list(value)
+    return value
+
+
 def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
-                             validate: Callable[[Any], str | None] | None = None,
-                             on_change: Callable[[Any], None] | None = None,
-                             start_only: tuple[str, ...] = ()) -> Any:
+                             on_change: Callable[[Any], None] | None = None) -> Any:
     """Declare one ROS parameter per field of the dataclass instance ``settings``.
 
-    Each field's ``metadata`` gives the description and an inclusive ``range`` (see
-    :func:`param_field`); rclpy rejects out-of-range values on set. Values from a parameter
-    file or the command line override the defaults at start-up. Afterwards every accepted
-    ``set_parameters`` updates ``settings`` in place (the node keeps reading the same
-    object), and ``validate(candidate)`` can refuse cross-field conflicts by returning an
-    error message or raising ``ValueError`` (a settings class's own ``validate`` method).
+    Each field's ``metadata`` gives the description, an inclusive ``range`` and
+    ``start_only`` (see :func:`smores_assembly.params.param_field`). Start-up values (params
+    file, command line) override the defaults (:func:`declare_given`). Changes follow
+    rclpy's parameter callbacks (ros2/demos ``demo_nodes_py``):
 
-    Fields named in ``start_only`` (read once at start-up: topics, timers, files) are
-    refused when set later, with a reason naming the parameter.
+    * on set (``add_on_set_parameters_callback``), the candidate settings are *validated*
+      only: :func:`smores_assembly.params.validate_settings` (ranges and the class's own
+      ``validate``), and a start-only field refuses any change; a refusal carries the
+      reason, naming the parameter;
+    * after set (``add_post_set_parameters_callback``), the accepted values are *applied*
+      to ``settings`` in place (the node keeps reading the same object), then
+      ``on_change(settings)`` is called.
 
     Returns:
         ``settings``, updated with the start-up values.
 
     Raises:
-        ValueError: a start-up value is out of range or refused by ``validate`` (the message
-            names the parameter and the value).
+        ValueError: a start-up value has the wrong type, is out of range or is refused by
+            the settings' ``validate`` (the message names the parameter and the value).
     """
+    _widen_on_set(node)
     fields = {prefix + f.name: f for f in dataclasses.fields(settings)}
-    # `x:=5` on the command line or `value: "5"` in a launch file arrives as INTEGER; rclpy
-    # would refuse it for a DOUBLE parameter, so widen such start-up values first.
-    overrides = getattr(node, "_parameter_overrides", None) or {}
-    for name, f in fields.items():
-        p = overrides.get(name)
-        if (p is not None and isinstance(getattr(settings, f.name), float)
-                and p.type_ == Parameter.Type.INTEGER):
-            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(p.value))
     for name, f in fields.items():
         default = getattr(settings, f.name)
         if isinstance(default, (list, tuple)):
             default = list(default)
-        try:
-            p = node.declare_parameter(name, default, _descriptor(f, default))
-        except Exception as exc:  # rclpy raises InvalidParameterValueException etc.
-            raise ValueError(f"parameter {name}: {exc}") from exc
-        value = p.value
-        if isinstance(getattr(settings, f.name), tuple):
-            value = tuple(value)
-        setattr(settings, f.name, value)
-    def check(candidate) -> str | None:
-        if validate is None:
-            return None
-        try:
-            return validate(candidate)
-        except ValueError as exc:
-            return str(exc)
+        p = declare_given(node, name, default, _descriptor(f, default))
+        setattr(settings, f.name, _field_value(p.value, getattr(settings, f.name)))
+    validate_settings(settings)
 
-    if validate is not None:
-        err = check(settings)
-        if err:
-            raise ValueError(err)
-
-    def _on_set(params) -> SetParametersResult:
+    def on_set(params: list[Parameter]) -> SetParametersResult:
         mine = [p for p in params if p.name in fields]
         if not mine:
             return SetParametersResult(successful=True)
@@ -183,34 +253,29 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
         for p in mine:
             f = fields[p.name]
             old = getattr(settings, f.name)
-            value = p.value
-            if isinstance(old, float) and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if type(value) is not type(old) and not isinstance(old, tuple):
-                return SetParametersResult(
-                    successful=False,
-                    reason=f"{p.name}: expected {type(old).__name__}, got {value!r}")
-            rng = f.metadata.get("range")
-            if rng is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-                lo, hi = rng
-                if (lo is not None and value < lo) or (hi is not None and value > hi):
-                    return SetParametersResult(
-                        successful=False, reason=f"{p.name}: {value} outside [{lo}, {hi}]")
-            if f.name in start_only and value != old:
+            value = _field_value(p.value, old)
+            if f.metadata.get("start_only") and value != old:
                 return SetParametersResult(
                     successful=False, reason=f"{p.name}: can only be set at start-up")
-            setattr(candidate, f.name, tuple(value) if isinstance(old, tuple) else value)
-        if validate is not None:
-            err = check(candidate)
-            if err:
-                return SetParametersResult(successful=False, reason=err)
-        for f in dataclasses.fields(settings):
-            setattr(settings, f.name, getattr(candidate, f.name))
-        if on_change is not None:
-            on_change(settings)
+            setattr(candidate, f.name, value)
+        try:
+            validate_settings(candidate)
+        except ValueError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
-    node.add_on_set_parameters_callback(_on_set)
+    def post_set(params: list[Parameter]) -> None:
+        mine = [p for p in params if p.name in fields]
+        if not mine:
+            return
+        for p in mine:
+            f = fields[p.name]
+            setattr(settings, f.name, _field_value(p.value, getattr(settings, f.name)))
+        if on_change is not None:
+            on_change(settings)
+
+    node.add_on_set_parameters_callback(on_set)
+    node.add_post_set_parameters_callback(post_set)
     return settings
 
 

@@ -31,7 +31,6 @@ Timers use the node clock, so the node runs on simulated time with ``use_sim_tim
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Path
@@ -42,42 +41,16 @@ from std_msgs.msg import Int32
 
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
                                      Phase, PoseSample, TimedPath)
+from smores_assembly.docking.settings import DockingNodeSettings
 from smores_assembly.geometry import Face, Pose2D
 from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
                                  DockingStatusArray, HelperCommand, MagnetCommand,
                                  ModuleStateArray)
-from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
 
 _HELPER_CODES = {"LIFT": HelperCommand.LIFT, "ROTATE": HelperCommand.ROTATE,
                  "RELEASE": HelperCommand.RELEASE}
 _DURATION_PHASES = (Phase.NAVIGATE, Phase.POSE_ADJUST, Phase.APPROACH)
-
-
-@dataclass
-class DockingNodeSettings:
-    """Tunables of the node itself (the control tunables are :class:`DockingSettings`)."""
-
-    control_rate_hz: float = param_field(50.0, "control loop rate [Hz, node clock]", 1.0, 1000.0)
-    status_rate_hz: float = param_field(10.0, "rate of /assembly/docking_status [Hz]",
-                                        0.1, 1000.0)
-    magnet_refresh_s: float = param_field(1.0, "magnet commands are re-sent this often [s]",
-                                          0.05, 60.0)
-    nominal_path_speed: float = param_field(
-        0.04, "speed used to time a path whose stamps are all zero [m/s]", 0.001, 2.0)
-    obstacle_radius: float = param_field(
-        0.6, "other modules within this distance of a moving body are kept clear of on "
-        "direct moves [m]", 0.0, 10.0)
-
-
-def _validate(settings) -> str | None:
-    try:
-        check_ranges(settings)
-    except ValueError as exc:
-        return str(exc)
-    if isinstance(settings, DockingSettings):
-        return settings.validate()
-    return None
 
 
 def path_msg_to_timed(msg: Path, now: float, nominal_speed: float) -> TimedPath | None:
@@ -97,12 +70,10 @@ class DockingControllerNode(Node):
     """
 
     def __init__(self, **kwargs) -> None:
-        super().__init__("docking_controller", **kwargs)
+        super().__init__("docking_controller", **common.node_kwargs(kwargs))
         self.node_settings = common.declare_dataclass_params(
-            self, DockingNodeSettings(), validate=_validate,
-            on_change=lambda _s: self._make_timers())
-        self.settings = common.declare_dataclass_params(self, DockingSettings(),
-                                                        validate=_validate)
+            self, DockingNodeSettings(), on_change=lambda _s: self._make_timers())
+        self.settings = common.declare_dataclass_params(self, DockingSettings())
         self._plan: AssemblyPlan | None = None
         self._stage: int | None = None
         self._samples: dict[str, PoseSample] = {}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -34,28 +33,9 @@ from smores_assembly.action import Assemble
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingStatusArray,
                                  ModuleStateArray, TargetTopology)
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D
-from smores_assembly.params import param_field
 from smores_assembly.ros import common
 from smores_assembly.ros.convert import states_msg_to_poses, target_msg_to_scenario
-from smores_assembly.sequencer import SeqState, StageSequencer
-
-
-@dataclass
-class ExecutiveSettings:
-    """Tunables of the executive (ROS parameters)."""
-
-    states_timeout_s: float = param_field(
-        10.0, "How long to wait for module states before refusing a goal [s]", 0.1, 600.0)
-    plan_timeout_s: float = param_field(
-        15.0, "How long to wait for /assembly/plan after publishing the target [s]", 0.1, 600.0)
-    approval_timeout_s: float = param_field(
-        300.0, "How long require_approval waits for /assembly/approve [s]", 1.0, 86400.0)
-    stage_timeout_s: float = param_field(
-        400.0, "A stage still running after this fails the assembly [s, ROS time]", 1.0, 1e5)
-    feedback_rate_hz: float = param_field(2.0, "Action feedback rate [Hz]", 0.1, 50.0)
-    marker_rate_hz: float = param_field(
-        2.0, "Rate of the module/goal/connection markers on /assembly/markers/modules [Hz] "
-             "(read at start-up)", 0.1, 30.0)
+from smores_assembly.sequencer import ExecutiveSettings, SeqState, StageSequencer
 
 
 #: Marker colour per docking phase (RGB).
@@ -68,8 +48,8 @@ _PHASE_RGB = {"NAVIGATE": (0.0, 0.45, 0.7), "POSE_ADJUST": (0.9, 0.6, 0.0),
 class ExecutiveNode(Node):
     """Sequences an assembly; see the module docstring for the protocol."""
 
-    def __init__(self) -> None:
-        super().__init__("executive")
+    def __init__(self, **kwargs) -> None:
+        super().__init__("executive", **common.node_kwargs(kwargs))
         self.settings = common.declare_dataclass_params(self, ExecutiveSettings())
         cb = ReentrantCallbackGroup()
         self._states: ModuleStateArray | None = None

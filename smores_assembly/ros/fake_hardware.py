@@ -42,7 +42,6 @@ import collections
 import math
 import sys
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
@@ -58,9 +57,9 @@ from smores_assembly.geometry import Face
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleState, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
-from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
 from smores_assembly.sim import SimError, SimParams, SimWorld
+from smores_assembly.sim.settings import FakeHardwareSettings
 
 TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
 
@@ -83,56 +82,6 @@ _HELPER_NAMES = {HelperCommand.LIFT: "LIFT", HelperCommand.ROTATE: "ROTATE",
                  HelperCommand.RELEASE: "RELEASE"}
 
 
-@dataclass
-class FakeHardwareSettings:
-    """Tunables of the fake hardware node besides the physics (:class:`SimParams`)."""
-
-    scenario: str = param_field("", "path of the scenario YAML (modules' initial poses, "
-                                    "helpers)")
-    physics_rate_hz: float = param_field(100.0, "physics step rate [Hz, simulated time]",
-                                         1.0, 10000.0)
-    mocap_rate_hz: float = param_field(100.0, "mocap sample rate [Hz, simulated time]",
-                                       0.1, 10000.0)
-    mocap_noise_std_m: float = param_field(0.0, "mocap position noise std (x, y, z) [m]",
-                                           0.0, 0.1)
-    mocap_noise_std_rad: float = param_field(0.0, "mocap yaw noise std [rad]", 0.0, 1.0)
-    dropout_probability: float = param_field(
-        0.0, "probability that a mocap sample of a module is not published", 0.0, 1.0)
-    latency_s: float = param_field(0.0, "mocap latency: publish delay of a sample [s]",
-                                   0.0, 5.0)
-    real_time_factor: float = param_field(
-        1.0, "simulated seconds per wall second (0: as fast as possible)", 0.0, 1000.0)
-    publish_clock: bool = param_field(True, "publish /clock (simulated time)")
-    mocap_topic_format: str = param_field(
-        "/vicon/{id}/{id}", "mocap topic per module; {id} is replaced by the module id")
-    mocap_frame_id: str = param_field(common.WORLD_FRAME, "frame_id of the mocap poses")
-    cmd_vel_timeout_s: float = param_field(
-        0.5, "a cmd_vel older than this is treated as zero [s, simulated time]", 0.001, 1e6)
-    ground_truth_rate_hz: float = param_field(
-        50.0, "rate of /fake_hardware/ground_truth [Hz, simulated time]", 0.1, 10000.0)
-    joint_state_rate_hz: float = param_field(
-        20.0, "rate of /<id>/joint_states [Hz, simulated time]", 0.1, 10000.0)
-    max_tick_wall_s: float = param_field(
-        0.005, "longest wall time spent stepping before callbacks are serviced again [s]",
-        0.0001, 1.0)
-    random_seed: int = param_field(0, "seed of the mocap noise and dropout generator",
-                                   0, 2**31 - 1)
-
-
-#: Settings read once at start-up (topics, generator, scenario); refused when set later.
-START_ONLY = ("scenario", "mocap_topic_format", "mocap_frame_id", "random_seed")
-
-
-def _validate_settings(s: FakeHardwareSettings) -> str | None:
-    if "{id}" not in s.mocap_topic_format:
-        return f"mocap_topic_format: {s.mocap_topic_format!r} must contain {{id}}"
-    try:
-        check_ranges(s)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 class FakeHardwareNode(Node):
     """The ``fake_hardware`` node (see the module docstring).
 
@@ -142,16 +91,14 @@ class FakeHardwareNode(Node):
     """
 
     def __init__(self, **kwargs) -> None:
-        super().__init__("fake_hardware", **kwargs)
+        super().__init__("fake_hardware", **common.node_kwargs(kwargs))
         if self.get_parameter("use_sim_time").value:
             raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
                              "/clock); it must run with use_sim_time:=false")
         settings, sim_params = FakeHardwareSettings(), SimParams()
         self.settings = common.declare_dataclass_params(
-            self, settings, validate=_validate_settings, start_only=START_ONLY,
-            on_change=lambda _s: self._on_settings_change())
-        self.sim_params = common.declare_dataclass_params(self, sim_params,
-                                                          validate=SimParams.validate)
+            self, settings, on_change=lambda _s: self._on_settings_change())
+        self.sim_params = common.declare_dataclass_params(self, sim_params)
         s = self.settings
         if not s.scenario:
             raise ValueError("scenario: the path of a scenario YAML file is required")

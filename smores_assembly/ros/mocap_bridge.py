@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -54,62 +53,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
                                    RigidTransform)
+from smores_assembly.mocap.settings import BridgeSettings
 from smores_assembly.msg import ModuleState, ModuleStateArray
-from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import common
-
-SOURCES = ("vicon", "vrpn", "mocap4r2")
-
-
-@dataclass
-class BridgeSettings:
-    """Tunables of the mocap bridge node (besides the filter's)."""
-
-    source: str = param_field("vicon", "mocap driver: vicon | vrpn | mocap4r2")
-    vicon_topic_format: str = param_field(
-        "/vicon/{id}/{id}", "vicon_receiver PoseStamped topic; {id} = module id")
-    vrpn_topic_format: str = param_field(
-        "/vrpn_mocap/{id}/pose", "vrpn_mocap PoseStamped topic; {id} = module id")
-    mocap4r2_topic: str = param_field("/rigid_bodies", "mocap4r2 RigidBodies topic")
-    mocap_to_world: list = param_field(
-        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        "T_world_mocap as [x, y, z, roll, pitch, yaw] [m, rad] (static x-y-z axes)")
-    marker_offset: list = param_field(
-        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        "default T_body_module (module centre in the tracked body's frame) as "
-        "[x, y, z, roll, pitch, yaw] [m, rad]; per module: marker_offsets.<id>")
-    publish_rate_hz: float = param_field(50.0, "rate of /modules/states [Hz, node clock]",
-                                         0.1, 1000.0)
-    use_header_stamp: bool = param_field(
-        True, "use the samples' header stamps as sample times (else the reception time)")
-    scenario: str = param_field(
-        "", "scenario YAML whose modules are tracked when module_ids is empty")
-    diagnostics_period_s: float = param_field(
-        1.0, "period of the rate / no-data checks [s, wall time]", 0.05, 60.0)
-
-
-#: Settings read once at start-up (subscriptions, timers); refused when set later.
-START_ONLY = ("source", "vicon_topic_format", "vrpn_topic_format", "mocap4r2_topic",
-              "scenario", "publish_rate_hz", "diagnostics_period_s")
-
-
-def _validate_bridge(s: BridgeSettings) -> str | None:
-    try:
-        check_ranges(s)
-    except ValueError as exc:
-        return str(exc)
-    if s.source not in SOURCES:
-        return f"source: {s.source!r} is not one of {', '.join(SOURCES)}"
-    for name in ("vicon_topic_format", "vrpn_topic_format"):
-        if "{id}" not in getattr(s, name):
-            return f"{name}: {getattr(s, name)!r} must contain {{id}}"
-    for name in ("mocap_to_world", "marker_offset"):
-        try:
-            RigidTransform.from_xyzrpy(getattr(s, name), name)
-        except MocapError as exc:
-            return str(exc)
-    return None
-
 
 class MocapBridgeNode(Node):
     """The ``mocap_bridge`` node (see the module docstring).
@@ -120,15 +66,13 @@ class MocapBridgeNode(Node):
     """
 
     def __init__(self, **kwargs) -> None:
-        super().__init__("mocap_bridge", **kwargs)
+        super().__init__("mocap_bridge", **common.node_kwargs(kwargs))
         settings, filter_settings = BridgeSettings(), MocapFilterSettings()
         self.settings = common.declare_dataclass_params(
-            self, settings, validate=_validate_bridge, start_only=START_ONLY,
-            on_change=lambda _s: self._apply_transforms())
-        self.filter_settings = common.declare_dataclass_params(
-            self, filter_settings, validate=MocapFilterSettings.validate)
-        ids = self.declare_parameter(
-            "module_ids", Parameter.Type.STRING_ARRAY,
+            self, settings, on_change=lambda _s: self._apply_transforms())
+        self.filter_settings = common.declare_dataclass_params(self, filter_settings)
+        ids = common.declare_given(
+            self, "module_ids", Parameter.Type.STRING_ARRAY,
             ParameterDescriptor(
                 description="modules to track (mocap body names); empty: the scenario's",
                 read_only=True)).value or []
@@ -140,16 +84,15 @@ class MocapBridgeNode(Node):
             raise ValueError("module_ids: no modules to track (set module_ids or scenario)")
         self.ids = [str(m) for m in ids]
         self._offset_params = {}
+        given = set(self.get_parameters_by_prefix("marker_offsets"))
         for m in self.ids:
-            p = self.declare_parameter(
-                f"marker_offsets.{m}", Parameter.Type.DOUBLE_ARRAY,
+            p = common.declare_given(
+                self, f"marker_offsets.{m}", Parameter.Type.DOUBLE_ARRAY,
                 ParameterDescriptor(
                     description=f"T_body_module of {m} as [x, y, z, roll, pitch, yaw] "
                                 "(overrides marker_offset)"))
             self._offset_params[m] = p.name
-        stray = sorted(k for k in self._parameter_overrides
-                       if k.startswith("marker_offsets.")
-                       and k[len("marker_offsets."):] not in self.ids)
+        stray = sorted(f"marker_offsets.{k}" for k in given - set(self.ids))
         if stray:
             raise ValueError(f"marker_offsets: {stray} name modules that are not tracked "
                              f"(module_ids: {self.ids})")

@@ -72,16 +72,8 @@ class NavigationNode(Node):
 
     def __init__(self, **node_kwargs) -> None:
         """``node_kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, overrides)."""
-        super().__init__("navigation", **node_kwargs)
-
-        def _validate(s: NavSettings):
-            try:
-                s.validate()
-            except ValueError as exc:
-                return str(exc)
-            return None
-
-        self.settings = common.declare_dataclass_params(self, NavSettings(), validate=_validate)
+        super().__init__("navigation", **common.node_kwargs(node_kwargs))
+        self.settings = common.declare_dataclass_params(self, NavSettings())
         self._plan: AssemblyPlan | None = None
         self._poses: dict[str, Pose2D] = {}
         self._stage = -1

@@ -15,44 +15,29 @@ An invalid target is logged once as an error and nothing is published. When the 
 valid but the current states cannot serve it (too few tracked modules, a helper not seen),
 the node logs a throttled warning and tries again with every new states message.
 
-Parameters: see :class:`PlanningNodeSettings` (``config/root_search.yaml``).
+Parameters: see :class:`smores_assembly.planning.PlanningNodeSettings` (``config/root_search.yaml``).
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
 from rclpy.node import Node
 
 from smores_assembly.msg import ModuleStateArray, RootSelection, TargetTopology
-from smores_assembly.params import param_field
-from smores_assembly.planning import PlanningError, search_root
+from smores_assembly.planning import PlanningError, PlanningNodeSettings, search_root
 from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_ROOT, TOPIC_STATES,
-                                        TOPIC_TARGET, declare_dataclass_params, run_node)
+                                        TOPIC_TARGET, declare_dataclass_params, node_kwargs,
+                                        run_node)
 from smores_assembly.ros.convert import (root_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
 from smores_assembly.scenario import ScenarioError
-
-
-@dataclass
-class PlanningNodeSettings:
-    """Parameters of the ``root_search`` and ``task_assignment`` nodes."""
-
-    tracked_only: bool = param_field(
-        True, "Plan only with modules whose mocap track is valid (ModuleState.tracked).")
-    wait_warning_period_s: float = param_field(
-        5.0, "Period of the warning while the module states cannot serve the target [s].",
-        lo=0.1, hi=3600.0)
-    sequential: bool = param_field(
-        False, "task_assignment: execute one dock per stage (baseline for benchmarks) "
-               "instead of the parallel schedule.")
 
 
 class RootSearchNode(Node):
     """Publishes the root selection of every received target (see the module docstring)."""
 
     def __init__(self, **kwargs):
-        super().__init__("root_search", **kwargs)
+        super().__init__("root_search", **node_kwargs(kwargs))
         self.settings = declare_dataclass_params(self, PlanningNodeSettings())
         self._target: TargetTopology | None = None
         self._states: ModuleStateArray | None = None

@@ -14,8 +14,7 @@ Publishes:
     ``header.stamp`` is the target's.
 
 Planning errors (e.g. a wheel-face dock with no helping module) are logged once as errors
-and nothing is published. Parameters: :class:`~smores_assembly.ros.root_search.
-PlanningNodeSettings` (``config/task_assignment.yaml``).
+and nothing is published. Parameters: :class:`~smores_assembly.planning.PlanningNodeSettings` (``config/task_assignment.yaml``).
 """
 from __future__ import annotations
 
@@ -24,13 +23,13 @@ import sys
 from rclpy.node import Node
 
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
-from smores_assembly.planning import PlanningError, plan_assembly, sequential
+from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
+                                      sequential)
 from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_PLAN, TOPIC_ROOT,
                                         TOPIC_STATES, TOPIC_TARGET, declare_dataclass_params,
-                                        run_node)
+                                        node_kwargs, run_node)
 from smores_assembly.ros.convert import (msg_to_root, plan_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
-from smores_assembly.ros.root_search import PlanningNodeSettings
 from smores_assembly.scenario import ScenarioError
 
 
@@ -42,7 +41,7 @@ class TaskAssignmentNode(Node):
     """Publishes the assembly plan of the current target (see the module docstring)."""
 
     def __init__(self, **kwargs):
-        super().__init__("task_assignment", **kwargs)
+        super().__init__("task_assignment", **node_kwargs(kwargs))
         self.settings = declare_dataclass_params(self, PlanningNodeSettings())
         self._target: TargetTopology | None = None
         self._root: RootSelection | None = None

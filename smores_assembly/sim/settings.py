@@ -1,0 +1,57 @@
+"""Settings of the ``fake_hardware`` node besides the physics (no ROS imports).
+
+The physics tunables are :class:`smores_assembly.sim.SimParams`; the node
+(:mod:`smores_assembly.ros.fake_hardware`) declares both as ROS parameters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from smores_assembly.geometry import WORLD_FRAME
+from smores_assembly.params import check_ranges, param_field
+
+
+@dataclass
+class FakeHardwareSettings:
+    """Tunables of the fake hardware node besides the physics (:class:`SimParams`)."""
+
+    scenario: str = param_field("", "path of the scenario YAML (modules' initial poses, "
+                                    "helpers)", start_only=True)
+    physics_rate_hz: float = param_field(100.0, "physics step rate [Hz, simulated time]",
+                                         1.0, 10000.0)
+    mocap_rate_hz: float = param_field(100.0, "mocap sample rate [Hz, simulated time]",
+                                       0.1, 10000.0)
+    mocap_noise_std_m: float = param_field(0.0, "mocap position noise std (x, y, z) [m]",
+                                           0.0, 0.1)
+    mocap_noise_std_rad: float = param_field(0.0, "mocap yaw noise std [rad]", 0.0, 1.0)
+    dropout_probability: float = param_field(
+        0.0, "probability that a mocap sample of a module is not published", 0.0, 1.0)
+    latency_s: float = param_field(0.0, "mocap latency: publish delay of a sample [s]",
+                                   0.0, 5.0)
+    real_time_factor: float = param_field(
+        1.0, "simulated seconds per wall second (0: as fast as possible)", 0.0, 1000.0)
+    publish_clock: bool = param_field(True, "publish /clock (simulated time)")
+    mocap_topic_format: str = param_field(
+        "/vicon/{id}/{id}", "mocap topic per module; {id} is replaced by the module id",
+        start_only=True)
+    mocap_frame_id: str = param_field(WORLD_FRAME, "frame_id of the mocap poses",
+                                      start_only=True)
+    cmd_vel_timeout_s: float = param_field(
+        0.5, "a cmd_vel older than this is treated as zero [s, simulated time]", 0.001, 1e6)
+    ground_truth_rate_hz: float = param_field(
+        50.0, "rate of /fake_hardware/ground_truth [Hz, simulated time]", 0.1, 10000.0)
+    joint_state_rate_hz: float = param_field(
+        20.0, "rate of /<id>/joint_states [Hz, simulated time]", 0.1, 10000.0)
+    max_tick_wall_s: float = param_field(
+        0.005, "longest wall time spent stepping before callbacks are serviced again [s]",
+        0.0001, 1.0)
+    random_seed: int = param_field(0, "seed of the mocap noise and dropout generator",
+                                   0, 2**31 - 1, start_only=True)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the field: a value out of range, or a
+        ``mocap_topic_format`` without ``{id}``."""
+        check_ranges(self)
+        if "{id}" not in self.mocap_topic_format:
+            raise ValueError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
+                             "{id}")
