@@ -8,7 +8,7 @@ DEPS      := $(VENV)/.deps-installed
 INSTALLED := $(BUILD)/.installed
 SCENARIO  ?= config/scenarios/mobile_manipulator.yaml
 OUT       ?= out/task1
-SOURCES   := $(shell find msg action smores_assembly launch config scripts -type f \
+SOURCES   := $(shell find msg action smores_assembly launch config scripts description -type f \
                -not -name '*.pyc' 2>/dev/null) CMakeLists.txt package.xml
 
 .PHONY: demo test bench setup clean

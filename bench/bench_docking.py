@@ -1,6 +1,7 @@
 """Docking benchmark: closed-loop DockingTask on the simulated world under mocap noise.
 
-Run ``python -m bench.bench_docking [--trials 100] [--seed 1] [--noise-mm 1.0]``: for each
+Run ``python -m bench.bench_docking [--trials 100] [--seed 1] [--noise-mm 1.0]
+[--backend kinematic|mujoco] [--cases 0,1,...]``: for each
 target face of a fixed parent module (TOP, BOTTOM, LEFT, RIGHT, each with a child face, and
 helper-carried wheel-face docks) it docks a module from ``--trials`` random start poses
 (within 0.5 m of its goal, any heading) and prints the success rate, the time per dock and
@@ -24,7 +25,8 @@ from smores_assembly.docking.control import DockingSettings, TimedPath
 from smores_assembly.docking.task import (DockingSpec, DockingTask, ErrorCode, Phase,
                                           PoseSample, dock_axis, face_errors)
 from smores_assembly.geometry import Face, Pose2D, child_pose, face_center, wrap_angle
-from smores_assembly.sim import Connection, SimError, SimWorld, square_overlap
+from smores_assembly.sim import Connection, SimError, square_overlap
+from smores_assembly.sim.backend import BACKENDS, make_world
 
 PARENT = "p"
 MODULE = "m"
@@ -100,7 +102,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               dropout_phase: tuple[Phase, float] | None = None,
               path: TimedPath | None = None, parent_magnets: bool = True,
               kick_parent: tuple[Phase, float, float] | None = None,
-              latency: float = 0.0) -> TrialResult:
+              latency: float = 0.0, backend: str = "kinematic") -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -121,6 +123,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             when the task first enters ``phase`` (the target moves).
         latency: mocap latency [s]: the task sees samples that old (stamped with their
             capture time).
+        backend: the world's physics, ``kinematic`` or ``mujoco``
+            (:func:`smores_assembly.sim.backend.make_world`).
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).
@@ -139,7 +143,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             helper_start = random_start(rng, goal, [parent, start])
         poses[HELPER] = helper_start
         helpers = (HELPER,)
-    world = SimWorld(poses, helpers=helpers)
+    world = make_world(backend, poses, helpers=helpers)
     spec = DockingSpec(MODULE, PARENT, parent_face, child_face, HELPER if use_helper else "")
     task = DockingTask(spec, s)
     want = Connection.make(MODULE, child_face, PARENT, parent_face)
@@ -221,9 +225,10 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         prev_poses = world.poses()
         if task.done:
             break
-    # a few more steps: the helper backs off after the hand-over
-    if use_helper and task.phase is Phase.DOCKED:
-        for _ in range(int(3.0 / dt)):
+    # a few more steps: the helper backs off after the hand-over; on a physics backend the
+    # weld pulls the captured faces flush over a few steps
+    if task.phase is Phase.DOCKED and (use_helper or backend != "kinematic"):
+        for _ in range(int((3.0 if use_helper else 0.5) / dt)):
             samples = {mid: PoseSample(p, world.t) for mid, p in world.poses().items()}
             out = task.tick(world.t, samples, True)
             for mid, (v, om) in out.cmd.items():
@@ -258,15 +263,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise-mm", type=float, default=1.0)
     ap.add_argument("--noise-yaw-deg", type=float, default=math.degrees(0.01))
+    ap.add_argument("--backend", choices=BACKENDS, default="kinematic",
+                    help="the simulated world's physics (default: kinematic)")
+    ap.add_argument("--cases", default="",
+                    help="comma-separated case numbers 0-5 (default: all), in the order "
+                         "TOP-TOP, BOTTOM-BOTTOM, LEFT-TOP, RIGHT-BOTTOM, helper LEFT-LEFT, "
+                         "helper TOP-RIGHT")
     a = ap.parse_args(argv)
-    print(f"docking benchmark: {a.trials} trials per case, mocap noise {a.noise_mm} mm / "
-          f"{a.noise_yaw_deg:.2f} deg (1 sigma), success = connected, gap <= 4 mm, yaw <= 2 deg")
+    try:
+        cases = ([CASES[int(k)] for k in a.cases.split(",")] if a.cases else CASES)
+    except (ValueError, IndexError):
+        ap.error(f"--cases: {a.cases!r} is not a comma-separated list of 0-{len(CASES) - 1}")
+    print(f"docking benchmark ({a.backend}): {a.trials} trials per case, mocap noise "
+          f"{a.noise_mm} mm / {a.noise_yaw_deg:.2f} deg (1 sigma), success = connected, "
+          f"gap <= 4 mm, yaw <= 2 deg, capture lateral <= 4 mm and yaw <= 2 deg")
     all_ok = True
-    for pf, cf, helper in CASES:
+    for pf, cf, helper in cases:
         t0 = time.perf_counter()
+        c0 = time.process_time()
         res = [run_trial(pf, cf, a.seed * 100000 + i, helper, a.noise_mm * 1e-3,
-                         math.radians(a.noise_yaw_deg)) for i in range(a.trials)]
+                         math.radians(a.noise_yaw_deg), backend=a.backend)
+               for i in range(a.trials)]
         wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
         ok = [r for r in res if r.success]
         all_ok &= len(ok) == len(res)
         times = [r.time_s for r in ok]
@@ -275,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         lats = [abs(r.lateral_mm) for r in res]
         retries = [r.retries for r in res]
         name = f"{cf.value}->p.{pf.value}" + (" (helper)" if helper else "")
-        print(f"\n{name}: success {len(ok)}/{len(res)}  (wall {wall:.1f} s)")
+        sim_s = sum(r.time_s for r in res)
+        print(f"\n{name}: success {len(ok)}/{len(res)}  (wall {wall:.1f} s, cpu {cpu:.1f} s, "
+              f"{sim_s / max(cpu, 1e-9):.0f} simulated s per cpu s)")
         if times:
             print(f"  time/dock s     median {statistics.median(times):7.2f}  p95 "
                   f"{_pct(times, .95):7.2f}  max {max(times):7.2f}")
