@@ -16,6 +16,7 @@ tests import no ROS.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 
@@ -95,3 +96,96 @@ def node_settings(node: str) -> list[Any]:
         KeyError: ``node`` is not a node of the stack.
     """
     return [settings_class(ref)() for ref in NODE_SETTINGS[node]]
+
+
+# --- config/<node>.yaml: generated from the dataclasses ------------------------------------
+
+#: Parameters a node declares besides its settings dataclasses, as commented example lines
+#: of its config file.
+EXTRA_CONFIG_LINES: dict[str, tuple[str, ...]] = {
+    "mocap_bridge": (
+        "# modules to track, i.e. the mocap body names (quote ids); empty or unset: the",
+        "# modules of `scenario`",
+        "# module_ids: ['m0', 'm1']",
+        "# per-module overrides of marker_offset [x, y, z, roll, pitch, yaw] [m, rad]",
+        "# marker_offsets:",
+        "#   m3: [0.005, 0.0, -0.045, 0.0, 0.0, 0.0]",
+    ),
+}
+
+
+def _yaml_value(value: Any) -> str:
+    import yaml  # noqa: PLC0415
+
+    if isinstance(value, tuple):
+        value = list(value)
+    text = yaml.safe_dump(value, default_flow_style=True, width=1000)
+    return text.strip().removesuffix("...").strip()
+
+
+def _wrap(text: str, indent: str, width: int = 92) -> list[str]:
+    import textwrap  # noqa: PLC0415
+
+    return textwrap.wrap(text, width=width, initial_indent=indent + "# ",
+                         subsequent_indent=indent + "# ")
+
+
+def config_text(node: str) -> str:
+    """The text of ``config/<node>.yaml``: every parameter of ``node`` at its dataclass
+    default, each preceded by its description and range (the one parameter source is the
+    dataclasses; this file is generated from them)."""
+    refs = NODE_SETTINGS[node]
+    lines = _wrap(f"Defaults of the {node} node, generated from "
+                  + " and ".join(r.replace(":", ".") for r in refs) + ".", "")
+    lines += ["# Do not edit: change the defaults there and run",
+             "#   python -m smores_assembly.params --write-config config",
+             "# (test_param_check checks this file equals them). A lab's values go in a params file",
+             "# passed after this one (see config/overrides.yaml).",
+             f"{node}:", "  ros__parameters:"]
+    indent = "    "
+    for ref, settings in zip(refs, node_settings(node)):
+        for f in dataclasses.fields(settings):
+            desc = f.metadata.get("description", "")
+            rng = f.metadata.get("range")
+            if rng is not None:
+                lo, hi = rng
+                desc += f" [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            if f.metadata.get("start_only"):
+                desc += " (start-up only)"
+            lines += _wrap(desc, indent)
+            lines.append(f"{indent}{f.name}: {_yaml_value(getattr(settings, f.name))}")
+    lines += [indent + line for line in EXTRA_CONFIG_LINES.get(node, ())]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m smores_assembly.params --write-config DIR | --check-config DIR``."""
+    import argparse  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(
+        prog="python -m smores_assembly.params",
+        description="Write (or check) config/<node>.yaml from the settings dataclasses.")
+    group = ap.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write-config", metavar="DIR", type=Path,
+                       help="write DIR/<node>.yaml for every node")
+    group.add_argument("--check-config", metavar="DIR", type=Path,
+                       help="exit 1 naming every DIR/<node>.yaml that differs")
+    args = ap.parse_args(argv)
+    if args.write_config is not None:
+        args.write_config.mkdir(parents=True, exist_ok=True)
+        for node in NODE_SETTINGS:
+            (args.write_config / f"{node}.yaml").write_text(config_text(node))
+        return 0
+    stale = [node for node in NODE_SETTINGS
+             if not (args.check_config / f"{node}.yaml").is_file()
+             or (args.check_config / f"{node}.yaml").read_text() != config_text(node)]
+    for node in stale:
+        print(f"{args.check_config / (node + '.yaml')}: differs from the dataclass defaults "
+              "(python -m smores_assembly.params --write-config "
+              f"{args.check_config})", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

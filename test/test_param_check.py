@@ -1,12 +1,16 @@
 """Parameter files are checked against the nodes' declared parameters before launch."""
+import dataclasses
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from smores_assembly.param_check import ParamsFileError, check_params_file
+from smores_assembly.params import NODE_SETTINGS, config_text, node_settings
+from smores_assembly.params import main as params_main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,3 +78,30 @@ def test_settings_and_check_import_no_ros():
                        capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("node", sorted(NODE_SETTINGS))
+def test_shipped_config_is_the_dataclass_defaults(node):
+    """One parameter source: config/<node>.yaml holds exactly the settings dataclasses'
+    defaults, same names, same types (read back as ROS reads YAML), nothing else."""
+    data = yaml.safe_load((REPO / "config" / f"{node}.yaml").read_text())
+    assert list(data) == [node]
+    given = data[node]["ros__parameters"]
+    want = {}
+    for s in node_settings(node):
+        for f in dataclasses.fields(s):
+            v = getattr(s, f.name)
+            want[f.name] = list(v) if isinstance(v, tuple) else v
+    assert list(given) == list(want)
+    for name, v in want.items():
+        assert type(given[name]) is type(v) and given[name] == v, (name, given[name], v)
+    # and the file is the generator's text (descriptions, ranges): regenerate, don't edit
+    assert (REPO / "config" / f"{node}.yaml").read_text() == config_text(node)
+
+
+def test_check_config_names_a_stale_file(tmp_path):
+    assert params_main(["--write-config", str(tmp_path)]) == 0
+    assert params_main(["--check-config", str(tmp_path)]) == 0
+    f = tmp_path / "navigation.yaml"
+    f.write_text(f.read_text().replace("nominal_speed: 0.03", "nominal_speed: 0.05"))
+    assert params_main(["--check-config", str(tmp_path)]) == 1
