@@ -181,7 +181,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         if out.status.message:
             messages.add(out.status.message)
         if trace is not None:
-            key = (out.status.phase, task._sub)
+            key = (out.status.phase, task.step_name)
             if not trace or trace[-1][1] != key:
                 trace.append((round(t, 2), key, world.poses(), out.status.message))
         for mid, (v, om) in out.cmd.items():

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 
+import math
+
 import pytest
 from ros_helpers import spin_until
 
@@ -65,7 +67,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
     from smores_assembly.msg import AssemblyPlan, ModuleStateArray
     from smores_assembly.ros import common
-    from smores_assembly.ros.navigation import pickup_pose
+    from smores_assembly.docking import pickup_pose
 
     nav, node, ex = rig
     plan, states = _msgs(POSES)
@@ -88,7 +90,8 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
 
     want_m1 = predock_pose(Pose2D(0.08, 0.0, 0.0), Face.BOTTOM, 0.06)
     p = {m: Pose2D(*v) for m, v in POSES.items()}
-    want_h0 = pickup_pose(p["m2"], p["h0"], [p["m0"], p["m1"], p["m9"]], 0.08, 0.115)
+    want_h0 = pickup_pose(p["m2"], p["h0"], [(p[m].x, p[m].y) for m in ("m0", "m1", "m9")],
+                          0.08, 0.06)
     for m, want in (("m1", want_m1), ("h0", want_h0)):
         msg = paths[m][-1]
         assert msg.header.frame_id == "world"
@@ -102,8 +105,11 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
         t0 = common.time_to_sec(msg.header.stamp)
         assert stamps[0] == pytest.approx(t0, abs=1e-6)
         assert all(b >= a for a, b in zip(stamps, stamps[1:])) and stamps[-1] > t0 + 1.0
-    # the helper faces the module it picks up, one width away
-    assert want_h0.distance_to(p["m2"]) == pytest.approx(0.08)
+    # the helper faces the module it picks up, its TOP face the 6 cm stand-off from the
+    # module's face (centres one width + stand-off apart): where the docking task goes
+    assert want_h0.distance_to(p["m2"]) == pytest.approx(0.08 + 0.06)
+    bearing = math.atan2(p["m2"].y - want_h0.y, p["m2"].x - want_h0.x)
+    assert abs(wrap_angle(bearing - want_h0.yaw)) < 1e-9
     mk = [m for m in markers[-1].markers if m.ns == "paths" and m.action == 0]
     assert {m.text for m in mk} == {"m1", "h0"}
 

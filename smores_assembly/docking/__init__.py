@@ -4,15 +4,16 @@ Pure Python (no ROS imports); :mod:`smores_assembly.ros.docking_controller` is t
 """
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
-                                             goto_point, real_command, saturate,
-                                             track_timed_path, virtual_pose)
+                                             dock_axis, goto_point, pickup_axis, pickup_pose,
+                                             real_command, saturate, track_timed_path,
+                                             virtual_pose)
 from smores_assembly.docking.task import (ACTIVE_PHASES, DockingSpec, DockingTask, ErrorCode,
                                           HelperRequest, PathFollower, Phase, PoseObserver,
-                                          PoseSample, TaskOutput, TaskStatus, dock_axis,
-                                          face_errors)
+                                          PoseSample, TaskOutput, TaskStatus, face_errors)
 
 __all__ = ["ACTIVE_PHASES", "DockAxis", "DockingSettings", "DockingSpec", "DockingTask",
            "ErrorCode", "HelperRequest", "PathFollower", "Phase", "PoseObserver", "PoseRegulator",
            "PoseSample", "TaskOutput", "TaskStatus", "TimedPath", "approach_command",
-           "detour_waypoints", "dock_axis", "face_errors", "goto_point", "real_command",
+           "detour_waypoints", "dock_axis", "face_errors", "goto_point", "pickup_axis",
+           "pickup_pose", "real_command",
            "saturate", "track_timed_path", "virtual_pose"]

@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from smores_assembly.geometry import Pose2D, wrap_angle
+from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
 from smores_assembly.params import check_ranges, param_field
 
 # --------------------------------------------------------------------------------------------
@@ -254,6 +254,52 @@ class DockAxis:
         """Lateral offset [m] of the body's reference point (axle centre) from the axis."""
         c, s_ = math.cos(self.heading), math.sin(self.heading)
         return -s_ * (body.x - self.tx) + c * (body.y - self.ty)
+
+
+def dock_axis(parent: Pose2D, parent_face: Face, width: float) -> DockAxis:
+    """The docking axis onto ``parent_face`` of a module at ``parent`` (``world`` frame)."""
+    tx, ty = face_center(parent, parent_face, width)
+    return DockAxis(tx, ty, wrap_angle(parent.yaw + parent_face.angle + math.pi))
+
+
+# --------------------------------------------------------------------------------------------
+# helper pick-up (the one rule, used by the docking task and by the navigation)
+
+#: A pick-up spot is free when every other module's centre is at least this many module
+#: widths away from it (0.13 m for 0.08 m modules: the helper's square, whose corners reach
+#: w/sqrt(2) from its centre, next to another module's square, with a 1.7 cm margin).
+PICKUP_CLEARANCE_WIDTHS = 1.625
+
+
+def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],
+                width: float, standoff: float) -> DockAxis:
+    """The side from which a helper picks ``module`` up: the docking axis onto one of the
+    module's four faces, whose helper pose at ``standoff`` (:func:`pickup_pose`) is free
+    of ``others`` (module centres [m], farther than ``PICKUP_CLEARANCE_WIDTHS * width``)
+    and nearest ``helper``; the nearest side when none is free.
+
+    The helper presents its TOP face (face offset ``width / 2``), so on the returned axis
+    the helper's pose with its face ``gap`` [m] from the module face is
+    ``axis.body_pose(width / 2, gap)``.
+    """
+    clearance = PICKUP_CLEARANCE_WIDTHS * width
+    best = None
+    for f in Face:
+        ax = dock_axis(module, f, width)
+        p = ax.body_pose(0.5 * width, standoff)
+        blocked = any(math.hypot(p.x - ox, p.y - oy) < clearance for ox, oy in others)
+        key = (blocked, p.distance_to(helper))
+        if best is None or key < best[0]:
+            best = (key, ax)
+    return best[1]
+
+
+def pickup_pose(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],
+                width: float, standoff: float) -> Pose2D:
+    """The helper's pick-up pose (``world``): facing ``module`` on the side chosen by
+    :func:`pickup_axis`, its TOP face ``standoff`` [m] from the module's face (centre
+    distance ``width + standoff``)."""
+    return pickup_axis(module, helper, others, width, standoff).body_pose(0.5 * width, standoff)
 
 
 # --------------------------------------------------------------------------------------------

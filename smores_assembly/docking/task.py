@@ -23,8 +23,8 @@ from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
-                                             real_command, saturate, track_timed_path,
-                                             virtual_pose)
+                                             dock_axis, pickup_axis, real_command, saturate,
+                                             track_timed_path, virtual_pose)
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
 
 
@@ -212,10 +212,558 @@ def face_errors(module_pose: Pose2D, child_face: Face, axis: DockAxis,
             wrap_angle(module_pose.yaw + child_face.angle - axis.heading))
 
 
-def dock_axis(parent: Pose2D, parent_face: Face, width: float) -> DockAxis:
-    """The docking axis onto ``parent_face`` of a module at ``parent``."""
-    tx, ty = face_center(parent, parent_face, width)
-    return DockAxis(tx, ty, wrap_angle(parent.yaw + parent_face.angle + math.pi))
+# --------------------------------------------------------------------------------------------
+# typed failures: raised by a phase, mapped to result codes in one place
+# (DockingTask._on_failure)
+
+
+class DockingFailure(Exception):
+    """A phase cannot reach its goal. ``code`` is the :class:`ErrorCode` it maps to;
+    ``retryable`` failures go through the retry loop (RETRY, at most ``max_retries``),
+    the others end the task at once."""
+
+    code = ErrorCode.TIMEOUT
+    retryable = True
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PhaseTimeout(DockingFailure):
+    """A retryable phase (POSE_ADJUST, APPROACH) ran past its timeout."""
+
+
+class Misaligned(DockingFailure):
+    """The face drifted off the docking axis during APPROACH."""
+
+    code = ErrorCode.MISALIGNED
+
+
+class TargetMoved(DockingFailure):
+    """The target module moved during APPROACH."""
+
+    code = ErrorCode.TARGET_MOVED
+
+
+class FatalTimeout(DockingFailure):
+    """A phase without a retry (WAIT_HELPER, RETRY itself) ran past its timeout."""
+
+    retryable = False
+
+
+# --------------------------------------------------------------------------------------------
+# the shared context of the phases
+
+
+class DockingContext:
+    """What the phases of one task share: the action, the settings, the body model, the
+    estimates, this tick's inputs and the outputs being built.
+
+    Body model: TOP dock -> module, face ``w/2`` ahead, forward; BOTTOM -> module, face
+    ``w/2`` behind, reverse; wheel-face dock -> the helper, carried module's face ``1.5 w``
+    ahead (carry_yaw = -angle(child_face)).
+    """
+
+    def __init__(self, spec: DockingSpec, settings: DockingSettings):
+        w = settings.module_width
+        self.spec = spec
+        self.s = settings
+        self.uses_helper = bool(spec.helper)
+        self.driven = spec.helper if self.uses_helper else spec.module
+        if self.uses_helper:
+            self.reverse, self.face_offset = False, 1.5 * w
+            self.carry_yaw = wrap_angle(-spec.child_face.angle)
+        else:
+            self.reverse = spec.child_face is Face.BOTTOM
+            self.face_offset = 0.5 * w
+            self.carry_yaw = 0.0
+        # estimates
+        self.body_obs = PoseObserver(settings.filter_alpha)
+        self.target_est: Pose2D | None = None
+        self.module_est: Pose2D | None = None
+        self.lifted = False
+        # inputs (the latest path stays until a phase consumes it)
+        self.path: TimedPath | None = None
+        self.no_path = False
+        self.obstacles: list[tuple[float, float]] = []
+        self.t = 0.0
+        self.dt = 0.0
+        self.elapsed = 0.0          # time in the current phase [s] (pauses excluded)
+        self.connected = False
+        # outputs of this tick
+        self.cmd: dict[str, tuple[float, float]] = {}
+        self.helper_out: list[HelperRequest] = []
+
+    # ---------------------------------------------------------------------- geometry
+    def axis(self) -> DockAxis | None:
+        """The docking axis from the current target estimate (None before one is known)."""
+        if self.target_est is None:
+            return None
+        return dock_axis(self.target_est, self.spec.parent_face, self.s.module_width)
+
+    def body_virtual(self) -> Pose2D:
+        """The driven body's estimate in its virtual forward frame."""
+        return virtual_pose(self.body_obs.est, self.reverse)
+
+    def predock(self, axis: DockAxis) -> Pose2D:
+        """The body's (virtual) pre-dock pose on ``axis``."""
+        return axis.body_pose(self.face_offset, self.s.standoff)
+
+    def obstacles_for_body(self) -> list[tuple[float, float]]:
+        """Centres of the modules the driven body keeps clear of (the target included)."""
+        obs = list(self.obstacles)
+        if self.target_est is not None:
+            obs.append((self.target_est.x, self.target_est.y))
+        return obs
+
+    def clearance(self) -> float:
+        """Clearance of direct moves (one width more while carrying a module)."""
+        extra = self.s.module_width if (self.uses_helper and self.lifted) else 0.0
+        return self.s.obstacle_clearance + extra
+
+    def speed_limit(self, body_v: Pose2D, axis: DockAxis) -> float:
+        """``near_structure_speed`` once the moving face is within ``slow_down_distance``
+        of the target face, else ``v_max``."""
+        fx = body_v.x + self.face_offset * math.cos(body_v.yaw)
+        fy = body_v.y + self.face_offset * math.sin(body_v.yaw)
+        if math.hypot(fx - axis.tx, fy - axis.ty) < self.s.slow_down_distance:
+            return min(self.s.v_max, self.s.near_structure_speed)
+        return self.s.v_max
+
+    # ---------------------------------------------------------------------- outputs
+    def set_cmd(self, v: float, w: float, virtual: bool = True) -> None:
+        """Command the driven body (virtual-frame command unless ``virtual`` is False)."""
+        if virtual:
+            v, w = real_command(v, w, self.reverse)
+        self.cmd[self.driven] = saturate(v, w, self.s)
+
+    def send(self, command: str, carry_yaw: float = 0.0) -> None:
+        """Queue a helper command (LIFT, RELEASE) about this task's module."""
+        self.helper_out.append(HelperRequest(self.spec.helper, command, self.spec.module,
+                                             carry_yaw))
+
+
+class Escape:
+    """Drive straight away from a module the body starts too close to (state of one phase).
+
+    Straight (forward or backward, no turning: turning in place there could sweep a corner
+    into a neighbour) while a module is closer than ``escape_distance`` and moving along
+    the heading increases the distance to the nearest modules; the direction is kept until
+    the body is clear. Boxed in along the heading, it turns in place towards the line of
+    best clearance first.
+    """
+
+    def __init__(self):
+        self.sign = 0.0
+        self.was_clear = False
+
+    def step(self, ctx: DockingContext, body: Pose2D,
+             obstacles: Sequence[tuple[float, float]]) -> bool:
+        """Set the escape command; True while escaping (the caller re-plans afterwards)."""
+        s = ctx.s
+
+        def clearance(shift: float, heading: float = body.yaw) -> float:
+            x = body.x + shift * math.cos(heading)
+            y = body.y + shift * math.sin(heading)
+            return min((math.hypot(x - ox, y - oy) for ox, oy in obstacles), default=math.inf)
+
+        now = clearance(0.0)
+        if now >= s.escape_distance:
+            self.sign = 0.0
+            return False
+        if not self.sign:
+            step = max(0.05, s.escape_distance - now + 0.01)
+            fwd, back = clearance(step), clearance(-step)
+            if max(fwd, back) <= now + 0.004:
+                # boxed in along the heading (e.g. between two modules): turn in place
+                # towards the line of best clearance, then drive out along it
+                best = max((clearance(step, a * math.pi / 12), a * math.pi / 12)
+                           for a in range(24))
+                err = wrap_angle(best[1] - body.yaw)
+                if abs(err) > math.pi / 2:
+                    err = wrap_angle(err + math.pi)
+                ctx.set_cmd(0.0, s.adjust_k_yaw * err, virtual=False)
+                return True
+            self.sign = 1.0 if fwd >= back else -1.0
+        elif clearance(self.sign * 0.005) < now:
+            self.sign = 0.0
+            return False
+        ctx.set_cmd(self.sign * min(s.near_structure_speed, s.v_max), 0.0, virtual=False)
+        return True
+
+    def at_start(self, ctx: DockingContext, body: Pose2D) -> bool:
+        """:meth:`step` only until the body was clear once (a planned path may
+        legitimately pass close to modules later on)."""
+        if self.was_clear:
+            return False
+        if self.step(ctx, body, ctx.obstacles_for_body()):
+            return True
+        self.was_clear = True
+        return False
+
+
+# --------------------------------------------------------------------------------------------
+# phase objects: enter / tick / exit over the context. ``tick`` returns the next phase (or
+# None to stay) or raises a DockingFailure; a transition ends the tick.
+
+
+class PhaseStep:
+    """One phase (or helper sub-step): a fresh object on every entry, so its state (timers,
+    regulator, escape) starts anew and survives pauses."""
+
+    phase: Phase = Phase.IDLE
+    name = ""
+
+    def enter(self, ctx: DockingContext) -> None:
+        """Called once when the phase starts."""
+
+    def tick(self, ctx: DockingContext) -> Phase | None:
+        """One control tick; returns the next phase or None."""
+        return None
+
+    def exit(self, ctx: DockingContext) -> None:
+        """Called once when the phase ends (not when it pauses)."""
+
+
+class Navigate(PhaseStep):
+    """Follow the navigation's timed path (waiting ``path_wait_timeout_s`` for one); its end,
+    its last stamp plus ``nav_timeout_margin_s``, or no path -> POSE_ADJUST."""
+
+    phase = Phase.NAVIGATE
+
+    def enter(self, ctx):
+        self.escape = Escape()
+
+    def tick(self, ctx):
+        s = ctx.s
+        if ctx.path is None:
+            if ctx.no_path or ctx.elapsed >= s.path_wait_timeout_s:
+                return Phase.POSE_ADJUST
+            return None
+        if ctx.t > ctx.path.end_time + s.nav_timeout_margin_s:
+            return Phase.POSE_ADJUST
+        body = ctx.body_obs.est
+        if self.escape.at_start(ctx, body):
+            return None
+        v, w, finished = track_timed_path(body, ctx.path, ctx.t, s, s.v_max)
+        if finished:
+            return Phase.POSE_ADJUST
+        ax = ctx.axis()
+        if ax is not None:
+            lim = ctx.speed_limit(body, ax)
+            v = max(-lim, min(lim, v))
+        ctx.set_cmd(v, w, virtual=False)
+        return None
+
+
+class PoseAdjust(PhaseStep):
+    """Direct move (round the target and obstacles) to the pre-dock pose -> APPROACH."""
+
+    phase = Phase.POSE_ADJUST
+
+    def enter(self, ctx):
+        self.escape = Escape()
+        self.reg: PoseRegulator | None = None
+        self.goal_key: Pose2D | None = None
+
+    def tick(self, ctx):
+        s = ctx.s
+        if ctx.elapsed > s.adjust_timeout_s:
+            raise PhaseTimeout(f"POSE_ADJUST took longer than {s.adjust_timeout_s} s")
+        ax = ctx.axis()
+        if self.escape.step(ctx, ctx.body_obs.est, ctx.obstacles_for_body()):
+            self.reg = None   # plan the direct move again once clear
+            return None
+        body = ctx.body_virtual()
+        goal = ctx.predock(ax)
+        if (self.reg is None or self.goal_key is None
+                or self.goal_key.distance_to(goal) > 0.5 * s.adjust_pos_tolerance
+                or abs(wrap_angle(self.goal_key.yaw - goal.yaw)) > math.radians(0.2)):
+            # (re)plan on a target that moved: keep the detour progress and sub-step
+            if self.reg is None:
+                wps = detour_waypoints((body.x, body.y), (goal.x, goal.y),
+                                       ctx.obstacles_for_body(), ctx.clearance())
+                aligning = False
+            else:
+                wps, aligning = self.reg.waypoints, self.reg.aligning
+            self.reg = PoseRegulator(goal, wps)
+            self.reg.aligning = aligning
+            self.goal_key = goal
+        if self.reg.done(body, s):
+            return Phase.APPROACH
+        v, w = self.reg.command(body, s, ctx.speed_limit(body, ax))
+        ctx.set_cmd(v, w)
+        return None
+
+
+class Approach(PhaseStep):
+    """Straight approach along the docking axis with the magnets on, until the connection
+    (or, without connection feedback, a dwell inside the capture range) -> DOCKED."""
+
+    phase = Phase.APPROACH
+
+    def enter(self, ctx):
+        self.target0 = ctx.target_est
+        self.hold_t = 0.0
+        self.dwell_t = 0.0
+
+    def tick(self, ctx):
+        s = ctx.s
+        ax = ctx.axis()
+        body = ctx.body_virtual()
+        gap, lat, yaw = ax.errors(body, ctx.face_offset)
+        if (self.target0.distance_to(ctx.target_est) > s.target_moved_bound
+                or abs(wrap_angle(self.target0.yaw - ctx.target_est.yaw))
+                > math.radians(s.target_moved_yaw_deg)):
+            raise TargetMoved(f"target {ctx.spec.parent_module} moved during APPROACH")
+        if abs(lat) > s.misalign_lateral_bound or abs(yaw) > math.radians(
+                s.misalign_yaw_bound_deg):
+            raise Misaligned(f"misaligned during APPROACH: lateral {lat * 1e3:.1f} mm, "
+                             f"yaw {math.degrees(yaw):.1f} deg")
+        if ctx.elapsed > s.approach_timeout_s:
+            raise PhaseTimeout(f"APPROACH took longer than {s.approach_timeout_s} s")
+        if not s.confirm_with_connections:
+            inside = (gap <= s.capture_range and abs(lat) <= s.dock_lateral_tolerance
+                      and abs(yaw) <= math.radians(s.dock_yaw_tolerance_deg))
+            self.dwell_t = self.dwell_t + ctx.dt if inside else 0.0
+            if inside and self.dwell_t >= s.confirm_dwell_s:
+                return Phase.DOCKED
+        v, w, holding = approach_command(body, ctx.face_offset, ax, s,
+                                         min(s.approach_speed, ctx.speed_limit(body, ax)))
+        self.hold_t = self.hold_t + ctx.dt if holding else 0.0
+        if self.hold_t > s.confirm_timeout_s:
+            raise PhaseTimeout(f"no capture {s.confirm_timeout_s} s after reaching the face")
+        ctx.set_cmd(v, w)
+        return None
+
+
+class Retry(PhaseStep):
+    """Back straight out along the axis (holding the heading) to about the stand-off ->
+    POSE_ADJUST."""
+
+    phase = Phase.RETRY
+
+    def tick(self, ctx):
+        s = ctx.s
+        if ctx.elapsed > s.retry_timeout_s:
+            raise FatalTimeout(f"RETRY back-off took longer than {s.retry_timeout_s} s")
+        ax = ctx.axis()
+        body = ctx.body_virtual()
+        gap, _, _ = ax.errors(body, ctx.face_offset)
+        if (gap >= s.standoff - 2 * s.adjust_pos_tolerance
+                or ctx.elapsed > 0.5 * s.retry_timeout_s):
+            return Phase.POSE_ADJUST
+        e_yaw = wrap_angle(ax.heading - body.yaw)
+        w = s.adjust_k_yaw * e_yaw if abs(e_yaw) < math.radians(30) else 0.0
+        ctx.set_cmd(-min(s.near_structure_speed, s.v_max), w)
+        return None
+
+
+class Docked(PhaseStep):
+    """Docked; a helper lets go (explicitly unless the connections confirm the dock) and
+    backs off ``helper_backoff``."""
+
+    phase = Phase.DOCKED
+
+    def enter(self, ctx):
+        self.backoff_from = ctx.body_obs.est if ctx.uses_helper else None
+        if ctx.uses_helper and not ctx.s.confirm_with_connections:
+            # The fake hardware hands a captured module over by itself (its connections
+            # confirm the dock); on real hardware the helper lets go explicitly.
+            ctx.send("RELEASE")
+
+    def tick(self, ctx):
+        if self.backoff_from is None:
+            return None
+        h = ctx.body_obs.est
+        if h is None or h.distance_to(self.backoff_from) >= ctx.s.helper_backoff:
+            self.backoff_from = None
+            return None
+        ctx.set_cmd(-min(ctx.s.near_structure_speed, ctx.s.v_max), 0.0, virtual=False)
+        return None
+
+
+# ---------------------------------------------------------------- the helper's pick-up flow
+
+
+class FetchPath(PhaseStep):
+    """Helper sub-step: follow the navigation's path towards the pick-up pose; its end, a
+    timeout, or coming within ``obstacle_clearance`` of the module -> choose the side again
+    and go on with :class:`FetchGoto`."""
+
+    name = "path"
+
+    def enter(self, ctx):
+        self.wh.escape.was_clear = False
+
+    def tick(self, ctx):
+        s, wh = ctx.s, self.wh
+        helper, m = ctx.body_obs.est, ctx.module_est
+        if wh.escape.at_start(ctx, helper):
+            return None
+        v, om, finished = track_timed_path(helper, ctx.path, ctx.t, s, s.v_max)
+        # Close to the module the direct moves take over (they keep the pick-up
+        # clearance and go round it): a path may end right against the module, and
+        # following it there at an angle runs a corner into the module.
+        near = math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
+        if finished or near or ctx.t > ctx.path.end_time + s.nav_timeout_margin_s:
+            ctx.path = None
+            wh.rechoose()   # the side, from where the path ended
+        else:
+            ctx.set_cmd(v, om, virtual=False)
+        return None
+
+
+class FetchGoto(PhaseStep):
+    """Helper sub-step: direct move to the pick-up pose (``standoff`` in front of the
+    chosen module face) -> :class:`FetchApproach`; not there within ``adjust_timeout_s``
+    -> choose the side again."""
+
+    name = "goto"
+
+    def enter(self, ctx):
+        self.reg: PoseRegulator | None = None
+
+    def tick(self, ctx):
+        s, wh, w = ctx.s, self.wh, ctx.s.module_width
+        helper, m = ctx.body_obs.est, ctx.module_est
+        if self.elapsed > s.adjust_timeout_s:
+            # no pick-up pose within the POSE_ADJUST budget: choose the side again
+            # from where the helper is now and plan the move afresh
+            wh.rechoose()
+            return None
+        # escape only before a move is planned: the planned detour may legitimately
+        # pass a little closer than escape_distance (down to 0.97 x its start
+        # distance), and escaping from it again made the helper shuttle for ever at
+        # the escape boundary
+        obs = ctx.obstacles_for_body() + [(m.x, m.y)]
+        if self.reg is None and wh.escape.step(ctx, helper, obs):
+            return None
+        goal = wh.axis.body_pose(0.5 * w, s.standoff)
+        if self.reg is None:
+            self.reg = PoseRegulator(goal, detour_waypoints(
+                (helper.x, helper.y), (goal.x, goal.y), obs, s.obstacle_clearance))
+        v, om = self.reg.command(helper, s, ctx.speed_limit(helper, wh.axis))
+        ctx.set_cmd(v, om, virtual=False)
+        if self.reg.done(helper, s):
+            wh.go(ctx, FetchApproach())
+        return None
+
+
+class FetchApproach(PhaseStep):
+    """Helper sub-step: approach the module face to ``helper_pickup_gap`` -> :class:`Lift`;
+    off the axis or too slow -> :class:`FetchGoto`."""
+
+    name = "approach"
+
+    def tick(self, ctx):
+        s, wh, w = ctx.s, self.wh, ctx.s.module_width
+        helper = ctx.body_obs.est
+        gap, lat, yaw = wh.axis.errors(helper, 0.5 * w)
+        if abs(lat) > s.misalign_lateral_bound or self.elapsed > s.approach_timeout_s:
+            wh.go(ctx, FetchGoto())
+            return None
+        if gap <= s.helper_pickup_gap:
+            wh.go(ctx, Lift())
+            return None
+        v, om, _ = approach_command(helper, 0.5 * w, wh.axis, s, s.approach_speed)
+        if gap <= s.helper_pickup_gap + 0.002:
+            v = min(v, s.approach_min_speed)
+        ctx.set_cmd(v, om, virtual=False)
+        return None
+
+
+class Lift(PhaseStep):
+    """Helper sub-step: send LIFT once; the module's measured pose at the carried pose ->
+    NAVIGATE (carrying); not shown within ``lift_timeout_s`` -> RELEASE and choose the side
+    again."""
+
+    name = "lift"
+
+    def enter(self, ctx):
+        self.sent_t: float | None = None
+
+    def tick(self, ctx):
+        s, w = ctx.s, ctx.s.module_width
+        helper, m = ctx.body_obs.est, ctx.module_est
+        if self.sent_t is None:
+            # LIFT once; the carried module then turns to carry_yaw (confirmed below)
+            self.sent_t = ctx.t
+            ctx.send("LIFT", ctx.carry_yaw)
+            return None
+        expect = helper.compose(w, 0.0, ctx.carry_yaw)
+        if (ctx.t > self.sent_t and m.distance_to(expect) <= s.lift_confirm_tolerance
+                and abs(wrap_angle(m.yaw - expect.yaw)) <= math.radians(3.0)):
+            ctx.lifted = True
+            return Phase.NAVIGATE
+        if self.elapsed > s.lift_timeout_s:
+            # not lifted: put down whatever may be held and go round again
+            ctx.send("RELEASE")
+            self.wh.rechoose()
+        return None
+
+
+class WaitHelper(PhaseStep):
+    """Wheel-face docks: the helper fetches and lifts the module (sub-steps
+    :class:`FetchPath`, :class:`FetchGoto`, :class:`FetchApproach`, :class:`Lift`) ->
+    NAVIGATE, carrying it. Each choice of the pick-up side (:func:`pickup_axis`) starts
+    with :class:`FetchGoto` (or :class:`FetchPath` while a path is pending); no lift within
+    ``helper_timeout_s`` ends the task."""
+
+    phase = Phase.WAIT_HELPER
+
+    def enter(self, ctx):
+        self.escape = Escape()
+        self.axis: DockAxis | None = None
+        self.sub: PhaseStep | None = None
+
+    @property
+    def name(self) -> str:
+        return self.sub.name if self.sub is not None else ""
+
+    def rechoose(self) -> None:
+        """Choose the pick-up side again at the next tick."""
+        self.axis = None
+
+    def go(self, ctx: DockingContext, sub: PhaseStep) -> None:
+        """Start sub-step ``sub``."""
+        if self.sub is not None:
+            self.sub.exit(ctx)
+        sub.wh = self
+        sub.elapsed = 0.0
+        self.sub = sub
+        sub.enter(ctx)
+
+    def tick(self, ctx):
+        s = ctx.s
+        if ctx.elapsed > s.helper_timeout_s:
+            raise FatalTimeout(f"helper {ctx.spec.helper} did not pick up "
+                               f"{ctx.spec.module} within {s.helper_timeout_s} s")
+        m, helper = ctx.module_est, ctx.body_obs.est
+        if m is None or helper is None:
+            return None
+        if self.axis is None:
+            self.axis = pickup_axis(m, helper, ctx.obstacles_for_body(), s.module_width,
+                                    s.standoff)
+            self.go(ctx, FetchGoto())
+        self.sub.elapsed += ctx.dt
+        if isinstance(self.sub, FetchGoto) and ctx.path is not None and self.sub.reg is None:
+            self.go(ctx, FetchPath())
+        return self.sub.tick(ctx)
+
+    def exit(self, ctx):
+        if self.sub is not None:
+            self.sub.exit(ctx)
+
+
+PHASE_STEPS = {Phase.WAIT_HELPER: WaitHelper, Phase.NAVIGATE: Navigate,
+               Phase.POSE_ADJUST: PoseAdjust, Phase.APPROACH: Approach, Phase.RETRY: Retry,
+               Phase.DOCKED: Docked}
+
+
+# --------------------------------------------------------------------------------------------
+# the task
 
 
 class DockingTask:
@@ -225,18 +773,20 @@ class DockingTask:
         spec: the action.
         settings: tunables (shared object: parameter changes apply at the next tick).
 
-    The body model: TOP dock -> module, face ``w/2`` ahead, forward; BOTTOM -> module, face
-    ``w/2`` behind, reverse; wheel-face dock -> the helper, carried module's face ``1.5 w``
-    ahead (carry_yaw = -angle(child_face)). A wheel-face dock without a helper starts in
-    FAILED with ``ErrorCode.NO_HELPER``.
+    Each phase is a :class:`PhaseStep` object (enter / tick / exit) over a shared
+    :class:`DockingContext`; a phase that cannot reach its goal raises a typed
+    :class:`DockingFailure`, mapped to an :class:`ErrorCode` in one place
+    (:meth:`_on_failure`), where the one retry loop lives. A wheel-face dock without a
+    helper starts in FAILED with ``ErrorCode.NO_HELPER``.
 
-    WAIT_HELPER (wheel-face docks): the helper follows its path if one is given (until its
-    end, or until it comes within ``obstacle_clearance`` of the module), picks the
-    module face whose pick-up pose (helper TOP face towards it) is nearest and clear of
-    other modules, regulates to ``standoff`` in front of it, approaches to
-    ``helper_pickup_gap``, sends ``LIFT`` once and waits until the module's measured pose
-    is the carried pose; a LIFT that does not show within ``lift_timeout_s`` is retried,
-    and a pick-up pose not reached within ``adjust_timeout_s`` is chosen again.
+    WAIT_HELPER (wheel-face docks, :class:`WaitHelper`): the helper follows its path if one
+    is given (until its end, or until it comes within ``obstacle_clearance`` of the
+    module), picks the module face whose pick-up pose (helper TOP face towards it) is
+    nearest and clear of other modules (:func:`pickup_axis`), regulates to ``standoff`` in
+    front of it, approaches to ``helper_pickup_gap``, sends ``LIFT`` once and waits until
+    the module's measured pose is the carried pose; a LIFT that does not show within
+    ``lift_timeout_s`` is retried, and a pick-up pose not reached within
+    ``adjust_timeout_s`` is chosen again.
 
     PAUSED (a needed pose stale) stops the wheels and freezes the phase: on resume the
     phase continues with its regulator, detour progress, sub-step and timers unchanged.
@@ -251,52 +801,45 @@ class DockingTask:
     def __init__(self, spec: DockingSpec, settings: DockingSettings):
         self.spec = spec
         self.s = settings
-        w = settings.module_width
+        self.ctx = DockingContext(spec, settings)
         self.phase = Phase.IDLE
-        self._paused_from: Phase | None = None
+        self.step: PhaseStep = PhaseStep()
         self.retries = 0
         self.error = ErrorCode.NONE
         self.message = ""
         self.durations: dict[Phase, float] = {p: 0.0 for p in Phase}
-        self._phase_elapsed = 0.0
         self._t_last: float | None = None
-        self._cmd: dict[str, tuple[float, float]] = {}
-        self._helper_out: list[HelperRequest] = []
-        self.uses_helper = bool(spec.helper)
-        self.driven = spec.helper if self.uses_helper else spec.module
-        if self.uses_helper:
-            self.reverse, self.face_offset = False, 1.5 * w
-            self.carry_yaw = wrap_angle(-spec.child_face.angle)
-        else:
-            self.reverse = spec.child_face is Face.BOTTOM
-            self.face_offset = 0.5 * w
-            self.carry_yaw = 0.0
-        self.body_obs = PoseObserver(settings.filter_alpha)
-        self.target_est: Pose2D | None = None
-        self.module_est: Pose2D | None = None
-        self._lifted = False
-        self._reg: PoseRegulator | None = None
-        self._goal_key: Pose2D | None = None
-        self._approach_target: Pose2D | None = None
-        self._hold_t = 0.0
-        self._dwell_t = 0.0
-        self._sub = ""
-        self._sub_t = 0.0
-        self._was_clear = False
-        self._escape_sign = 0.0
-        self._lift_sent_t = -1e9
-        self._pickup_axis: DockAxis | None = None
-        self._path: TimedPath | None = None
-        self._no_path = False
-        self._backoff_from: Pose2D | None = None
-        self._last_reason = ""
-        self._errors = (math.nan, math.nan, math.nan)
         if spec.child_face.is_wheel and not spec.helper:
             self._fail(ErrorCode.NO_HELPER,
                        f"{spec.module}: {spec.child_face.value} is a wheel face: the dock needs "
                        "a helping module and none was given")
 
-    # ----------------------------------------------------------------------------- helpers
+    # ----------------------------------------------------------------------------- state
+    @property
+    def driven(self) -> str:
+        """The module whose wheels this task drives (the helper for wheel-face docks)."""
+        return self.ctx.driven
+
+    @property
+    def uses_helper(self) -> bool:
+        """True for a helper-carried (wheel-face) dock."""
+        return self.ctx.uses_helper
+
+    @property
+    def body_obs(self) -> PoseObserver:
+        """The driven body's pose observer."""
+        return self.ctx.body_obs
+
+    @property
+    def target_est(self) -> Pose2D | None:
+        """The filtered pose of the target (parent) module."""
+        return self.ctx.target_est
+
+    @property
+    def module_est(self) -> Pose2D | None:
+        """The filtered pose of the docking module."""
+        return self.ctx.module_est
+
     @property
     def done(self) -> bool:
         """True in DOCKED or FAILED."""
@@ -305,33 +848,59 @@ class DockingTask:
     @property
     def helper_free(self) -> bool:
         """True when this task no longer drives its helper (done, back-off finished)."""
-        return self.done and self._backoff_from is None
+        return self.done and getattr(self.step, "backoff_from", None) is None
 
     @property
     def effective_phase(self) -> Phase:
         """The phase, or the paused one when PAUSED."""
-        return self._paused_from if self.phase is Phase.PAUSED else self.phase
+        return self.step.phase if self.phase is Phase.PAUSED else self.phase
+
+    @property
+    def step_name(self) -> str:
+        """The helper sub-step within WAIT_HELPER ("path", "goto", "approach", "lift"),
+        else ""."""
+        return self.step.name
+
+    def axis(self) -> DockAxis | None:
+        """The docking axis from the current target estimate (None before one is known)."""
+        return self.ctx.axis()
+
+    # ----------------------------------------------------------------------------- transitions
+    def _go(self, phase: Phase) -> None:
+        self.step.exit(self.ctx)
+        self.phase = phase
+        self.ctx.elapsed = 0.0
+        self.step = PHASE_STEPS[phase]()
+        self.step.enter(self.ctx)
+        if phase is Phase.DOCKED:
+            self.error, self.message = ErrorCode.NONE, ""
 
     def _fail(self, code: ErrorCode, message: str) -> None:
+        self.step.exit(self.ctx)
+        self.step = PhaseStep()
         self.phase = Phase.FAILED
         self.error = code
         self.message = message
-        self._phase_elapsed = 0.0
+        self.ctx.elapsed = 0.0
 
-    def _enter(self, phase: Phase, t: float) -> None:
-        self.phase = phase
-        self._phase_elapsed = 0.0
-        self._reg = None
-        self._hold_t = self._dwell_t = 0.0
-        self._sub = ""
-        self._sub_t = 0.0
-        self._was_clear = False
-        self._escape_sign = 0.0
+    def _on_failure(self, exc: DockingFailure) -> None:
+        """The one place where failures become result codes; the one retry loop."""
+        if not exc.retryable:
+            self._fail(exc.code, exc.reason)
+            return
+        self.retries += 1
+        if self.retries > self.s.max_retries:
+            self._fail(ErrorCode.RETRIES_EXHAUSTED,
+                       f"{self.retries - 1} retries exhausted; last failure "
+                       f"({exc.code.name}): {exc.reason}")
+            return
+        self.message = f"retry {self.retries}: {exc.reason}"
+        self._go(Phase.RETRY)
 
     def path_unavailable(self) -> None:
         """The navigation says there will be no path (e.g. an empty Path after a planning
         failure): NAVIGATE ends at once and the body moves directly."""
-        self._no_path = True
+        self.ctx.no_path = True
 
     def cancel(self, message: str = "cancelled") -> None:
         """Stop the task: FAILED with ``ErrorCode.CANCELLED`` (no-op once done)."""
@@ -345,21 +914,6 @@ class DockingTask:
         if ph in (Phase.IDLE, Phase.DOCKED, Phase.FAILED):
             return []
         return [self.driven, self.spec.parent_module]
-
-    def _speed_limit(self, body_v: Pose2D, axis: DockAxis) -> float:
-        fx = body_v.x + self.face_offset * math.cos(body_v.yaw)
-        fy = body_v.y + self.face_offset * math.sin(body_v.yaw)
-        if math.hypot(fx - axis.tx, fy - axis.ty) < self.s.slow_down_distance:
-            return min(self.s.v_max, self.s.near_structure_speed)
-        return self.s.v_max
-
-    def _set_cmd(self, v: float, w: float, virtual: bool = True,
-                 reverse: bool | None = None) -> None:
-        rev = self.reverse if reverse is None else reverse
-        if virtual:
-            v, w = real_command(v, w, rev)
-        v, w = saturate(v, w, self.s)
-        self._cmd[self.driven] = (v, w)
 
     # ----------------------------------------------------------------------------- main
     def tick(self, t: float, samples: Mapping[str, PoseSample], connected: bool = False,
@@ -378,30 +932,30 @@ class DockingTask:
         Returns:
             The :class:`TaskOutput` of this tick.
         """
+        ctx = self.ctx
         dt = 0.0 if self._t_last is None else max(0.0, min(0.5, t - self._t_last))
         self._t_last = t
+        ctx.t, ctx.dt, ctx.connected = t, dt, connected
         if path is not None:
-            self._path = path
-            self._no_path = False
-        prev_cmd = self._cmd.get(self.driven, (0.0, 0.0))
-        self.body_obs.predict(prev_cmd[0], prev_cmd[1], dt, t)
-        self._cmd = {self.spec.module: (0.0, 0.0), self.driven: (0.0, 0.0)}
-        self._helper_out = []
-        self._obstacles = list(obstacles)
+            ctx.path = path
+            ctx.no_path = False
+        prev_cmd = ctx.cmd.get(self.driven, (0.0, 0.0))
+        ctx.body_obs.predict(prev_cmd[0], prev_cmd[1], dt, t)
+        ctx.cmd = {self.spec.module: (0.0, 0.0), self.driven: (0.0, 0.0)}
+        ctx.helper_out = []
+        ctx.obstacles = list(obstacles)
 
         if self.phase is Phase.IDLE:
-            self._enter(Phase.WAIT_HELPER if self.uses_helper else Phase.NAVIGATE, t)
+            self._go(Phase.WAIT_HELPER if self.uses_helper else Phase.NAVIGATE)
         if connected and self.s.confirm_with_connections and not self.done:
-            self._docked(t)
+            self._go(Phase.DOCKED)
 
         stale = [m for m in self._needed() if not self._fresh(samples.get(m), t)]
         if stale and not self.done:
-            if self.phase is not Phase.PAUSED:
-                self._paused_from = self.phase
-                self.phase = Phase.PAUSED
+            self.phase = Phase.PAUSED
             self.message = f"pose stale: {', '.join(stale)}"
             self.durations[Phase.PAUSED] += dt
-            return self._output(t)
+            return self._output()
         if self.phase is Phase.PAUSED:
             # Resume where the phase stopped: the regulator (its detour waypoints already
             # passed, its sub-step), sub-step timers and the pose observer are all kept --
@@ -409,356 +963,45 @@ class DockingTask:
             # re-planning on each one made the body start every detour over (it never got
             # round). The observer predicted the body at rest during the pause; a body
             # that was moved meanwhile by more than its reset distance re-initialises it.
-            self.phase = self._paused_from
-            self._paused_from = None
+            self.phase = self.step.phase
             self.message = ""
 
         if not self.done:
             self.durations[self.phase] += dt
-            self._phase_elapsed += dt
+            ctx.elapsed += dt
         self._update_estimates(samples)
-        handler = {Phase.WAIT_HELPER: self._wait_helper, Phase.NAVIGATE: self._navigate,
-                   Phase.POSE_ADJUST: self._pose_adjust, Phase.APPROACH: self._approach,
-                   Phase.RETRY: self._retry, Phase.DOCKED: self._docked_tick}.get(self.phase)
-        if handler is not None:
-            handler(t, dt, connected)
-        return self._output(t)
+        try:
+            nxt = self.step.tick(ctx)
+        except DockingFailure as exc:
+            self._on_failure(exc)
+        else:
+            if nxt is not None:
+                self._go(nxt)
+        return self._output()
 
     def _fresh(self, sample: PoseSample | None, t: float) -> bool:
         return (sample is not None and sample.tracked
                 and t - sample.stamp <= self.s.stale_timeout_s)
 
     def _update_estimates(self, samples: Mapping[str, PoseSample]) -> None:
-        s = self.s
+        s, ctx = self.s, self.ctx
         for name, mid in (("target_est", self.spec.parent_module),
                           ("module_est", self.spec.module)):
             smp = samples.get(mid)
             if smp is None or not smp.tracked:
                 continue
-            z, e = smp.pose, getattr(self, name)
+            z, e = smp.pose, getattr(ctx, name)
             if (e is None or e.distance_to(z) > s.target_jump
                     or abs(wrap_angle(z.yaw - e.yaw)) > math.radians(s.target_moved_yaw_deg)
-                    or (name == "module_est" and self._lifted)):
-                setattr(self, name, z)
+                    or (name == "module_est" and ctx.lifted)):
+                setattr(ctx, name, z)
             else:
                 a = s.target_filter_alpha
-                setattr(self, name, Pose2D(e.x + a * (z.x - e.x), e.y + a * (z.y - e.y),
-                                           wrap_angle(e.yaw + a * wrap_angle(z.yaw - e.yaw))))
+                setattr(ctx, name, Pose2D(e.x + a * (z.x - e.x), e.y + a * (z.y - e.y),
+                                          wrap_angle(e.yaw + a * wrap_angle(z.yaw - e.yaw))))
         smp = samples.get(self.driven)
         if smp is not None and smp.tracked:
-            self.body_obs.correct(smp)
-
-    # ----------------------------------------------------------------------------- geometry
-    def axis(self) -> DockAxis | None:
-        """The docking axis from the current target estimate (None before one is known)."""
-        if self.target_est is None:
-            return None
-        return dock_axis(self.target_est, self.spec.parent_face, self.s.module_width)
-
-    def _body_virtual(self) -> Pose2D:
-        return virtual_pose(self.body_obs.est, self.reverse)
-
-    def _predock(self, axis: DockAxis) -> Pose2D:
-        return axis.body_pose(self.face_offset, self.s.standoff)
-
-    def _obstacles_for_body(self) -> list[tuple[float, float]]:
-        obs = list(self._obstacles)
-        if self.target_est is not None:
-            obs.append((self.target_est.x, self.target_est.y))
-        return obs
-
-    def _escape(self, body: Pose2D, obstacles: Sequence[tuple[float, float]]) -> bool:
-        """Drive straight (forward or backward, no turning: turning in place there could
-        sweep a corner into a neighbour) while a module is closer than ``escape_distance``
-        and moving along the heading increases the distance to the nearest modules. The
-        direction is kept until the body is clear. Sets the command; True while escaping."""
-        s = self.s
-
-        def clearance(shift: float, heading: float = body.yaw) -> float:
-            x = body.x + shift * math.cos(heading)
-            y = body.y + shift * math.sin(heading)
-            return min((math.hypot(x - ox, y - oy) for ox, oy in obstacles), default=math.inf)
-
-        now = clearance(0.0)
-        if now >= s.escape_distance:
-            self._escape_sign = 0.0
-            return False
-        if not self._escape_sign:
-            step = max(0.05, s.escape_distance - now + 0.01)
-            fwd, back = clearance(step), clearance(-step)
-            if max(fwd, back) <= now + 0.004:
-                # boxed in along the heading (e.g. between two modules): turn in place
-                # towards the line of best clearance, then drive out along it
-                best = max((clearance(step, a * math.pi / 12), a * math.pi / 12)
-                           for a in range(24))
-                err = wrap_angle(best[1] - body.yaw)
-                if abs(err) > math.pi / 2:
-                    err = wrap_angle(err + math.pi)
-                self._set_cmd(0.0, s.adjust_k_yaw * err, virtual=False)
-                self._reg = None
-                return True
-            self._escape_sign = 1.0 if fwd >= back else -1.0
-        elif clearance(self._escape_sign * 0.005) < now:
-            self._escape_sign = 0.0
-            return False
-        speed = min(s.near_structure_speed, s.v_max)
-        self._set_cmd(self._escape_sign * speed, 0.0, virtual=False)
-        self._reg = None  # plan the direct move again once clear
-        return True
-
-    def _escape_at_start(self, body: Pose2D) -> bool:
-        """Escape (see :meth:`_escape`) only until the body was clear once in this phase: a
-        planned path may legitimately pass close to modules later on."""
-        if self._was_clear:
-            return False
-        if self._escape(body, self._obstacles_for_body()):
-            return True
-        self._was_clear = True
-        return False
-
-    def _clearance(self) -> float:
-        extra = self.s.module_width if (self.uses_helper and self._lifted) else 0.0
-        return self.s.obstacle_clearance + extra
-
-    # ----------------------------------------------------------------------------- phases
-    def _wait_helper(self, t: float, dt: float, connected: bool) -> None:
-        s, w = self.s, self.s.module_width
-        if self._phase_elapsed > s.helper_timeout_s:
-            self._fail(ErrorCode.TIMEOUT, f"helper {self.spec.helper} did not pick up "
-                       f"{self.spec.module} within {s.helper_timeout_s} s")
-            return
-        m = self.module_est
-        helper = self.body_obs.est
-        if m is None or helper is None:
-            return
-        if self._pickup_axis is None:
-            # pick the module face whose pick-up pose is nearest to the helper
-            best = None
-            obs = self._obstacles_for_body()
-            for f in Face:
-                ax = dock_axis(m, f, w)
-                p = ax.body_pose(0.5 * w, s.standoff)
-                blocked = any(math.hypot(p.x - ox, p.y - oy) < s.obstacle_clearance
-                              for ox, oy in obs)
-                d = p.distance_to(helper) + (10.0 if blocked else 0.0)
-                if best is None or d < best[0]:
-                    best = (d, ax)
-            self._pickup_axis = best[1]
-            self._sub, self._sub_t = "goto", 0.0
-        ax = self._pickup_axis
-        self._sub_t += dt
-        if self._sub == "goto" and self._path is not None and self._reg is None:
-            self._sub, self._sub_t, self._was_clear = "path", 0.0, False
-        if self._sub == "path":
-            # the navigation's timed path towards the pick-up pose, then the direct moves
-            if self._escape_at_start(helper):
-                return
-            v, om, finished = track_timed_path(helper, self._path, t, s, s.v_max)
-            # Close to the module the direct moves take over (they keep the pick-up
-            # clearance and go round it): a path may end right against the module (the
-            # navigation's pick-up cell is one width away), and following it there at an
-            # angle runs a corner into the module.
-            near = math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
-            if finished or near or t > self._path.end_time + s.nav_timeout_margin_s:
-                self._path = None
-                self._pickup_axis = None   # re-choose the side from where the path ended
-                self._sub, self._sub_t = "goto", 0.0
-            else:
-                self._set_cmd(v, om, virtual=False)
-            return
-        if self._sub == "goto":
-            if self._sub_t > s.adjust_timeout_s:
-                # no pick-up pose within the POSE_ADJUST budget: choose the side again
-                # from where the helper is now and plan the move afresh
-                self._pickup_axis, self._reg, self._sub_t = None, None, 0.0
-                return
-            # escape only before a move is planned: the planned detour may legitimately
-            # pass a little closer than escape_distance (down to 0.97 x its start
-            # distance), and escaping from it again made the helper shuttle for ever at
-            # the escape boundary
-            if self._reg is None and self._escape(
-                    helper, self._obstacles_for_body() + [(m.x, m.y)]):
-                return
-            goal = ax.body_pose(0.5 * w, s.standoff)
-            if self._reg is None:
-                obs = self._obstacles_for_body() + [(m.x, m.y)]
-                self._reg = PoseRegulator(goal, detour_waypoints(
-                    (helper.x, helper.y), (goal.x, goal.y), obs, s.obstacle_clearance))
-            v, om = self._reg.command(helper, s, self._speed_limit(helper, ax))
-            self._set_cmd(v, om, virtual=False)
-            if self._reg.done(helper, s):
-                self._reg, self._sub, self._sub_t = None, "approach", 0.0
-        elif self._sub == "approach":
-            gap, lat, yaw = ax.errors(helper, 0.5 * w)
-            if abs(lat) > s.misalign_lateral_bound or self._sub_t > s.approach_timeout_s:
-                self._sub, self._sub_t = "goto", 0.0
-                return
-            if gap <= s.helper_pickup_gap:
-                self._sub, self._sub_t = "lift", 0.0
-                self._lift_sent_t = -1.0
-                return
-            v, om, _ = approach_command(helper, 0.5 * w, ax, s, s.approach_speed)
-            if gap <= s.helper_pickup_gap + 0.002:
-                v = min(v, s.approach_min_speed)
-            self._set_cmd(v, om, virtual=False)
-        elif self._sub == "lift":
-            if self._lift_sent_t < 0:
-                # LIFT once; the carried module then turns to carry_yaw (confirmed below)
-                self._lift_sent_t = t
-                self._helper_out.append(HelperRequest(self.spec.helper, "LIFT",
-                                                      self.spec.module, self.carry_yaw))
-                return
-            expect = helper.compose(w, 0.0, self.carry_yaw)
-            if (t > self._lift_sent_t and m.distance_to(expect) <= s.lift_confirm_tolerance
-                    and abs(wrap_angle(m.yaw - expect.yaw)) <= math.radians(3.0)):
-                self._lifted = True
-                self._enter(Phase.NAVIGATE, t)
-                return
-            if self._sub_t > s.lift_timeout_s:
-                # not lifted: put down whatever may be held and go round again
-                self._helper_out.append(HelperRequest(self.spec.helper, "RELEASE",
-                                                      self.spec.module, 0.0))
-                self._pickup_axis = None
-                self._reg = None
-                return
-
-    def _navigate(self, t: float, dt: float, connected: bool) -> None:
-        s = self.s
-        if self._path is None:
-            if self._no_path or self._phase_elapsed >= s.path_wait_timeout_s:
-                self._enter(Phase.POSE_ADJUST, t)
-            return
-        if t > self._path.end_time + s.nav_timeout_margin_s:
-            self._enter(Phase.POSE_ADJUST, t)
-            return
-        body = self.body_obs.est
-        if self._escape_at_start(body):
-            return
-        v, w, finished = track_timed_path(body, self._path, t, s, s.v_max)
-        if finished:
-            self._enter(Phase.POSE_ADJUST, t)
-            return
-        ax = self.axis()
-        if ax is not None:
-            v = max(-self._speed_limit(body, ax), min(self._speed_limit(body, ax), v))
-        self._set_cmd(v, w, virtual=False)
-
-    def _pose_adjust(self, t: float, dt: float, connected: bool) -> None:
-        s = self.s
-        if self._phase_elapsed > s.adjust_timeout_s:
-            self._retry_enter(t, ErrorCode.TIMEOUT,
-                              f"POSE_ADJUST took longer than {s.adjust_timeout_s} s")
-            return
-        ax = self.axis()
-        if self._escape(self.body_obs.est, self._obstacles_for_body()):
-            return
-        body = self._body_virtual()
-        goal = self._predock(ax)
-        if (self._reg is None or self._goal_key is None
-                or self._goal_key.distance_to(goal) > 0.5 * s.adjust_pos_tolerance
-                or abs(wrap_angle(self._goal_key.yaw - goal.yaw)) > math.radians(0.2)):
-            wps = [] if self._reg is None else self._reg.waypoints
-            if self._reg is None:
-                wps = detour_waypoints((body.x, body.y), (goal.x, goal.y),
-                                       self._obstacles_for_body(), self._clearance())
-            aligning = self._reg.aligning if self._reg is not None else False
-            self._reg = PoseRegulator(goal, wps)
-            self._reg.aligning = aligning
-            self._goal_key = goal
-        if self._reg.done(body, s):
-            self._approach_enter(t)
-            return
-        v, w = self._reg.command(body, s, self._speed_limit(body, ax))
-        self._set_cmd(v, w)
-
-    def _approach_enter(self, t: float) -> None:
-        self._enter(Phase.APPROACH, t)
-        self._approach_target = self.target_est
-
-    def _approach(self, t: float, dt: float, connected: bool) -> None:
-        s = self.s
-        ax = self.axis()
-        body = self._body_virtual()
-        gap, lat, yaw = ax.errors(body, self.face_offset)
-        tgt0 = self._approach_target
-        if (tgt0.distance_to(self.target_est) > s.target_moved_bound
-                or abs(wrap_angle(tgt0.yaw - self.target_est.yaw))
-                > math.radians(s.target_moved_yaw_deg)):
-            self._retry_enter(t, ErrorCode.TARGET_MOVED,
-                              f"target {self.spec.parent_module} moved during APPROACH")
-            return
-        if abs(lat) > s.misalign_lateral_bound or abs(yaw) > math.radians(
-                s.misalign_yaw_bound_deg):
-            self._retry_enter(t, ErrorCode.MISALIGNED,
-                              f"misaligned during APPROACH: lateral {lat * 1e3:.1f} mm, "
-                              f"yaw {math.degrees(yaw):.1f} deg")
-            return
-        if self._phase_elapsed > s.approach_timeout_s:
-            self._retry_enter(t, ErrorCode.TIMEOUT,
-                              f"APPROACH took longer than {s.approach_timeout_s} s")
-            return
-        if not s.confirm_with_connections:
-            inside = (gap <= s.capture_range and abs(lat) <= s.dock_lateral_tolerance
-                      and abs(yaw) <= math.radians(s.dock_yaw_tolerance_deg))
-            self._dwell_t = self._dwell_t + dt if inside else 0.0
-            if inside and self._dwell_t >= s.confirm_dwell_s:
-                self._docked(t)
-                return
-        v, w, holding = approach_command(body, self.face_offset, ax, s,
-                                         min(s.approach_speed, self._speed_limit(body, ax)))
-        self._hold_t = self._hold_t + dt if holding else 0.0
-        if self._hold_t > s.confirm_timeout_s:
-            self._retry_enter(t, ErrorCode.TIMEOUT,
-                              f"no capture {s.confirm_timeout_s} s after reaching the face")
-            return
-        self._set_cmd(v, w)
-
-    def _retry_enter(self, t: float, code: ErrorCode, reason: str) -> None:
-        self.retries += 1
-        self._last_reason = reason
-        if self.retries > self.s.max_retries:
-            self._fail(ErrorCode.RETRIES_EXHAUSTED,
-                       f"{self.retries - 1} retries exhausted; last failure "
-                       f"({code.name}): {reason}")
-            return
-        self.message = f"retry {self.retries}: {reason}"
-        self._enter(Phase.RETRY, t)
-
-    def _retry(self, t: float, dt: float, connected: bool) -> None:
-        s = self.s
-        if self._phase_elapsed > s.retry_timeout_s:
-            self._fail(ErrorCode.TIMEOUT, f"RETRY back-off took longer than {s.retry_timeout_s} s")
-            return
-        ax = self.axis()
-        body = self._body_virtual()
-        gap, _, _ = ax.errors(body, self.face_offset)
-        if (gap >= s.standoff - 2 * s.adjust_pos_tolerance
-                or self._phase_elapsed > 0.5 * s.retry_timeout_s):
-            self._enter(Phase.POSE_ADJUST, t)
-            return
-        # back straight out, holding the heading
-        w = s.adjust_k_yaw * wrap_angle(ax.heading - body.yaw) if abs(
-            wrap_angle(ax.heading - body.yaw)) < math.radians(30) else 0.0
-        self._set_cmd(-min(s.near_structure_speed, s.v_max), w)
-
-    def _docked(self, t: float) -> None:
-        self._enter(Phase.DOCKED, t)
-        self.error, self.message = ErrorCode.NONE, ""
-        self._backoff_from = self.body_obs.est if self.uses_helper else None
-        if self.uses_helper and not self.s.confirm_with_connections:
-            # The fake hardware hands a captured module over by itself (its connections
-            # confirm the dock); on real hardware the helper lets go explicitly.
-            self._helper_out.append(HelperRequest(self.spec.helper, "RELEASE",
-                                                  self.spec.module, 0.0))
-
-    def _docked_tick(self, t: float, dt: float, connected: bool) -> None:
-        if not self.uses_helper or self._backoff_from is None:
-            return
-        h = self.body_obs.est
-        if h is None or h.distance_to(self._backoff_from) >= self.s.helper_backoff:
-            self._backoff_from = None
-            return
-        self._set_cmd(-min(self.s.near_structure_speed, self.s.v_max), 0.0, virtual=False)
+            ctx.body_obs.correct(smp)
 
     # ----------------------------------------------------------------------------- output
     def magnet_faces(self) -> dict[str, frozenset]:
@@ -772,10 +1015,11 @@ class DockingTask:
     def status(self) -> TaskStatus:
         """The current status (errors from the latest estimates; NaN while unknown)."""
         ax = self.axis()
-        if ax is not None and self.module_est is not None:
-            m = self.module_est
-            if self.spec.module == self.driven and self.body_obs.est is not None:
-                m = self.body_obs.est
+        ctx = self.ctx
+        if ax is not None and ctx.module_est is not None:
+            m = ctx.module_est
+            if self.spec.module == self.driven and ctx.body_obs.est is not None:
+                m = ctx.body_obs.est
             gap, lat, yaw = face_errors(m, self.spec.child_face, ax, self.s.module_width)
         else:
             gap = lat = yaw = math.nan
@@ -785,13 +1029,14 @@ class DockingTask:
                       f"{self.spec.parent_face.value}",
             phase=self.phase, face_gap_mm=gap * 1e3, lateral_error_mm=lat * 1e3,
             yaw_error_deg=math.degrees(yaw), retries=self.retries,
-            phase_elapsed_s=self._phase_elapsed, phase_durations=dict(self.durations),
+            phase_elapsed_s=ctx.elapsed, phase_durations=dict(self.durations),
             error_code=self.error, message=self.message)
 
-    def _output(self, t: float) -> TaskOutput:
+    def _output(self) -> TaskOutput:
+        ctx = self.ctx
         if self.phase in (Phase.PAUSED, Phase.FAILED, Phase.IDLE):
-            self._cmd = {k: (0.0, 0.0) for k in self._cmd}
-        return TaskOutput(dict(self._cmd), self.magnet_faces(), list(self._helper_out),
+            ctx.cmd = {k: (0.0, 0.0) for k in ctx.cmd}
+        return TaskOutput(dict(ctx.cmd), self.magnet_faces(), list(ctx.helper_out),
                           self.status())
 
 

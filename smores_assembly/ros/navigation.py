@@ -13,8 +13,9 @@ plans for every action of stage ``k``:
 * an action without helper: the moving body is the action's module, its goal the pre-dock
   pose ``predock_pose(goal, child_face, predock_standoff)``;
 * an action with ``needs_helper``: the moving body is the helper, its goal the pick-up pose
-  (one module width in front of the module to be carried, facing it, on the free side
-  nearest the helper); a helper serving several actions of one stage goes to the first
+  of the docking core (:func:`smores_assembly.docking.control.pickup_pose`: facing the
+  module to be carried, its TOP face ``predock_standoff`` from the module's face, on the
+  free side nearest the helper; the docking controller uses the same rule); a helper serving several actions of one stage goes to the first
   one (in plan order) whose module is not docked yet, and is replanned when it docks.
 
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
@@ -42,29 +43,13 @@ from std_msgs.msg import ColorRGBA, Int32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from smores_assembly.docking.control import pickup_pose
 from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
 from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
 from smores_assembly.ros import common
 
 _PHASE_DOCKED = 6
-
-
-def pickup_pose(module: Pose2D, helper: Pose2D, others: list[Pose2D], width: float,
-                clearance: float) -> Pose2D:
-    """Pose of a helper about to lift ``module``: one ``width`` in front of one of the
-    module's four sides, facing it (helper yaw points at the module), on the side whose
-    spot is free of ``others`` (centre farther than ``clearance``) and nearest the helper.
-    Falls back to the side nearest the helper when none is free."""
-    cands = []
-    for k in range(4):
-        a = module.yaw + k * math.pi / 2
-        p = Pose2D(module.x + width * math.cos(a), module.y + width * math.sin(a),
-                   wrap_angle(a + math.pi))
-        free = all(p.distance_to(o) >= clearance for o in others)
-        cands.append((not free, p.distance_to(helper), k, p))
-    cands.sort(key=lambda c: c[:3])
-    return cands[0][3]
 
 
 class NavigationNode(Node):
@@ -180,9 +165,9 @@ class NavigationNode(Node):
                     missing += [x for x in (h, a.module) if x not in self._poses]
                     continue
                 helper_targets[h] = a.module
-                others = [p for m, p in self._poses.items() if m not in (h, a.module)]
+                others = [(p.x, p.y) for m, p in self._poses.items() if m not in (h, a.module)]
                 goal_pose = pickup_pose(self._poses[a.module], self._poses[h], others,
-                                        s.module_width, s.clearance)
+                                        s.module_width, s.predock_standoff)
                 moving[h] = (self._poses[h], goal_pose)
             else:
                 if a.module not in self._poses:
