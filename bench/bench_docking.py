@@ -70,6 +70,8 @@ class TrialResult:
     helper_carries: str | None = None
     final_poses: dict = field(default_factory=dict)
     durations: dict = field(default_factory=dict)
+    max_gap_mm: float = math.nan          # largest ground-truth face gap along the axis
+    travel_m: float = 0.0                 # path length of the docking module (ground truth)
 
     @property
     def success(self) -> bool:
@@ -160,6 +162,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     kick_until = None
     capture = None
     prev_poses = world.poses()
+    max_gap = -math.inf
+    travel = 0.0
     queue: list[dict] = []
     for _ in range(n):
         t = world.t
@@ -218,6 +222,10 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         if stale_ref is not None:
             stale_motion = max(stale_motion, world.pose(driven).distance_to(stale_ref))
         connected = want in world.connections()
+        cur = world.pose(MODULE)
+        travel += cur.distance_to(prev_poses[MODULE])
+        max_gap = max(max_gap, face_errors(cur, child_face,
+                                           dock_axis(world.pose(PARENT), parent_face, w), w)[0])
         if connected and capture is None:
             # ground truth of the moving face just before the magnets snapped it flush
             ax0 = dock_axis(prev_poses[PARENT], parent_face, w)
@@ -246,7 +254,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
                        paused_seen, sim_errors, cap[0] * 1e3, cap[1] * 1e3,
                        math.degrees(cap[2]), max_cmd_paused, messages, task.error,
                        world.carried_by(HELPER) if use_helper else None,
-                       world.poses(), task.durations)
+                       world.poses(), task.durations, max_gap * 1e3, travel)
 
 
 def _pct(xs: list[float], q: float) -> float:

@@ -19,6 +19,7 @@ from smores_assembly.docking import (DockAxis, DockingSettings, DockingSpec, Doc
                                      saturate, virtual_pose)
 from smores_assembly.geometry import Face, Pose2D, child_pose, predock_pose, wrap_angle
 from smores_assembly.params import check_ranges
+from smores_assembly.scenario import load_scenario
 from smores_assembly.sim import Connection, SimWorld, square_overlap
 
 W = 0.08
@@ -578,3 +579,75 @@ def test_helper_path_ending_against_the_module_hands_over_without_collision():
                 n += 1
     assert n >= 6
     assert s.obstacle_clearance > W * math.sqrt(2)   # corners cannot touch at that distance
+
+
+# --------------------------------------------------------------------------- what already holds
+
+FIELD = Path(__file__).parent / "data" / "field"
+
+
+def _field_start(name: str) -> tuple[Face, Face, Pose2D]:
+    """The edge and m1's start of a field case (m0 at the origin docks nothing)."""
+    sc = load_scenario(FIELD / f"{name}.yaml")
+    (edge,) = sc.edges
+    assert close_pose(sc.modules["m0"], Pose2D(0.0, 0.0, 0.0))
+    return edge.parent_face, edge.child_face, sc.modules["m1"]
+
+
+def _perturbed(start: Pose2D, rng: random.Random) -> Pose2D:
+    """``start`` moved across the axis by up to 1 mm and turned by up to 0.5 deg."""
+    return Pose2D(start.x, start.y + rng.uniform(-0.001, 0.001),
+                  start.yaw + math.radians(rng.uniform(-0.5, 0.5)))
+
+
+def test_already_flush_docks_at_once_without_moving():
+    """already_flush.yaml: m1 starts flush against m0.TOP. It used to drive ~60 mm away and
+    dock again (22 s simulated); connected at once, it must be DOCKED within a few ticks
+    without moving (ground truth), under 1 mm mocap noise."""
+    pf, cf, start = _field_start("already_flush")
+    rng = random.Random(5)
+    for seed in range(6):
+        r = run_trial(pf, cf, seed, start=_perturbed(start, rng), dt=0.02)
+        _assert_docked(r, 0)
+        assert r.time_s <= 0.2, r.durations
+        assert r.travel_m <= 0.0015      # at most the capture's own pull (ground truth)
+        assert r.max_gap_mm <= 0.5
+
+
+def test_on_predock_goes_straight_into_the_approach():
+    """on_predock.yaml: m1 starts on its pre-dock pose. It used to spend ~8 s in NAVIGATE
+    and POSE_ADJUST; now those take one tick with exact poses (as the fake hardware's) and
+    at most ~1 s of adjusting under 1 mm mocap noise (a noisy first look at a pose 1 mm
+    off), and it drives straight in."""
+    pf, cf, start = _field_start("on_predock")
+    s = DockingSettings()
+    assert start.x == pytest.approx(W + s.standoff)   # the file is what its name says
+    rng = random.Random(6)
+    for noise in (0.0, 0.001):
+        before_approach = []
+        for seed in range(8):
+            r = run_trial(pf, cf, seed, start=_perturbed(start, rng), dt=0.02,
+                          noise_xy=noise, noise_yaw=10 * noise)
+            _assert_docked(r, 0)
+            before_approach.append(r.durations[Phase.NAVIGATE]
+                                   + r.durations[Phase.POSE_ADJUST])
+            assert r.max_gap_mm <= s.standoff * 1e3 + 1.5      # never backed away
+            assert r.travel_m <= s.standoff + 0.003            # straight in
+        assert max(before_approach) <= (0.05 if noise == 0.0 else 1.5), before_approach
+        assert sorted(before_approach)[len(before_approach) // 2] <= 0.05, before_approach
+
+
+@pytest.mark.parametrize("offset_mm", [3.0, -1.5], ids=["3mm-short", "1.5mm-past"])
+def test_module_near_capture_docks_without_backing_out(offset_mm):
+    """A module starting 3 mm short of the capture range, or 1.5 mm inside it (past the
+    capture point), on the axis: it docks without backing out more than a few mm (it used
+    to back out ~60 mm to the pre-dock pose first)."""
+    s = DockingSettings()
+    gap = s.capture_range + offset_mm * 1e-3
+    rng = random.Random(7)
+    for seed in range(6):
+        start = _perturbed(Pose2D(W + gap, 0.0, 0.0), rng)
+        r = run_trial(Face.TOP, Face.BOTTOM, seed, start=start, dt=0.02)
+        _assert_docked(r, 0)
+        assert r.max_gap_mm <= gap * 1e3 + 3.0, r.max_gap_mm
+        assert r.time_s <= 3.0

@@ -262,6 +262,20 @@ def dock_axis(parent: Pose2D, parent_face: Face, width: float) -> DockAxis:
     return DockAxis(tx, ty, wrap_angle(parent.yaw + parent_face.angle + math.pi))
 
 
+def on_approach_line(axis: DockAxis, body: Pose2D, face_offset: float, s: DockingSettings,
+                     standoff: float, nearest: float) -> bool:
+    """True when a body (virtual pose) already stands where a pre-dock move would leave it,
+    or further along the straight approach: its face gap (see :meth:`DockAxis.errors`) in
+    ``[nearest, standoff + adjust_pos_tolerance]``, its axle centre within
+    ``adjust_pos_tolerance`` of the axis and its heading within
+    ``adjust_yaw_tolerance_deg`` (the POSE_ADJUST tolerances). A body there needs no
+    pre-dock move: backing out to the stand-off and coming back gains nothing."""
+    gap, _lat, yaw = axis.errors(body, face_offset)
+    return (nearest <= gap <= standoff + s.adjust_pos_tolerance
+            and abs(axis.axle_lateral(body)) <= s.adjust_pos_tolerance
+            and abs(yaw) <= math.radians(s.adjust_yaw_tolerance_deg))
+
+
 # --------------------------------------------------------------------------------------------
 # helper pick-up (the one rule, used by the docking task and by the navigation)
 

@@ -8,6 +8,12 @@ Phases (DESIGN.md, pipeline step 5; numbering = ``DockingStatus.PHASE_*``)::
     any active phase -> PAUSED (a needed pose is stale: wheels stopped) -> same phase
     RETRY beyond max_retries / helper failure -> FAILED (error code + message)
 
+Each phase first checks whether its goal already holds (opennav docking's "already docked" /
+"already staged" checks): a confirmed connection is DOCKED at once; NAVIGATE ends when the
+body is already at its pre-dock position; POSE_ADJUST hands over to APPROACH as soon as the
+body stands on the approach line (at the pre-dock pose, or aligned between it and the face,
+as when it starts flush or a few mm short of capture); the helper's pick-up move likewise.
+
 The task is fed once per control tick with the time, the latest pose samples of the modules
 it needs, whether the connection is confirmed and the module's timed path if any. It returns
 the wheel commands of the modules it drives, the magnet faces it wants on, helper commands
@@ -23,8 +29,9 @@ from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
-                                             dock_axis, pickup_axis, real_command, saturate,
-                                             track_timed_path, virtual_pose)
+                                             dock_axis, on_approach_line, pickup_axis,
+                                             real_command, saturate, track_timed_path,
+                                             virtual_pose)
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
 
 
@@ -310,6 +317,25 @@ class DockingContext:
         """The body's (virtual) pre-dock pose on ``axis``."""
         return axis.body_pose(self.face_offset, self.s.standoff)
 
+    def on_approach_line(self) -> bool:
+        """The body already stands on the docking axis between the pre-dock pose and the
+        face (or a little past its capture), aligned within the POSE_ADJUST tolerances
+        (:func:`~smores_assembly.docking.control.on_approach_line`)."""
+        ax = self.axis()
+        if ax is None or self.body_obs.est is None:
+            return False
+        return on_approach_line(ax, self.body_virtual(), self.face_offset, self.s,
+                                self.s.standoff, -self.s.capture_range)
+
+    def at_predock(self) -> bool:
+        """The body is within ``nav_goal_tolerance`` of its pre-dock position (the
+        navigation's goal), or already on the approach line."""
+        ax = self.axis()
+        if ax is None or self.body_obs.est is None:
+            return False
+        return (self.body_virtual().distance_to(self.predock(ax)) <= self.s.nav_goal_tolerance
+                or self.on_approach_line())
+
     def obstacles_for_body(self) -> list[tuple[float, float]]:
         """Centres of the modules the driven body keeps clear of (the target included)."""
         obs = list(self.obstacles)
@@ -428,7 +454,8 @@ class PhaseStep:
 
 class Navigate(PhaseStep):
     """Follow the navigation's timed path (waiting ``path_wait_timeout_s`` for one); its end,
-    its last stamp plus ``nav_timeout_margin_s``, or no path -> POSE_ADJUST."""
+    its last stamp plus ``nav_timeout_margin_s``, or no path -> POSE_ADJUST. A body already
+    at its pre-dock position (or on the approach line) goes on at once."""
 
     phase = Phase.NAVIGATE
 
@@ -437,6 +464,8 @@ class Navigate(PhaseStep):
 
     def tick(self, ctx):
         s = ctx.s
+        if ctx.at_predock():
+            return Phase.POSE_ADJUST
         if ctx.path is None:
             if ctx.no_path or ctx.elapsed >= s.path_wait_timeout_s:
                 return Phase.POSE_ADJUST
@@ -458,7 +487,9 @@ class Navigate(PhaseStep):
 
 
 class PoseAdjust(PhaseStep):
-    """Direct move (round the target and obstacles) to the pre-dock pose -> APPROACH."""
+    """Direct move (round the target and obstacles) to the pre-dock pose -> APPROACH, at
+    once when the body already stands on the approach line (at the pre-dock pose, or
+    between it and the face, aligned: :meth:`DockingContext.on_approach_line`)."""
 
     phase = Phase.POSE_ADJUST
 
@@ -471,6 +502,8 @@ class PoseAdjust(PhaseStep):
         s = ctx.s
         if ctx.elapsed > s.adjust_timeout_s:
             raise PhaseTimeout(f"POSE_ADJUST took longer than {s.adjust_timeout_s} s")
+        if ctx.on_approach_line():
+            return Phase.APPROACH
         ax = ctx.axis()
         if self.escape.step(ctx, ctx.body_obs.est, ctx.obstacles_for_body()):
             self.reg = None   # plan the direct move again once clear
@@ -617,8 +650,9 @@ class FetchPath(PhaseStep):
 
 class FetchGoto(PhaseStep):
     """Helper sub-step: direct move to the pick-up pose (``standoff`` in front of the
-    chosen module face) -> :class:`FetchApproach`; not there within ``adjust_timeout_s``
-    -> choose the side again."""
+    chosen module face) -> :class:`FetchApproach` (at once when the helper already stands
+    on the pick-up approach line); not there within ``adjust_timeout_s`` -> choose the
+    side again."""
 
     name = "goto"
 
@@ -628,6 +662,10 @@ class FetchGoto(PhaseStep):
     def tick(self, ctx):
         s, wh, w = ctx.s, self.wh, ctx.s.module_width
         helper, m = ctx.body_obs.est, ctx.module_est
+        if self.reg is None and on_approach_line(wh.axis, helper, 0.5 * w, s, s.standoff,
+                                                 -s.capture_range):
+            wh.go(ctx, FetchApproach())
+            return None
         if self.elapsed > s.adjust_timeout_s:
             # no pick-up pose within the POSE_ADJUST budget: choose the side again
             # from where the helper is now and plan the move afresh
