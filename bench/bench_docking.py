@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from smores_assembly.docking.control import DockingSettings, TimedPath
 from smores_assembly.docking.task import (DockingSpec, DockingTask, ErrorCode, Phase,
@@ -72,6 +73,7 @@ class TrialResult:
     durations: dict = field(default_factory=dict)
     max_gap_mm: float = math.nan          # largest ground-truth face gap along the axis
     travel_m: float = 0.0                 # path length of the docking module (ground truth)
+    raised_to_min_speed: bool = False     # the task noticed a stall and raised its commands
 
     @property
     def success(self) -> bool:
@@ -104,7 +106,9 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               dropout_phase: tuple[Phase, float] | None = None,
               path: TimedPath | None = None, parent_magnets: bool = True,
               kick_parent: tuple[Phase, float, float] | None = None,
-              latency: float = 0.0, backend: str = "kinematic") -> TrialResult:
+              latency: float = 0.0, backend: str = "kinematic",
+              cmd_filter: Callable[[str, float, float], tuple[float, float]] | None = None
+              ) -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -127,6 +131,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             capture time).
         backend: the world's physics, ``kinematic`` or ``mujoco``
             (:func:`smores_assembly.sim.backend.make_world`).
+        cmd_filter: ``(module, v, w) -> (v, w)`` applied to every command before the world
+            gets it (e.g. a wheel deadband the world does not model).
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).
@@ -189,6 +195,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             if not trace or trace[-1][1] != key:
                 trace.append((round(t, 2), key, world.poses(), out.status.message))
         for mid, (v, om) in out.cmd.items():
+            if cmd_filter is not None:
+                v, om = cmd_filter(mid, v, om)
             world.set_cmd_vel(mid, v, om)
             if out.status.phase is Phase.PAUSED:
                 max_cmd_paused = max(max_cmd_paused, abs(v), abs(om))
@@ -254,7 +262,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
                        paused_seen, sim_errors, cap[0] * 1e3, cap[1] * 1e3,
                        math.degrees(cap[2]), max_cmd_paused, messages, task.error,
                        world.carried_by(HELPER) if use_helper else None,
-                       world.poses(), task.durations, max_gap * 1e3, travel)
+                       world.poses(), task.durations, max_gap * 1e3, travel,
+                       task.raised_to_min_speed)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -319,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {label:15s} median {statistics.median(xs):7.3f}  p95 {_pct(xs, .95):7.3f}"
                   f"  max {max(xs):7.3f}")
         print(f"  retries       total {sum(retries)}  max {max(retries)}  collisions "
-              f"{sum(r.collisions for r in res)}")
+              f"{sum(r.collisions for r in res)}  stalls noticed "
+              f"{sum(r.raised_to_min_speed for r in res)}")
         for i, r in enumerate(res):
             if not r.success:
                 print(f"  FAIL trial {i}: phase {r.phase.name} connected {r.connected} "

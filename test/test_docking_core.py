@@ -17,6 +17,7 @@ from smores_assembly.docking import (DockAxis, DockingSettings, DockingSpec, Doc
                                      ErrorCode, PathFollower, Phase, PoseSample, TimedPath,
                                      detour_waypoints, dock_axis, face_errors, real_command,
                                      saturate, virtual_pose)
+from smores_assembly.docking.control import StallMonitor, wheel_rim_speeds
 from smores_assembly.geometry import Face, Pose2D, child_pose, predock_pose, wrap_angle
 from smores_assembly.params import check_ranges
 from smores_assembly.scenario import load_scenario
@@ -651,3 +652,95 @@ def test_module_near_capture_docks_without_backing_out(offset_mm):
         _assert_docked(r, 0)
         assert r.max_gap_mm <= gap * 1e3 + 3.0, r.max_gap_mm
         assert r.time_s <= 3.0
+
+
+# --------------------------------------------------------------------------- wheel deadband
+
+def _deadband(limit: float):
+    """A command filter: a wheel commanded slower than ``limit`` [m/s rim speed] does not
+    turn (the world gets the unicycle command of the wheels that do)."""
+    s = DockingSettings()
+
+    def f(module: str, v: float, w: float) -> tuple[float, float]:
+        left, right = wheel_rim_speeds(v, w, s)
+        left = 0.0 if abs(left) < limit else left
+        right = 0.0 if abs(right) < limit else right
+        return 0.5 * (left + right), (right - left) / s.track_width
+    return f
+
+
+def test_stall_monitor_against_the_true_motion():
+    """Random slow commands (each below 5 mm/s at the wheels, or fast ones), 1 mm / 0.57 deg
+    mocap noise, a new command every half window (back and forth too): a body that does
+    not move is noticed within 3 windows; a body that follows its commands exactly
+    (integrated unicycle, the oracle) is never flagged."""
+    s = DockingSettings()
+    dt = 0.02
+    for seed in range(40):
+        rng = random.Random(seed)
+        slow = seed % 2 == 0
+        scale = 0.8 * s.min_wheel_speed if slow else 0.03
+        moving, stuck = StallMonitor(), StallMonitor()
+        pose = Pose2D(0.0, 0.0, rng.uniform(-math.pi, math.pi))
+        start = pose
+        noticed_at = None
+        t = 0.0
+        cmd = (0.0, 0.0)
+        for k in range(int(5.0 / dt)):
+            if k % 25 == 0:   # a new command every 0.5 s
+                v = rng.uniform(-1.0, 1.0)
+                w = rng.uniform(-1.0, 1.0) * 2.0 / s.track_width
+                peak = max(abs(x) for x in wheel_rim_speeds(v, w, s))
+                v, w = v * scale / peak, w * scale / peak
+                cmd = (v, w)
+            noisy = [Pose2D(p.x + rng.gauss(0, 0.001), p.y + rng.gauss(0, 0.001),
+                            p.yaw + rng.gauss(0, 0.01)) for p in (pose, start)]
+            assert not moving.update(t, cmd, noisy[0], s, slow_only=slow), (seed, t)
+            if stuck.update(t, cmd, noisy[1], s, slow_only=slow) and noticed_at is None:
+                noticed_at = t
+            h = pose.yaw + 0.5 * cmd[1] * dt
+            pose = Pose2D(pose.x + cmd[0] * dt * math.cos(h), pose.y + cmd[0] * dt * math.sin(h),
+                          pose.yaw + cmd[1] * dt)
+            t += dt
+        assert noticed_at is not None and noticed_at <= 3.0 * s.stall_window_s, (seed, noticed_at)
+
+
+def test_wheel_deadband_pair_start_docks():
+    """pair.yaml, m1 at (0.30, 0.10, 1.0), wheels that do not turn below 5 mm/s: it used to
+    stop a few mm short of its pre-dock pose and fail after 241 s; the controller notices
+    the stall, raises its commands to min_wheel_speed and docks."""
+    pf, cf, start = _field_start("pair")
+    assert close_pose(start, Pose2D(0.30, 0.10, 1.0))
+    for seed in range(3):
+        r = run_trial(pf, cf, seed, start=start, dt=DT, cmd_filter=_deadband(0.005))
+        _assert_docked(r, 0)
+        assert r.time_s < 60.0
+
+
+@pytest.mark.parametrize("pf,cf", NON_HELPER_CASES[:2],
+                         ids=[f"{c.value}-onto-{p.value}" for p, c in NON_HELPER_CASES[:2]])
+def test_wheel_deadband_random_starts_dock(pf, cf):
+    """Random starts with a 5 mm/s wheel deadband dock (commands raised after a stall)."""
+    for seed in range(8):
+        r = run_trial(pf, cf, seed, dt=DT, cmd_filter=_deadband(0.005))
+        _assert_docked(r, DockingSettings().max_retries)
+
+
+def test_no_stall_noticed_without_a_deadband():
+    """Wheels without a deadband: the stall monitor never fires (commands unchanged)."""
+    for pf, cf in NON_HELPER_CASES:
+        for seed in range(6):
+            r = run_trial(pf, cf, seed, dt=DT)
+            assert not r.raised_to_min_speed, (pf, cf, seed)
+
+
+def test_stall_is_reported_when_commands_may_not_be_raised():
+    """min_wheel_speed 0 (never raise) and a 5 mm/s deadband: the task fails with the stall
+    as its reason, not after 241 s of POSE_ADJUST timeouts."""
+    s = dataclasses.replace(DockingSettings(), min_wheel_speed=0.0)
+    pf, cf, start = _field_start("pair")
+    r = run_trial(pf, cf, 0, start=start, dt=DT, settings=s, cmd_filter=_deadband(0.005),
+                  t_max=240.0)
+    assert r.phase is Phase.FAILED and r.error_code is ErrorCode.RETRIES_EXHAUSTED
+    assert "(STALLED)" in r.message and "did not move" in r.message
+    assert r.time_s < 100.0

@@ -159,6 +159,14 @@ class DockingSettings:
     helper_timeout_s: float = param_field(120.0, "WAIT_HELPER timeout [s]", 1.0, 3600.0)
     helper_backoff: float = param_field(0.06, "Helper reverse distance after the hand-over [m]",
                                         0.0, 1.0)
+    # --- wheel deadband ---
+    min_wheel_speed: float = param_field(
+        0.006, "Smallest wheel rim speed that moves a module [m/s]: once a stall is noticed "
+        "(slow commanded motion, none measured over stall_window_s), every non-zero command "
+        "of that body is raised to it (0 = never raise; a stall is then reported)", 0.0, 0.1)
+    stall_window_s: float = param_field(
+        1.0, "Window over which commanded and measured motion are compared to notice a "
+        "stall [s]", 0.2, 60.0)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the field: a value out of range, or
@@ -208,6 +216,92 @@ def virtual_pose(pose: Pose2D, reverse: bool) -> Pose2D:
 def real_command(v: float, w: float, reverse: bool) -> tuple[float, float]:
     """Map a virtual-frame command back to the body: ``(-v, w)`` when reversing."""
     return (-v, w) if reverse else (v, w)
+
+
+def wheel_rim_speeds(v: float, w: float, s: DockingSettings) -> tuple[float, float]:
+    """``(left, right)`` wheel rim speeds [m/s] of the command ``(v, w)``."""
+    half = 0.5 * s.track_width
+    return v - w * half, v + w * half
+
+
+def raise_to_min_wheel_speed(v: float, w: float, s: DockingSettings) -> tuple[float, float]:
+    """Scale a non-zero command (curvature kept) so that its faster wheel turns at least at
+    ``min_wheel_speed`` (wheel deadband compensation); zero stays zero, faster commands are
+    unchanged."""
+    peak = max(abs(x) for x in wheel_rim_speeds(v, w, s))
+    if peak < 1e-5 or peak >= s.min_wheel_speed:
+        return v, w
+    k = s.min_wheel_speed / peak
+    return v * k, w * k
+
+
+class StallMonitor:
+    """Notices a stalled body: commanded motion and no measured motion over a window.
+
+    Fed once per tick with the command applied since the previous tick and the body's
+    measured pose (raw mocap, or None when unknown). Over the last ``stall_window_s`` the
+    commands are integrated (unicycle, from the first measured pose) into the motion they
+    ask for; the asked-for and the measured displacement (and turn) are each taken between
+    the mean poses of the window's first and last quarter (means, so that 1 mm mocap noise
+    neither hides nor fakes a stall). A stall is a window in which the command never
+    stopped, it asked for a net ``MIN_TRAVEL`` or ``MIN_TURN`` at least, and less than
+    ``RATIO`` of each asked-for motion shows. With ``slow_only`` a window counts only when
+    every command was slower than ``min_wheel_speed`` at both wheels (a deadband, not a
+    body blocked at speed).
+    """
+
+    MIN_TRAVEL = 0.002          # [m]
+    MIN_TURN = math.radians(2.0)
+    RATIO = 0.3
+
+    def __init__(self):
+        self._hist: list[tuple[float, float, float, float, Pose2D | None]] = []
+
+    def clear(self) -> None:
+        """Forget the window (after a pause: the motion before it says nothing)."""
+        self._hist = []
+
+    def update(self, t: float, cmd: tuple[float, float], pose: Pose2D | None,
+               s: DockingSettings, slow_only: bool) -> bool:
+        """Add this tick; True when the window shows a stall (the window then restarts)."""
+        dt = t - self._hist[-1][0] if self._hist else 0.0
+        self._hist.append((t, dt, cmd[0], cmd[1], pose))
+        while self._hist and self._hist[0][0] < t - s.stall_window_s:
+            self._hist.pop(0)
+        hist = self._hist
+        if len(hist) < 9 or t - hist[0][0] < 0.95 * s.stall_window_s:
+            return False
+        for _, _, v, w, p in hist[1:]:
+            peak = max(abs(x) for x in wheel_rim_speeds(v, w, s))
+            if p is None or peak < 1e-5 or (slow_only and peak >= s.min_wheel_speed):
+                return False
+        if hist[0][4] is None:
+            return False
+        # the motion asked for: the commands integrated from the first measured pose
+        x, y, yaw = 0.0, 0.0, hist[0][4].yaw
+        asked = [(x, y, 0.0)]
+        for _, dt_k, v, w, _ in hist[1:]:
+            h = yaw + 0.5 * w * dt_k
+            x, y, yaw = x + v * dt_k * math.cos(h), y + v * dt_k * math.sin(h), yaw + w * dt_k
+            asked.append((x, y, yaw - hist[0][4].yaw))
+        y0 = hist[0][4].yaw
+        seen = [(p.x, p.y, wrap_angle(p.yaw - y0)) for *_, p in hist]
+        q = max(2, len(hist) // 4)
+
+        def shift(pts):
+            a = [sum(c) / q for c in zip(*pts[:q])]
+            b = [sum(c) / q for c in zip(*pts[-q:])]
+            return math.hypot(b[0] - a[0], b[1] - a[1]), abs(b[2] - a[2])
+
+        travel, turn = shift(asked)
+        moved, turned = shift(seen)
+        if travel < self.MIN_TRAVEL and turn < self.MIN_TURN:
+            return False
+        if ((travel >= self.MIN_TRAVEL and moved >= self.RATIO * travel)
+                or (turn >= self.MIN_TURN and turned >= self.RATIO * turn)):
+            return False
+        self._hist = self._hist[-1:]
+        return True
 
 
 # --------------------------------------------------------------------------------------------

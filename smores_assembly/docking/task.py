@@ -29,7 +29,8 @@ from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
-                                             dock_axis, on_approach_line, pickup_axis,
+                                             StallMonitor, dock_axis, on_approach_line,
+                                             pickup_axis, raise_to_min_wheel_speed,
                                              real_command, saturate, track_timed_path,
                                              virtual_pose)
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
@@ -59,6 +60,7 @@ class ErrorCode(enum.IntEnum):
     RETRIES_EXHAUSTED = 4
     NO_HELPER = 5
     CANCELLED = 6
+    STALLED = 7
 
 
 ACTIVE_PHASES = frozenset({Phase.WAIT_HELPER, Phase.NAVIGATE, Phase.POSE_ADJUST,
@@ -251,6 +253,13 @@ class TargetMoved(DockingFailure):
     """The target module moved during APPROACH."""
 
     code = ErrorCode.TARGET_MOVED
+
+
+class Stalled(DockingFailure):
+    """The wheels were commanded (at ``min_wheel_speed`` or faster) and the body did not
+    move: a deadband above ``min_wheel_speed``, or a body held fast."""
+
+    code = ErrorCode.STALLED
 
 
 class FatalTimeout(DockingFailure):
@@ -847,6 +856,8 @@ class DockingTask:
         self.message = ""
         self.durations: dict[Phase, float] = {p: 0.0 for p in Phase}
         self._t_last: float | None = None
+        self._stall = StallMonitor()
+        self.raised_to_min_speed = False   # a stall was noticed: commands raised
         if spec.child_face.is_wheel and not spec.helper:
             self._fail(ErrorCode.NO_HELPER,
                        f"{spec.module}: {spec.child_face.value} is a wheel face: the dock needs "
@@ -993,6 +1004,7 @@ class DockingTask:
             self.phase = Phase.PAUSED
             self.message = f"pose stale: {', '.join(stale)}"
             self.durations[Phase.PAUSED] += dt
+            self._stall.clear()
             return self._output()
         if self.phase is Phase.PAUSED:
             # Resume where the phase stopped: the regulator (its detour waypoints already
@@ -1009,13 +1021,39 @@ class DockingTask:
             ctx.elapsed += dt
         self._update_estimates(samples)
         try:
+            if not self.done:
+                self._check_stall(t, prev_cmd, samples.get(self.driven))
             nxt = self.step.tick(ctx)
         except DockingFailure as exc:
             self._on_failure(exc)
         else:
             if nxt is not None:
                 self._go(nxt)
+        if self.raised_to_min_speed and self.driven in ctx.cmd:
+            ctx.cmd[self.driven] = raise_to_min_wheel_speed(*ctx.cmd[self.driven], self.s)
         return self._output()
+
+    def _check_stall(self, t: float, applied: tuple[float, float],
+                     sample: PoseSample | None) -> None:
+        """Wheel deadband (issue: real wheels do not turn below some speed): a stall of slow
+        commands raises every later command to ``min_wheel_speed``; a stall at that speed
+        (or with ``min_wheel_speed`` 0) is a :class:`Stalled` failure."""
+        s = self.s
+        can_raise = s.min_wheel_speed > 0 and not self.raised_to_min_speed
+        pose = sample.pose if sample is not None and sample.tracked else None
+        if not self._stall.update(t, applied, pose, s, slow_only=can_raise):
+            return
+        if can_raise:
+            self.raised_to_min_speed = True
+            self.message = (f"stall: {self.driven} did not move at slow commands; wheel "
+                            f"commands raised to {s.min_wheel_speed * 1e3:.1f} mm/s")
+            return
+        if s.min_wheel_speed > 0:
+            why = (f"with its wheels commanded at >= {s.min_wheel_speed * 1e3:.1f} mm/s "
+                   "(min_wheel_speed below the wheels' deadband, or the body is held)")
+        else:
+            why = "under a commanded motion (min_wheel_speed is 0: commands are not raised)"
+        raise Stalled(f"stalled: {self.driven} did not move over {s.stall_window_s} s {why}")
 
     def _fresh(self, sample: PoseSample | None, t: float) -> bool:
         return (sample is not None and sample.tracked
