@@ -84,7 +84,9 @@ def check_params_file(path: str | Path) -> None:
     """Validate a ROS params file for the nodes of this stack.
 
     Accepted: ``<node>: {ros__parameters: {...}}`` for the stack's nodes (optionally with
-    a leading ``/``) and ``/**: {ros__parameters: {...}}`` for parameters of any node.
+    a leading ``/`` or a namespace: ``/**/<node>`` is the node in any namespace, which is
+    what a stack launched with ``namespace:=...`` needs) and ``/**: {ros__parameters:
+    {...}}`` for parameters of any node.
 
     Raises:
         ParamsFileError: unreadable file or invalid YAML (with the line), an unknown node
@@ -106,7 +108,11 @@ def check_params_file(path: str | Path) -> None:
         raise ParamsFileError(f"{p}: expected a mapping of node names, got {type(data).__name__}")
     cache: dict[str, dict] = {}
     for key, body in data.items():
-        node = str(key).lstrip("/")
+        # "/**/docking_controller" or "/swarm1/docking_controller": the node in any / one
+        # namespace; "docking_controller": the node in the root namespace only
+        node = str(key).strip("/").rsplit("/", 1)[-1] or str(key)
+        if str(key).strip("/") == "**":
+            node = "**"
         if node != "**" and node not in NODE_SETTINGS:
             near = difflib.get_close_matches(node, NODE_SETTINGS, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""

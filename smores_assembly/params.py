@@ -139,9 +139,10 @@ def config_text(node: str) -> str:
                   + " and ".join(r.replace(":", ".") for r in refs) + ".", "")
     lines += ["# Do not edit: change the defaults there and run",
              "#   python -m smores_assembly.params --write-config config",
-             "# (test_param_check checks this file equals them). A lab's values go in a params file",
-             "# passed after this one (see config/overrides.yaml).",
-             f"{node}:", "  ros__parameters:"]
+             "# (test_param_check checks this file equals them). A lab's values go in a params",
+             "# file passed after this one (see config/overrides.yaml). The key /**/<node> applies",
+             "# to the node in any namespace (launch argument namespace:=...).",
+             f"/**/{node}:", "  ros__parameters:"]
     indent = "    "
     for ref, settings in zip(refs, node_settings(node)):
         for f in dataclasses.fields(settings):

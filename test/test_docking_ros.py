@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from smores_assembly.ros import names
+
 pytestmark = pytest.mark.ros
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,13 +126,13 @@ class Observer:
         self.phases: list[str] = []
         self.cmds: list[tuple[float, float, float]] = []
         n = stack.node
-        n.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS, self._on_conn,
+        n.create_subscription(ConnectionArray, names.CONNECTIONS, self._on_conn,
                               common.LATCHED_QOS)
-        n.create_subscription(ModuleStateArray, "/fake_hardware/ground_truth", self._on_truth,
+        n.create_subscription(ModuleStateArray, names.GROUND_TRUTH, self._on_truth,
                               common.SENSOR_QOS)
-        n.create_subscription(DockingStatusArray, common.TOPIC_DOCKING_STATUS, self._on_status,
+        n.create_subscription(DockingStatusArray, names.DOCKING_STATUS, self._on_status,
                               10)
-        n.create_subscription(Twist, f"/{module}/cmd_vel",
+        n.create_subscription(Twist, names.module_topic(module, names.CMD_VEL),
                               lambda m: self.cmds.append(
                                   (self.truth_t, m.linear.x, m.angular.z)),
                               common.COMMAND_QOS)
@@ -167,8 +169,8 @@ def _publish_plan(stack: Stack, module, parent, parent_face, child_face, goal):
                                   parent_node="a", parent_face=parent_face,
                                   child_face=child_face, goal_x=goal.x, goal_y=goal.y,
                                   goal_yaw=goal.yaw)]
-    pubs = (stack.node.create_publisher(AssemblyPlan, common.TOPIC_PLAN, common.LATCHED_QOS),
-            stack.node.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE, common.LATCHED_QOS))
+    pubs = (stack.node.create_publisher(AssemblyPlan, names.PLAN, common.LATCHED_QOS),
+            stack.node.create_publisher(Int32, names.ACTIVE_STAGE, common.LATCHED_QOS))
     pubs[0].publish(plan)
     pubs[1].publish(Int32(data=0))
     return pubs

@@ -12,7 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from ros_helpers import spin_until
+
+from smores_assembly.ros import names
 
 REPO = Path(__file__).resolve().parents[1]
 SCEN = REPO / "config" / "scenarios"
@@ -142,7 +145,7 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
         for m in msg.modules:
             truth[m.id] = (t, m.x, m.y, m.yaw)
 
-    node.create_subscription(ModuleStateArray, "/fake_hardware/ground_truth", on_truth,
+    node.create_subscription(ModuleStateArray, names.GROUND_TRUTH, on_truth,
                              common.SENSOR_QOS)
     markers = {}
 
@@ -150,9 +153,9 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
         markers.update({(m.ns, m.id): m for m in msg.markers})
 
     from visualization_msgs.msg import MarkerArray
-    node.create_subscription(MarkerArray, common.TOPIC_MODULE_MARKERS, on_markers,
+    node.create_subscription(MarkerArray, names.MODULE_MARKERS, on_markers,
                              common.LATCHED_QOS)
-    client = ActionClient(node, Assemble, "/assembly/assemble")
+    client = ActionClient(node, Assemble, names.ASSEMBLE)
     assert spin_until(ex, client.server_is_ready, 60.0), runner.poll()
     fb = {"state": ""}
     scenario = load_scenario(SCEN / "mobile_manipulator.yaml")
@@ -180,7 +183,7 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
         assert math.hypot(cube.pose.position.x - tx, cube.pose.position.y - ty) < 0.006
     assert sum(k[0] == "goals" for k in markers) == 6
 
-    approve = node.create_client(Trigger, "/assembly/approve")
+    approve = node.create_client(Trigger, names.APPROVE)
     assert approve.wait_for_service(timeout_sec=10.0)
     fut = approve.call_async(Trigger.Request())
     assert spin_until(ex, fut.done, 10.0) and fut.result().success
@@ -190,7 +193,7 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
                    for m in truth)
     assert spin_until(ex, some_module_moved, 60.0), "approval did not start the assembly"
 
-    cancel = node.create_client(Trigger, "/assembly/cancel")
+    cancel = node.create_client(Trigger, names.CANCEL)
     assert cancel.wait_for_service(timeout_sec=10.0)
     fut = cancel.call_async(Trigger.Request())
     assert spin_until(ex, fut.done, 10.0) and fut.result().success

@@ -11,6 +11,8 @@ import pytest
 import yaml
 from ros_helpers import spin_until
 
+from smores_assembly.ros import names
+
 pytestmark = pytest.mark.ros
 
 W = 0.08
@@ -38,7 +40,7 @@ class Rig:
 
         from smores_assembly.msg import CollisionEvent, ConnectionArray, ModuleStateArray
         from smores_assembly.ros import common
-        from smores_assembly.ros.fake_hardware import TOPIC_GROUND_TRUTH, FakeHardwareNode
+        from smores_assembly.ros.fake_hardware import FakeHardwareNode
 
         overrides = {"scenario": write_scenario(tmp_path, modules, helpers),
                      "real_time_factor": 10.0, "ground_truth_rate_hz": 100.0}
@@ -51,10 +53,10 @@ class Rig:
         self.ex.add_node(self.node)
         self.gt, self.conns, self.colls = [], [], []
         big = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        self.node.create_subscription(ModuleStateArray, TOPIC_GROUND_TRUTH, self.gt.append, big)
-        self.node.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS,
+        self.node.create_subscription(ModuleStateArray, names.GROUND_TRUTH, self.gt.append, big)
+        self.node.create_subscription(ConnectionArray, names.CONNECTIONS,
                                       self.conns.append, common.LATCHED_QOS)
-        self.node.create_subscription(CollisionEvent, common.TOPIC_COLLISIONS,
+        self.node.create_subscription(CollisionEvent, names.COLLISIONS,
                                       self.colls.append, big)
         # command publishers for every module, matched with the fake hardware up front
         from geometry_msgs.msg import Twist
@@ -63,7 +65,7 @@ class Rig:
         from smores_assembly.msg import HelperCommand, MagnetCommand
         types = {"cmd_vel": Twist, "magnets": MagnetCommand, "helper_command": HelperCommand,
                  "joint_commands": JointState}
-        self._pubs = {(m, k): self.node.create_publisher(t, common.module_topic(m, k),
+        self._pubs = {(m, k): self.node.create_publisher(t, names.module_topic(m, k),
                                                          common.COMMAND_QOS)
                       for m in modules for k, t in types.items()}
         assert spin_until(self.ex, lambda: all(p.get_subscription_count() > 0
@@ -355,7 +357,7 @@ def test_clock_ground_truth_and_joint_states_by_manual_stepping(ros_context, tmp
     from sensor_msgs.msg import JointState
 
     from smores_assembly.msg import ModuleStateArray
-    from smores_assembly.ros.fake_hardware import TOPIC_GROUND_TRUTH, FakeHardwareNode
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
 
     poses = {"a": (0.1, -0.2, 0.7), "b": (-0.3, 0.4, -2.9)}
     fake = FakeHardwareNode(context=ros_context, parameter_overrides=[
@@ -368,7 +370,7 @@ def test_clock_ground_truth_and_joint_states_by_manual_stepping(ros_context, tmp
     big = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     clocks, gts, joints = [], [], []
     probe.create_subscription(Clock, "/clock", clocks.append, big)
-    probe.create_subscription(ModuleStateArray, TOPIC_GROUND_TRUTH, gts.append, big)
+    probe.create_subscription(ModuleStateArray, names.GROUND_TRUTH, gts.append, big)
     probe.create_subscription(JointState, "/a/joint_states", joints.append, big)
 
     def stamp(t):
@@ -376,7 +378,7 @@ def test_clock_ground_truth_and_joint_states_by_manual_stepping(ros_context, tmp
 
     try:
         assert spin_until(ex, lambda: all(fake.count_subscribers(t) > 0 for t in (
-            "/clock", TOPIC_GROUND_TRUTH, "/a/joint_states")), 10)
+            "/clock", names.GROUND_TRUTH, "/a/joint_states")), 10)
         fake.world.set_joints("a", 0.3, -0.2)
         for _ in range(50):                      # 0.5 s: joints reach their targets
             fake.step_once(0.01)

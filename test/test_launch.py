@@ -44,6 +44,21 @@ def test_fake_assembly_starts_every_node_with_its_parameters():
         assert f"__node:={spec.name}" in a
 
 
+
+@pytest.mark.parametrize("launch,args", [
+    ("fake_assembly", {}), ("assembly", {}), ("pipeline", {})])
+def test_namespace_argument_puts_every_node_under_it(launch, args):
+    """namespace:=swarm1 (relative, as ros2 launch accepts it) -> __ns:=/swarm1 for every
+    node; the default (empty) starts them in the root namespace."""
+    for given, want in (("swarm1", "/swarm1"), ("/lab/swarm2", "/lab/swarm2")):
+        specs = load_launch(launch_file(launch), {**args, "namespace": given})
+        assert specs
+        for spec in specs:
+            assert f"__ns:={want}" in _ros_args(spec), spec.name
+    for spec in load_launch(launch_file(launch), args):
+        assert not any(a.startswith("__ns:=") for a in _ros_args(spec)), spec.name
+
+
 def test_real_assembly_launch_uses_wall_time_and_the_chosen_mocap_source():
     specs = load_launch(launch_file("assembly"), {"mocap_source": "vrpn"})
     assert [s.name for s in specs] == ["mocap_bridge", "root_search", "task_assignment",

@@ -7,7 +7,10 @@ import time
 
 import numpy as np
 import pytest
+
 from ros_helpers import spin_until
+
+from smores_assembly.ros import names
 
 pytestmark = pytest.mark.ros
 
@@ -49,7 +52,7 @@ class BridgeRig:
         self.ex.add_node(self.node)
         self.states = []
         self.node.create_subscription(
-            ModuleStateArray, common.TOPIC_STATES, self.states.append,
+            ModuleStateArray, names.STATES, self.states.append,
             QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT))
         self.pubs = {m: self.node.create_publisher(PoseStamped, f"/vicon/{m}/{m}", 10)
                      for m in ids}
@@ -263,7 +266,7 @@ def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path):
     for n in (fake, bridge, probe):
         ex.add_node(n)
     got = []
-    probe.create_subscription(ModuleStateArray, common.TOPIC_STATES, got.append,
+    probe.create_subscription(ModuleStateArray, names.STATES, got.append,
                               QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
     try:
         assert spin_until(ex, lambda: got and all(s.tracked for s in got[-1].modules), 20)

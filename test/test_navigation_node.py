@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from ros_helpers import spin_until
+
+from smores_assembly.ros import names
 
 pytestmark = pytest.mark.ros
 
@@ -74,12 +77,12 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     paths: dict[str, list] = {"m1": [], "h0": [], "m2": []}
     markers: list = []
     for m in paths:
-        node.create_subscription(Path, f"/{m}/path", paths[m].append, common.LATCHED_QOS)
-    node.create_subscription(MarkerArray, common.TOPIC_MARKERS, markers.append,
+        node.create_subscription(Path, names.module_topic(m, names.PATH), paths[m].append, common.LATCHED_QOS)
+    node.create_subscription(MarkerArray, names.MARKERS, markers.append,
                              common.LATCHED_QOS)
-    plan_pub = node.create_publisher(AssemblyPlan, common.TOPIC_PLAN, common.LATCHED_QOS)
-    stage_pub = node.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE, common.LATCHED_QOS)
-    states_pub = node.create_publisher(ModuleStateArray, common.TOPIC_STATES,
+    plan_pub = node.create_publisher(AssemblyPlan, names.PLAN, common.LATCHED_QOS)
+    stage_pub = node.create_publisher(Int32, names.ACTIVE_STAGE, common.LATCHED_QOS)
+    states_pub = node.create_publisher(ModuleStateArray, names.STATES,
                                        common.SENSOR_QOS)
     plan_pub.publish(plan)
     stage_pub.publish(Int32(data=0))
@@ -115,7 +118,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
 
     # replan on request (from the current poses)
     n_before = nav.plan_count
-    cli = node.create_client(Trigger, "/navigation/replan")
+    cli = node.create_client(Trigger, names.REPLAN)
     assert cli.wait_for_service(timeout_sec=5.0)
     fut = cli.call_async(Trigger.Request())
     assert spin_until(ex, fut.done, 10.0)
@@ -145,10 +148,10 @@ def test_planning_failure_publishes_empty_paths(rig):
     plan.actions[0].child_face = "TOP"  # pre-dock = goal + 0.06 along +x: (0.0, 0.0)
     got: list = []
     node.create_subscription(Path, "/m1/path", got.append, common.LATCHED_QOS)
-    node.create_publisher(AssemblyPlan, common.TOPIC_PLAN, common.LATCHED_QOS).publish(plan)
-    node.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE, common.LATCHED_QOS).publish(
+    node.create_publisher(AssemblyPlan, names.PLAN, common.LATCHED_QOS).publish(plan)
+    node.create_publisher(Int32, names.ACTIVE_STAGE, common.LATCHED_QOS).publish(
         Int32(data=0))
-    pub = node.create_publisher(ModuleStateArray, common.TOPIC_STATES, common.SENSOR_QOS)
+    pub = node.create_publisher(ModuleStateArray, names.STATES, common.SENSOR_QOS)
     assert spin_until(ex, lambda: got, 20.0, tick=lambda: pub.publish(states))
     assert len(got[-1].poses) == 0 and got[-1].header.frame_id == "world"
     assert "overlaps fixed module 'm0'" in nav.last_error

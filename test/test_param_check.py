@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
     "task_assignment: {ros__parameters: {sequential: true}}\n",
     "mocap_bridge: {ros__parameters: {module_ids: [a], marker_offsets: {a: [0, 0, 0, 0, 0, 0]}}}\n",
     "# only comments\n",
+    "/**/executive: {ros__parameters: {plan_timeout_s: 20.0}}\n",
+    "/swarm1/executive: {ros__parameters: {plan_timeout_s: 20.0}}\n",
 ])
 def test_good_files_pass(tmp_path, text):
     f = tmp_path / "p.yaml"
@@ -37,6 +39,8 @@ def test_good_files_pass(tmp_path, text):
     ("docking_controller: {ros__parameters: {approach_sped: 0.01}}", "did you mean 'approach_speed'"),
     ("docking_controller: {approach_speed: 0.01}", "expected {ros__parameters"),
     ("docking_controller: [\n", "invalid YAML (line 2)"),
+    ("/**/executiv: {ros__parameters: {plan_timeout_s: 20.0}}", "did you mean 'executive'"),
+    ("/**/executive: {ros__parameters: {plan_timeout: 20.0}}", "did you mean 'plan_timeout_s'"),
     ("- a\n- b\n", "expected a mapping of node names"),
 ])
 def test_bad_files_name_node_parameter_and_value(tmp_path, text, fragment):
@@ -71,8 +75,9 @@ def test_settings_and_check_import_no_ros():
             "for n in params.NODE_SETTINGS: params.node_settings(n)\n"
             "param_check.check_params_file(sys.argv[1])\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('rclpy', 'rcl_interfaces', 'smores_assembly.msg') or m.startswith("
-            "('smores_assembly.ros', 'smores_assembly.msg')))\n"
+            "('rclpy', 'rcl_interfaces') or m.startswith('smores_assembly.msg') or ("
+            "m.startswith('smores_assembly.ros') and m not in "
+            "('smores_assembly.ros', 'smores_assembly.ros.names')))\n"
             "print(bad)\n")
     r = subprocess.run([sys.executable, "-c", code, str(REPO / "config/overrides.yaml")],
                        capture_output=True, text=True, cwd=REPO, timeout=60)
@@ -85,8 +90,8 @@ def test_shipped_config_is_the_dataclass_defaults(node):
     """One parameter source: config/<node>.yaml holds exactly the settings dataclasses'
     defaults, same names, same types (read back as ROS reads YAML), nothing else."""
     data = yaml.safe_load((REPO / "config" / f"{node}.yaml").read_text())
-    assert list(data) == [node]
-    given = data[node]["ros__parameters"]
+    assert list(data) == [f"/**/{node}"]  # the node in any namespace
+    given = data[f"/**/{node}"]["ros__parameters"]
     want = {}
     for s in node_settings(node):
         for f in dataclasses.fields(s):

@@ -10,6 +10,7 @@ import pytest
 
 from smores_assembly.geometry import Pose2D
 from smores_assembly.planning import RootChoice, plan_assembly, search_root
+from smores_assembly.ros import names
 from smores_assembly.scenario import ScenarioError, load_scenario
 
 pytest.importorskip("rclpy")
@@ -20,8 +21,7 @@ from rclpy.node import Node  # noqa: E402
 
 from smores_assembly.msg import (AssemblyPlan, ModuleState, ModuleStateArray,  # noqa: E402
                                  RootSelection, TargetTopology)
-from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_PLAN,  # noqa: E402
-                                        TOPIC_ROOT, TOPIC_STATES, TOPIC_TARGET)
+from smores_assembly.ros.common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from smores_assembly.ros.convert import (msg_to_plan, msg_to_root, plan_to_msg,  # noqa: E402
                                          root_to_msg, scenario_to_target_msg,
                                          states_msg_to_poses, target_msg_to_scenario,
@@ -89,13 +89,13 @@ class Harness:
         self.nodes = [RootSearchNode(context=ctx), TaskAssignmentNode(context=ctx)]
         self.io = Node("planning_test_io", context=ctx)
         self.nodes.append(self.io)
-        self.target_pub = self.io.create_publisher(TargetTopology, TOPIC_TARGET, LATCHED_QOS)
-        self.states_pub = self.io.create_publisher(ModuleStateArray, TOPIC_STATES,
+        self.target_pub = self.io.create_publisher(TargetTopology, names.TARGET, LATCHED_QOS)
+        self.states_pub = self.io.create_publisher(ModuleStateArray, names.STATES,
                                                    SENSOR_QOS)
         self.roots: list[RootSelection] = []
         self.plans: list[AssemblyPlan] = []
-        self.io.create_subscription(RootSelection, TOPIC_ROOT, self.roots.append, LATCHED_QOS)
-        self.io.create_subscription(AssemblyPlan, TOPIC_PLAN, self.plans.append, LATCHED_QOS)
+        self.io.create_subscription(RootSelection, names.ROOT, self.roots.append, LATCHED_QOS)
+        self.io.create_subscription(AssemblyPlan, names.PLAN, self.plans.append, LATCHED_QOS)
         self.states: ModuleStateArray | None = None
         # Sensor QoS is best effort: keep publishing the states like a mocap bridge would.
         self.io.create_timer(0.05, self._publish_states)

@@ -243,8 +243,9 @@ def _node_spec(body: dict, scope: _Scope, at: str) -> ProcessSpec:
     ros = ["--ros-args"]
     name = sub(body.get("name", exe))
     ros += ["-r", f"__node:={name}"]
-    if "namespace" in body:
-        ros += ["-r", f"__ns:={sub(body['namespace'])}"]
+    ns = str(sub(body.get("namespace", ""))).strip()
+    if ns.strip("/"):  # as launch_ros: relative namespaces are made absolute, "" is the root
+        ros += ["-r", f"__ns:=/{ns.strip('/')}"]
     for j, p in enumerate(body.get("param", [])):
         if "from" in p:
             f = Path(sub(p["from"]))

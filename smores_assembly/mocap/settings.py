@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from smores_assembly.mocap.filter import MocapError, RigidTransform
 from smores_assembly.params import check_ranges, param_field
+from smores_assembly.ros import names
 
 #: Supported mocap drivers.
 SOURCES = ("vicon", "vrpn", "mocap4r2")
@@ -21,12 +22,13 @@ class BridgeSettings:
     source: str = param_field("vicon", "mocap driver: vicon | vrpn | mocap4r2",
                               start_only=True)
     vicon_topic_format: str = param_field(
-        "/vicon/{id}/{id}", "vicon_receiver PoseStamped topic; {id} = module id",
+        names.VICON_FORMAT, "vicon_receiver PoseStamped topic; {id} = module id (relative: "
+        "in the node's namespace)",
         start_only=True)
     vrpn_topic_format: str = param_field(
-        "/vrpn_mocap/{id}/pose", "vrpn_mocap PoseStamped topic; {id} = module id",
+        names.VRPN_FORMAT, "vrpn_mocap PoseStamped topic; {id} = module id",
         start_only=True)
-    mocap4r2_topic: str = param_field("/rigid_bodies", "mocap4r2 RigidBodies topic",
+    mocap4r2_topic: str = param_field(names.MOCAP4R2, "mocap4r2 RigidBodies topic",
                                       start_only=True)
     mocap_to_world: list = param_field(
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],

@@ -5,7 +5,7 @@ share lives here, once:
 
 * QoS: :data:`LATCHED_QOS` (transient local, reliable, depth 1) for the target, root, plan,
   connections and active stage; :data:`SENSOR_QOS` (best effort, volatile) for poses.
-* Topic names: :func:`module_topic` (``/<id>/cmd_vel`` …) and the constants below.
+* Names: every topic, service and action is in :mod:`smores_assembly.ros.names`.
 * :func:`declare_dataclass_params`: turns a core ``@dataclass`` of settings (fields
   made with :func:`smores_assembly.params.param_field`) into ROS parameters with
   descriptors and ranges, validated in the on-set callback and applied to the dataclass
@@ -33,7 +33,8 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
 import transforms3d.euler
 
 from smores_assembly.geometry import WORLD_FRAME, Pose2D, wrap_angle  # noqa: F401
-from smores_assembly.params import param_field, validate_settings  # noqa: F401  (param_field re-exported)
+from smores_assembly.params import param_field  # noqa: F401  (re-exported)
+from smores_assembly.params import validate_settings
 
 #: Latched QoS for state that late joiners must receive (target, root, plan, connections).
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -44,23 +45,6 @@ SENSOR_QOS = qos_profile_sensor_data
 #: Reliable, volatile QoS for commands (cmd_vel, magnets, joints, helper commands).
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
-
-TOPIC_STATES = "/modules/states"
-TOPIC_TARGET = "/assembly/target"
-TOPIC_ROOT = "/assembly/root"
-TOPIC_PLAN = "/assembly/plan"
-TOPIC_ACTIVE_STAGE = "/assembly/active_stage"
-TOPIC_DOCKING_STATUS = "/assembly/docking_status"
-TOPIC_CONNECTIONS = "/fake_hardware/connections"
-TOPIC_COLLISIONS = "/fake_hardware/collisions"
-TOPIC_MARKERS = "/assembly/markers"
-TOPIC_MODULE_MARKERS = "/assembly/markers/modules"
-
-
-def module_topic(module_id: str, name: str) -> str:
-    """Per-module topic, e.g. ``module_topic('m3', 'cmd_vel') == '/m3/cmd_vel'``."""
-    return f"/{module_id}/{name}"
-
 
 # --- conversions ---------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from smores_assembly.geometry import Face, Pose2D
 from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
                                  DockingStatusArray, HelperCommand, MagnetCommand,
                                  ModuleStateArray)
-from smores_assembly.ros import common
+from smores_assembly.ros import common, names
 
 _HELPER_CODES = {"LIFT": HelperCommand.LIFT, "ROTATE": HelperCommand.ROTATE,
                  "RELEASE": HelperCommand.RELEASE}
@@ -91,16 +91,16 @@ class DockingControllerNode(Node):
         self._pubs: dict[tuple[str, str], object] = {}
         self._path_subs: dict[str, object] = {}
 
-        self.create_subscription(AssemblyPlan, common.TOPIC_PLAN, self._on_plan,
+        self.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                  common.LATCHED_QOS)
-        self.create_subscription(Int32, common.TOPIC_ACTIVE_STAGE, self._on_stage,
+        self.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
                                  common.LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, common.TOPIC_STATES, self._on_states,
+        self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
                                  common.SENSOR_QOS)
-        self.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS,
+        self.create_subscription(ConnectionArray, names.CONNECTIONS,
                                  self._on_connections, common.LATCHED_QOS)
         self._status_pub = self.create_publisher(
-            DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+            DockingStatusArray, names.DOCKING_STATUS,
             QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self._control_timer = self._status_timer = None
         self._make_timers()
@@ -122,7 +122,7 @@ class DockingControllerNode(Node):
         key = (module, name)
         pub = self._pubs.get(key)
         if pub is None:
-            pub = self.create_publisher(typ, common.module_topic(module, name),
+            pub = self.create_publisher(typ, names.module_topic(module, name),
                                         common.COMMAND_QOS)
             self._pubs[key] = pub
         return pub
@@ -133,7 +133,7 @@ class DockingControllerNode(Node):
     def _watch_path(self, module: str) -> None:
         if module and module not in self._path_subs:
             self._path_subs[module] = self.create_subscription(
-                Path, common.module_topic(module, "path"),
+                Path, names.module_topic(module, names.PATH),
                 lambda msg, m=module: self._on_path(m, msg), common.LATCHED_QOS)
 
     # ------------------------------------------------------------------ inputs
@@ -188,7 +188,7 @@ class DockingControllerNode(Node):
         try:
             path = path_msg_to_timed(msg, now, self.node_settings.nominal_path_speed)
         except ValueError as exc:
-            self.get_logger().error(f"/{module}/path refused: {exc}")
+            self.get_logger().error(f"{module}/path refused: {exc}")
             return
         self._new_paths[module] = path
         self._paths[module] = (path, now)
@@ -238,7 +238,7 @@ class DockingControllerNode(Node):
                 if f is Face.TOP:
                     js = JointState(name=["pan", "tilt"], position=[0.0, 0.0])
                     js.header.stamp = self.get_clock().now().to_msg()
-                    self._pub(m, "joint_commands", JointState).publish(js)
+                    self._pub(m, names.JOINT_COMMANDS, JointState).publish(js)
         self.get_logger().info(f"stage {self._stage}: {len(self._tasks)} docking actions "
                                f"({', '.join(sorted(self._tasks)) or 'none'})")
 
@@ -246,7 +246,7 @@ class DockingControllerNode(Node):
     def _send_cmd(self, module: str, v: float, w: float) -> None:
         msg = Twist()
         msg.linear.x, msg.angular.z = float(v), float(w)
-        self._pub(module, "cmd_vel", Twist).publish(msg)
+        self._pub(module, names.CMD_VEL, Twist).publish(msg)
 
     def _connected(self, spec: DockingSpec) -> bool:
         return frozenset({(spec.module, spec.child_face),
@@ -301,7 +301,7 @@ class DockingControllerNode(Node):
             for hc in out.helper_commands:
                 msg = HelperCommand(command=_HELPER_CODES[hc.command], module=hc.module,
                                     carry_yaw=float(hc.carry_yaw))
-                self._pub(hc.helper, "helper_command", HelperCommand).publish(msg)
+                self._pub(hc.helper, names.HELPER_COMMAND, HelperCommand).publish(msg)
                 self.get_logger().info(f"{hc.helper}: {hc.command} {hc.module}")
         # modules moved aside by the navigation: follow their paths to the end
         busy = set(cmds)
@@ -330,7 +330,7 @@ class DockingControllerNode(Node):
             if sent is not None and sent[0] == fs and (
                     not fs or now - sent[1] < self.node_settings.magnet_refresh_s):
                 continue
-            self._pub(m, "magnets", MagnetCommand).publish(MagnetCommand(
+            self._pub(m, names.MAGNETS, MagnetCommand).publish(MagnetCommand(
                 top=Face.TOP in fs, bottom=Face.BOTTOM in fs, left=Face.LEFT in fs,
                 right=Face.RIGHT in fs))
             self._mag_sent[m] = (fs, now)

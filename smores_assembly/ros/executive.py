@@ -33,7 +33,7 @@ from smores_assembly.action import Assemble
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingStatusArray,
                                  ModuleStateArray, TargetTopology)
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D
-from smores_assembly.ros import common
+from smores_assembly.ros import common, names
 from smores_assembly.ros.convert import states_msg_to_poses, target_msg_to_scenario
 from smores_assembly.sequencer import ExecutiveSettings, SeqState, StageSequencer
 
@@ -61,25 +61,25 @@ class ExecutiveNode(Node):
         self._cancel_requested = False
         self._busy = False
 
-        self.create_subscription(ModuleStateArray, common.TOPIC_STATES, self._on_states,
+        self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
                                  common.SENSOR_QOS)
-        self.create_subscription(AssemblyPlan, common.TOPIC_PLAN, self._on_plan,
+        self.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                  common.LATCHED_QOS)
-        self.create_subscription(DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+        self.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
                                  self._on_status, 10)
-        self.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS,
+        self.create_subscription(ConnectionArray, names.CONNECTIONS,
                                  self._on_connections, common.LATCHED_QOS)
-        self._target_pub = self.create_publisher(TargetTopology, common.TOPIC_TARGET,
+        self._target_pub = self.create_publisher(TargetTopology, names.TARGET,
                                                  common.LATCHED_QOS)
-        self._stage_pub = self.create_publisher(Int32, common.TOPIC_ACTIVE_STAGE,
+        self._stage_pub = self.create_publisher(Int32, names.ACTIVE_STAGE,
                                                 common.LATCHED_QOS)
-        self._marker_pub = self.create_publisher(MarkerArray, common.TOPIC_MODULE_MARKERS,
+        self._marker_pub = self.create_publisher(MarkerArray, names.MODULE_MARKERS,
                                                  common.LATCHED_QOS)
         self.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
-        self.create_service(Trigger, "/assembly/approve", self._on_approve, callback_group=cb)
-        self.create_service(Trigger, "/assembly/cancel", self._on_cancel, callback_group=cb)
+        self.create_service(Trigger, names.APPROVE, self._on_approve, callback_group=cb)
+        self.create_service(Trigger, names.CANCEL, self._on_cancel, callback_group=cb)
         self._server = ActionServer(
-            self, Assemble, "/assembly/assemble", execute_callback=self._execute,
+            self, Assemble, names.ASSEMBLE, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
             callback_group=cb)
         self._publish_stage(-1)
@@ -257,7 +257,7 @@ class ExecutiveNode(Node):
         if not await self._wait(lambda: self._states is not None and any(
                 m.tracked for m in self._states.modules), self.settings.states_timeout_s):
             return self._result(goal_handle, R.ERROR_NO_STATES,
-                                f"no tracked module states on {common.TOPIC_STATES} within "
+                                f"no tracked module states on {names.STATES} within "
                                 f"{self.settings.states_timeout_s:.1f} s")
         poses = states_msg_to_poses(self._states, tracked_only=True)
         try:
@@ -280,7 +280,7 @@ class ExecutiveNode(Node):
                                 self._plan.target_name == target.name,
                                 self.settings.plan_timeout_s):
             return self._result(goal_handle, R.ERROR_PLANNING,
-                                f"no plan on {common.TOPIC_PLAN} within "
+                                f"no plan on {names.PLAN} within "
                                 f"{self.settings.plan_timeout_s:.1f} s")
         plan = self._plan
         stages: list[list[str]] = [[] for _ in range(plan.num_stages)]

@@ -24,7 +24,7 @@ Subscribes (per module ``<id>`` of the scenario):
 Publishes:
 
 * mocap: ``geometry_msgs/PoseStamped`` per module on ``mocap_topic_format`` (default
-  vicon_receiver's ``/vicon/{id}/{id}``), frame ``mocap_frame_id``, z = w/2, at
+  vicon_receiver's ``vicon/{id}/{id}``), frame ``mocap_frame_id``, z = w/2, at
   ``mocap_rate_hz`` with Gaussian noise (``mocap_noise_std_m`` on x, y, z;
   ``mocap_noise_std_rad`` on yaw), dropouts (no message, probability
   ``dropout_probability`` per sample) and ``latency_s`` (the sample is published that much
@@ -57,11 +57,10 @@ from smores_assembly.geometry import Face
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleState, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
-from smores_assembly.ros import common
+from smores_assembly.ros import common, names
 from smores_assembly.sim import SimError, SimParams, SimWorld
 from smores_assembly.sim.settings import FakeHardwareSettings
 
-TOPIC_GROUND_TRUTH = "/fake_hardware/ground_truth"
 
 
 def _next_due(due: float, rate_hz: float, t: float) -> float:
@@ -128,18 +127,18 @@ class FakeHardwareNode(Node):
         pev = PublisherEventCallbacks(use_default_callbacks=False)
         sev = SubscriptionEventCallbacks(use_default_callbacks=False)
         self._mocap_pubs = [self.create_publisher(
-            PoseStamped, s.mocap_topic_format.replace("{id}", m), common.SENSOR_QOS,
+            PoseStamped, names.mocap_topic(s.mocap_topic_format, m), common.SENSOR_QOS,
             event_callbacks=pev) for m in self.ids]
         self._joint_pubs = [self.create_publisher(
-            JointState, common.module_topic(m, "joint_states"), 10, event_callbacks=pev)
+            JointState, names.module_topic(m, names.JOINT_STATES), 10, event_callbacks=pev)
             for m in self.ids]
-        self._conn_pub = self.create_publisher(ConnectionArray, common.TOPIC_CONNECTIONS,
+        self._conn_pub = self.create_publisher(ConnectionArray, names.CONNECTIONS,
                                                common.LATCHED_QOS)
         self._coll_pub = self.create_publisher(
-            CollisionEvent, common.TOPIC_COLLISIONS,
+            CollisionEvent, names.COLLISIONS,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        self._gt_pub = self.create_publisher(ModuleStateArray, TOPIC_GROUND_TRUTH, 100)
-        self._clock_pub = self.create_publisher(ClockMsg, "/clock", 10)
+        self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH, 100)
+        self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10)
         # outgoing high-rate messages, built once and refilled before every publish
         # (publish() serialises synchronously, so one object can serve every publisher)
         self._mocap_msg = PoseStamped()
@@ -152,16 +151,17 @@ class FakeHardwareNode(Node):
 
         # subscriptions
         for i, m in enumerate(self.ids):
-            self.create_subscription(Twist, common.module_topic(m, "cmd_vel"),
+            self.create_subscription(Twist, names.module_topic(m, names.CMD_VEL),
                                      lambda msg, i=i: self._on_cmd_vel(i, msg),
                                      common.COMMAND_QOS, event_callbacks=sev)
-            self.create_subscription(JointState, common.module_topic(m, "joint_commands"),
+            self.create_subscription(JointState, names.module_topic(m, names.JOINT_COMMANDS),
                                      lambda msg, i=i: self._on_joints(i, msg),
                                      common.COMMAND_QOS, event_callbacks=sev)
-            self.create_subscription(MagnetCommand, common.module_topic(m, "magnets"),
+            self.create_subscription(MagnetCommand, names.module_topic(m, names.MAGNETS),
                                      lambda msg, i=i: self._on_magnets(i, msg),
                                      common.COMMAND_QOS, event_callbacks=sev)
-            self.create_subscription(HelperCommand, common.module_topic(m, "helper_command"),
+            self.create_subscription(HelperCommand,
+                                     names.module_topic(m, names.HELPER_COMMAND),
                                      lambda msg, i=i: self._on_helper(i, msg),
                                      common.COMMAND_QOS, event_callbacks=sev)
 
@@ -389,7 +389,7 @@ class FakeHardwareNode(Node):
         try:
             self.world.set_cmd_vel(self.ids[i], msg.linear.x, msg.angular.z)
         except SimError as exc:
-            self.get_logger().warning(f"/{self.ids[i]}/cmd_vel ignored: {exc}",
+            self.get_logger().warning(f"{self.ids[i]}/cmd_vel ignored: {exc}",
                                    throttle_duration_sec=1.0)
             return
         self._cmd_time[i] = self.world.t
@@ -410,7 +410,7 @@ class FakeHardwareNode(Node):
         try:
             self.world.set_joints(m, pan, tilt)
         except SimError as exc:
-            self.get_logger().warning(f"/{m}/joint_commands ignored: {exc}",
+            self.get_logger().warning(f"{m}/joint_commands ignored: {exc}",
                                    throttle_duration_sec=1.0)
 
     def _on_magnets(self, i: int, msg: MagnetCommand) -> None:
@@ -427,7 +427,7 @@ class FakeHardwareNode(Node):
                                f"RELEASE(3)")
             self.world.helper_command(m, name, msg.module, msg.carry_yaw)
         except SimError as exc:
-            self.get_logger().error(f"/{m}/helper_command refused: {exc}")
+            self.get_logger().error(f"{m}/helper_command refused: {exc}")
             return
         self.get_logger().info(f"helper {m}: {name} {msg.module} carry_yaw={msg.carry_yaw:.3f}")
 

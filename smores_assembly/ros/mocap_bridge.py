@@ -2,14 +2,16 @@
 
 Thin adapter over :class:`smores_assembly.mocap.MocapFilter` (frames, rejection rules and
 staleness are documented there). Run: ``python -m smores_assembly.ros.mocap_bridge
---ros-args -p source:=vicon -p "module_ids:=['m0', 'm1']"``.
+--ros-args -p source:=vicon -p "module_ids:=['m0', 'm1']"``. Names are relative
+(:mod:`smores_assembly.ros.names`; shown here as in the root namespace); a driver outside
+the node's namespace needs an absolute topic format.
 
 Sources (parameter ``source``):
 
 * ``vicon``: vicon_receiver, ``geometry_msgs/PoseStamped`` per body on
-  ``vicon_topic_format`` (default ``/vicon/{id}/{id}``);
+  ``vicon_topic_format`` (default ``vicon/{id}/{id}``);
 * ``vrpn``: vrpn_mocap, ``geometry_msgs/PoseStamped`` on ``vrpn_topic_format`` (default
-  ``/vrpn_mocap/{id}/pose``);
+  ``vrpn_mocap/{id}/pose``);
 * ``mocap4r2``: ``mocap4r2_msgs/RigidBodies`` on ``mocap4r2_topic`` (bodies matched by
   ``rigid_body_name``). Only available when the ``mocap4r2_msgs`` Python interface is
   installed; otherwise the value is refused at start-up with a clear message.
@@ -55,7 +57,7 @@ from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
                                    RigidTransform)
 from smores_assembly.mocap.settings import BridgeSettings
 from smores_assembly.msg import ModuleState, ModuleStateArray
-from smores_assembly.ros import common
+from smores_assembly.ros import common, names
 
 class MocapBridgeNode(Node):
     """The ``mocap_bridge`` node (see the module docstring).
@@ -112,7 +114,7 @@ class MocapBridgeNode(Node):
         self._clock = self.get_clock()
         self._wall_start = time.monotonic()
         self._subscribe(s.source)
-        self._pub = self.create_publisher(ModuleStateArray, common.TOPIC_STATES,
+        self._pub = self.create_publisher(ModuleStateArray, names.STATES,
                                           common.SENSOR_QOS)
         # built once, refilled before every publish (publish() serialises synchronously)
         self._states_msg = ModuleStateArray()
@@ -168,7 +170,7 @@ class MocapBridgeNode(Node):
         s = self.settings
         if source in ("vicon", "vrpn"):
             fmt = s.vicon_topic_format if source == "vicon" else s.vrpn_topic_format
-            self.topics = [fmt.replace("{id}", m) for m in self.ids]
+            self.topics = [names.mocap_topic(fmt, m) for m in self.ids]
             qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)
             for m, topic in zip(self.ids, self.topics):
@@ -240,8 +242,8 @@ class MocapBridgeNode(Node):
         if wall - last > fs.no_data_warn_s:
             what = "no mocap sample has arrived yet" if self._wall_last_any is None else \
                 f"no mocap sample for {wall - last:.1f} s"
-            self.get_logger().warning(f"{what} on {', '.join(self.topics)}",
-                                   throttle_duration_sec=10.0)
+            where = ", ".join(self.resolve_topic_name(t) for t in self.topics)
+            self.get_logger().warning(f"{what} on {where}", throttle_duration_sec=10.0)
             return
         now = self._now()
         if not self._rate_started:

@@ -47,7 +47,7 @@ from smores_assembly.docking.control import pickup_pose
 from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
 from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
-from smores_assembly.ros import common
+from smores_assembly.ros import common, names
 
 _PHASE_DOCKED = 6
 
@@ -73,17 +73,17 @@ class NavigationNode(Node):
         self._published: set[str] = set()
         self.plan_count = 0  # number of planning attempts (tests, diagnostics)
         self.last_error = ""
-        self.create_subscription(AssemblyPlan, common.TOPIC_PLAN, self._on_plan,
+        self.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                  common.LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, common.TOPIC_STATES, self._on_states,
+        self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
                                  common.SENSOR_QOS)
-        self.create_subscription(Int32, common.TOPIC_ACTIVE_STAGE, self._on_stage,
+        self.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
                                  common.LATCHED_QOS)
-        self.create_subscription(DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+        self.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
                                  self._on_status, 10)
-        self._marker_pub = self.create_publisher(MarkerArray, common.TOPIC_MARKERS,
+        self._marker_pub = self.create_publisher(MarkerArray, names.MARKERS,
                                                  common.LATCHED_QOS)
-        self.create_service(Trigger, "/navigation/replan", self._on_replan)
+        self.create_service(Trigger, names.REPLAN, self._on_replan)
         self._timer = self.create_timer(self.settings.monitor_period_s, self._monitor)
         self.get_logger().info("navigation ready")
 
@@ -228,7 +228,8 @@ class NavigationNode(Node):
     def _pub(self, m: str):
         pub = self._path_pubs.get(m)
         if pub is None:
-            pub = self.create_publisher(Path, common.module_topic(m, "path"), common.LATCHED_QOS)
+            pub = self.create_publisher(Path, names.module_topic(m, names.PATH),
+                                        common.LATCHED_QOS)
             self._path_pubs[m] = pub
         return pub
 

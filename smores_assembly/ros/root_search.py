@@ -15,7 +15,8 @@ An invalid target is logged once as an error and nothing is published. When the 
 valid but the current states cannot serve it (too few tracked modules, a helper not seen),
 the node logs a throttled warning and tries again with every new states message.
 
-Parameters: see :class:`smores_assembly.planning.PlanningNodeSettings` (``config/root_search.yaml``).
+Parameters: see :class:`smores_assembly.planning.PlanningNodeSettings`
+(``config/root_search.yaml``).
 """
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ from rclpy.node import Node
 
 from smores_assembly.msg import ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.planning import PlanningError, PlanningNodeSettings, search_root
-from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_ROOT, TOPIC_STATES,
-                                        TOPIC_TARGET, declare_dataclass_params, node_kwargs,
-                                        run_node)
+from smores_assembly.ros import names
+from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, declare_dataclass_params,
+                                        node_kwargs, run_node)
 from smores_assembly.ros.convert import (root_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
 from smores_assembly.scenario import ScenarioError
@@ -45,9 +46,9 @@ class RootSearchNode(Node):
         self.last_root: RootSelection | None = None
         #: Names of the targets refused as invalid (for introspection and tests).
         self.rejected: list[str] = []
-        self._pub = self.create_publisher(RootSelection, TOPIC_ROOT, LATCHED_QOS)
-        self.create_subscription(TargetTopology, TOPIC_TARGET, self._on_target, LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, TOPIC_STATES, self._on_states, SENSOR_QOS)
+        self._pub = self.create_publisher(RootSelection, names.ROOT, LATCHED_QOS)
+        self.create_subscription(TargetTopology, names.TARGET, self._on_target, LATCHED_QOS)
+        self.create_subscription(ModuleStateArray, names.STATES, self._on_states, SENSOR_QOS)
 
     def _on_target(self, msg: TargetTopology) -> None:
         try:

@@ -14,7 +14,8 @@ Publishes:
     ``header.stamp`` is the target's.
 
 Planning errors (e.g. a wheel-face dock with no helping module) are logged once as errors
-and nothing is published. Parameters: :class:`~smores_assembly.planning.PlanningNodeSettings` (``config/task_assignment.yaml``).
+and nothing is published. Parameters: :class:`~smores_assembly.planning.PlanningNodeSettings`
+(``config/task_assignment.yaml``).
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from rclpy.node import Node
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
                                       sequential)
-from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, TOPIC_PLAN, TOPIC_ROOT,
-                                        TOPIC_STATES, TOPIC_TARGET, declare_dataclass_params,
+from smores_assembly.ros import names
+from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, declare_dataclass_params,
                                         node_kwargs, run_node)
 from smores_assembly.ros.convert import (msg_to_root, plan_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
@@ -48,10 +49,10 @@ class TaskAssignmentNode(Node):
         self._states: ModuleStateArray | None = None
         self._pending = False
         self.last_plan: AssemblyPlan | None = None
-        self._pub = self.create_publisher(AssemblyPlan, TOPIC_PLAN, LATCHED_QOS)
-        self.create_subscription(TargetTopology, TOPIC_TARGET, self._on_target, LATCHED_QOS)
-        self.create_subscription(RootSelection, TOPIC_ROOT, self._on_root, LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, TOPIC_STATES, self._on_states, SENSOR_QOS)
+        self._pub = self.create_publisher(AssemblyPlan, names.PLAN, LATCHED_QOS)
+        self.create_subscription(TargetTopology, names.TARGET, self._on_target, LATCHED_QOS)
+        self.create_subscription(RootSelection, names.ROOT, self._on_root, LATCHED_QOS)
+        self.create_subscription(ModuleStateArray, names.STATES, self._on_states, SENSOR_QOS)
 
     def _on_target(self, msg: TargetTopology) -> None:
         try:

@@ -34,10 +34,11 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
     from rclpy.action import ActionClient
 
     from smores_assembly.action import Assemble
+    from smores_assembly.ros import names
     from smores_assembly.ros.convert import scenario_to_target_msg
 
     node, spin_until, stop = observer.node, observer.spin_until, observer.stop
-    client = ActionClient(node, Assemble, "/assembly/assemble")
+    client = ActionClient(node, Assemble, names.ASSEMBLE)
     out = GoalOutcome()
     goal_handle = None
     try:
@@ -97,7 +98,8 @@ def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_typ
     print_plan(plan)
     answer = ask("Approve this plan and start moving? [y/N] ")
     if answer.strip().lower() in ("y", "yes"):
-        cli = node.create_client(trigger_type, "/assembly/approve")
+        from smores_assembly.ros import names
+        cli = node.create_client(trigger_type, names.APPROVE)
         cli.wait_for_service(timeout_sec=10.0)
         fut = cli.call_async(trigger_type.Request())
         spin_until(fut.done, 10.0)

@@ -73,22 +73,22 @@ class ObserverNode:
 
         from smores_assembly.msg import (CollisionEvent, ConnectionArray,
                                          DockingStatusArray, ModuleStateArray)
-        from smores_assembly.ros import common
+        from smores_assembly.ros import common, names
 
         self.runner, self.stop, self.out = runner, stop, out
         self.obs = Observations()
         self.node = rclpy.create_node(
             "smores_assemble_run", parameter_overrides=[Parameter("use_sim_time", value=True)])
         node, obs = self.node, self.obs
-        node.create_subscription(ModuleStateArray, "/fake_hardware/ground_truth", obs.on_truth,
+        node.create_subscription(ModuleStateArray, names.GROUND_TRUTH, obs.on_truth,
                                  common.SENSOR_QOS)
         node.create_subscription(
-            DockingStatusArray, common.TOPIC_DOCKING_STATUS,
+            DockingStatusArray, names.DOCKING_STATUS,
             lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50)
-        node.create_subscription(ConnectionArray, common.TOPIC_CONNECTIONS, obs.on_connections,
+        node.create_subscription(ConnectionArray, names.CONNECTIONS, obs.on_connections,
                                  common.LATCHED_QOS)
         node.create_subscription(
-            CollisionEvent, common.TOPIC_COLLISIONS,
+            CollisionEvent, names.COLLISIONS,
             lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50)
         self.mcap = None
         if record_path is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from smores_assembly.geometry import WORLD_FRAME
 from smores_assembly.params import check_ranges, param_field
+from smores_assembly.ros.names import VICON_FORMAT
 
 
 @dataclass
@@ -32,7 +33,7 @@ class FakeHardwareSettings:
         1.0, "simulated seconds per wall second (0: as fast as possible)", 0.0, 1000.0)
     publish_clock: bool = param_field(True, "publish /clock (simulated time)")
     mocap_topic_format: str = param_field(
-        "/vicon/{id}/{id}", "mocap topic per module; {id} is replaced by the module id",
+        VICON_FORMAT, "mocap topic per module; {id} is replaced by the module id",
         start_only=True)
     mocap_frame_id: str = param_field(WORLD_FRAME, "frame_id of the mocap poses",
                                       start_only=True)
