@@ -24,6 +24,17 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 _domains = itertools.cycle(range(1 + os.getpid() % 100, 233))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test that joins a ROS graph (uses ``ros_domain``) must carry the ``ros`` marker,
+    so that ``make test-fast`` (``-m "not ros"``) never starts a node."""
+    unmarked = [item.nodeid for item in items
+                if "ros_domain" in getattr(item, "fixturenames", ())
+                and item.get_closest_marker("ros") is None]
+    if unmarked:
+        raise pytest.UsageError("tests using ros_domain/ros_context without "
+                                "@pytest.mark.ros: " + ", ".join(unmarked))
+
+
 @pytest.fixture
 def ros_domain(monkeypatch, tmp_path) -> int:
     """A fresh ROS domain id, exported (with a temp ROS_LOG_DIR) for this test's processes."""

@@ -1,6 +1,7 @@
 """The YAML launch runner resolves the package's launch files like ros2 launch would."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -30,7 +31,9 @@ def test_fake_assembly_starts_every_node_with_its_parameters():
     assert names == ["fake_hardware", "mocap_bridge", "root_search", "task_assignment",
                      "navigation", "docking_controller", "executive"]
     fh = specs[0]
-    assert fh.cmd[:3] == [sys.executable, "-m", "smores_assembly.ros.fake_hardware"]
+    # the installed executable, as `ros2 launch` starts it
+    assert Path(fh.cmd[0]).parts[-3:] == ("lib", "smores_assembly", "fake_hardware")
+    assert os.access(fh.cmd[0], os.X_OK)
     args = _ros_args(fh)
     assert f"scenario:={scen}" in args and "real_time_factor:=7.5" in args
     assert str(REPO / "config/fake_hardware.yaml") in args

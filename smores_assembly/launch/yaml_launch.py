@@ -86,20 +86,18 @@ def find_pkg_share(pkg: str) -> Path:
 
 
 def node_command(pkg: str, executable: str) -> list[str]:
-    """Command that starts ``executable`` of ``pkg``.
+    """Command that starts ``executable`` of ``pkg``: ``<prefix>/lib/<pkg>/<executable>``.
 
-    This package's nodes run as ``python -m smores_assembly.ros.<exec>`` with this
-    interpreter (so a checkout runs its own sources); other packages' executables are
-    looked up in ``<prefix>/lib/<pkg>/``.
+    The same installed executable that ``ros2 run``/``ros2 launch`` start (for this package:
+    the launchers generated from setup.py's entry points). Prefixes are searched as for
+    :func:`find_pkg_prefix`. Raises :class:`LaunchError` when no prefix has it.
     """
-    if pkg == PACKAGE:
-        module = f"{PACKAGE}.ros.{executable}"
-        return [sys.executable, "-m", module]
     for prefix in _prefixes():
         exe = prefix / "lib" / pkg / executable
         if exe.is_file() and os.access(exe, os.X_OK):
             return [str(exe)]
-    raise LaunchError(f"node: executable {executable!r} of package {pkg!r} not found")
+    raise LaunchError(f"node: executable {executable!r} of package {pkg!r} not found in "
+                      f"lib/{pkg}/ of {', '.join(map(str, _prefixes()))}")
 
 
 class _Scope:

@@ -1,0 +1,122 @@
+"""setup.py is the Python side's one declaration; the installed tree matches it.
+
+The declaration (modules, node executables, the CLI, data files) is checked against the
+source tree and the launch files, and against what ``make setup`` (colcon/CMake) installed
+into this interpreter's prefix. The CMake build reads the same declaration; these tests
+prove the result, not the mechanism.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import runpy
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SETUP = runpy.run_path(str(REPO / "setup.py"), run_name="declaration")
+PACKAGE = SETUP["PACKAGE"]
+
+
+def _declared() -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = {}
+    for line in SETUP["cmake_declaration"]().splitlines():
+        kind, *fields = line.split("|")
+        out.setdefault(kind, []).append(fields)
+    return out
+
+
+def _defines_main(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
+
+
+def test_every_node_module_is_an_executable_and_every_executable_exists():
+    ros = REPO / PACKAGE / "ros"
+    with_main = {p.stem for p in ros.glob("*.py") if _defines_main(p)}
+    nodes = SETUP["NODE_SCRIPTS"]
+    assert set(nodes) == with_main
+    for name, target in {**nodes, **SETUP["CLI_SCRIPTS"]}.items():
+        module, func = target.split(":")
+        path = REPO.joinpath(*module.split(".")).with_suffix(".py")
+        assert path.is_file(), f"{name}: {path} missing"
+        assert _defines_main(path) and func == "main", name
+
+
+def test_launch_files_start_only_declared_executables():
+    nodes = set(SETUP["NODE_SCRIPTS"])
+    seen = set()
+
+    def walk(actions):
+        for action in actions or []:
+            for kind, body in action.items():
+                if kind == "node" and body.get("pkg") == PACKAGE:
+                    seen.add(body["exec"])
+                elif kind == "group":
+                    walk(body.get("launch") if isinstance(body, dict) else body)
+
+    for f in sorted((REPO / "launch").glob("*.launch.yaml")):
+        walk(yaml.safe_load(f.read_text(encoding="utf-8"))["launch"])
+    assert seen and seen <= nodes, sorted(seen - nodes)
+
+
+def test_declaration_covers_every_module_and_data_file():
+    declared = _declared()
+    modules = {f[0] for f in declared["module"]}
+    on_disk = {p.relative_to(REPO).as_posix() for p in (REPO / PACKAGE).rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert modules == on_disk
+    data = {f[1] for f in declared["data"]}
+    for top in SETUP["DATA_DIRS"]:
+        for p in (REPO / top).rglob("*"):
+            if p.is_file() and "__pycache__" not in p.parts:
+                assert p.relative_to(REPO).as_posix() in data
+    assert {"package.xml", f"resource/{PACKAGE}"} <= data
+    # the ament index marker is installed under the package's name, as ament_package() does
+    assert ["share/ament_index/resource_index/packages", f"resource/{PACKAGE}"] \
+        in declared["data"]
+
+
+def test_version_is_package_xml_version():
+    text = (REPO / "package.xml").read_text(encoding="utf-8")
+    assert f"<version>{SETUP['version']()}</version>" in text
+
+
+def _prefix() -> Path:
+    return Path(sys.prefix)
+
+
+def _installed_package_dir() -> Path:
+    return Path(sysconfig.get_path("purelib")) / PACKAGE
+
+
+@pytest.fixture(scope="module")
+def installed() -> Path:
+    pkg = _installed_package_dir()
+    if not (pkg / "msg" / "__init__.py").is_file():
+        pytest.fail(f"{PACKAGE} is not installed in {sys.prefix} (run `make setup`)")
+    return pkg
+
+
+def test_installed_tree_has_every_declared_module_and_data_file(installed):
+    declared = _declared()
+    site = installed.parent
+    for (module,) in declared["module"]:
+        assert (site / module).is_file(), module
+    for dest, f in declared["data"]:
+        target = _prefix() / dest / Path(f).name
+        assert target.is_file(), target
+
+
+@pytest.mark.parametrize("kind,folder", [("node", f"lib/{PACKAGE}"), ("cli", "bin")])
+def test_installed_executables_are_the_declared_entry_points(installed, kind, folder):
+    for name, module, func in _declared()[kind]:
+        exe = _prefix() / folder / name
+        assert exe.is_file() and os.access(exe, os.X_OK), exe
+        text = exe.read_text(encoding="utf-8")
+        assert f"from {module} import {func}\n" in text, exe
+        assert text.startswith("#!") and "python" in text.splitlines()[0], exe
