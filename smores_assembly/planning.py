@@ -23,13 +23,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from smores_assembly.geometry import Face, Pose2D
+from smores_assembly.corridors import DEFAULT_STANDOFF, DockCorridor, conflict, dock_corridor
+from smores_assembly.corridors import blockers as corridor_blockers
+from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
 from smores_assembly.params import param_field
 from smores_assembly.scenario import Edge, Scenario
-from smores_assembly.topology import rooted_edges, tree_centroid, unfold
+from smores_assembly.topology import grid_cell, rooted_edges, tree_centroid, unfold
 
 
 @dataclass
@@ -298,7 +301,7 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
     # Helper pool: reserved helpers first (scenario order), then spare modules by id.
     pool = helpers + spare_helpers
     stages, actions = build_schedule(scenario.nodes, scenario.edges, root.node, assignment,
-                                     goals, pool, mods)
+                                     goals, pool, mods, width=scenario.module_width)
     used: list[str] = []
     for a in actions:
         if a.helper is not None and a.helper not in used:
@@ -320,78 +323,138 @@ def sequential(plan: Plan) -> Plan:
 
 def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
                    assignment: Mapping[str, str], goals: Mapping[str, Pose2D],
-                   helper_pool: Sequence[str], poses: Mapping[str, Pose2D]
+                   helper_pool: Sequence[str], poses: Mapping[str, Pose2D],
+                   width: float = MODULE_WIDTH, standoff: float = DEFAULT_STANDOFF
                    ) -> tuple[list[list[str]], list[DockAction]]:
-    """Parallel docking schedule (paper Sec. IV-C).
+    """Parallel docking schedule (paper Sec. IV-C) with geometric feasibility (issue 11).
 
     Rules:
 
     1. One action per edge: the node farther from the root docks onto the nearer one.
-    2. Base groups by depth; at depth 1 the docks onto the root's LEFT/RIGHT faces form a
-       group before those onto its TOP/BOTTOM faces. Empty groups are dropped.
-    3. An action whose moving face (``child_face``) is LEFT or RIGHT needs a helper. With
-       ``H`` helpers in the pool and ``h`` helper actions in a group, the group is split
-       into ``ceil(h / H)`` consecutive stages (the first also holds the group's actions
-       without helper), so no helper serves two actions of one stage. Inside a stage,
-       helpers are matched to actions by Kuhn–Munkres on the distance from the helper's
-       initial pose to the carried module's initial pose; the first ``len(need)``
-       helpers of the pool are used (reserved helpers before spare modules).
+    2. Precedence: a module docks only after its parent is placed; at the root the
+       LEFT/RIGHT docks come before the TOP/BOTTOM docks; a dock runs before every node
+       whose final cell lies in its approach corridor
+       (:mod:`smores_assembly.corridors`), so no pre-dock pose or final slide is ever
+       blocked by a module already placed. Passing a placed module flush is allowed.
+    3. Stages by list scheduling: each stage takes, among the actions whose predecessors
+       are placed, those of the smallest key (depth, then root LEFT/RIGHT before
+       TOP/BOTTOM) — the paper's depth order whenever the corridors allow it — in node
+       order, skipping an action whose swept cells touch those of one already in the
+       stage (:func:`smores_assembly.corridors.conflict`) or that needs a helper when
+       all ``len(helper_pool)`` helpers are taken; skipped actions go to later stages.
+    4. An action whose moving face (``child_face``) is LEFT or RIGHT needs a helper.
+       Inside a stage, helpers are matched to actions by Kuhn–Munkres on the distance from
+       the helper's initial pose to the carried module's initial pose; the first
+       ``len(need)`` helpers of the pool are used (reserved helpers before spare modules).
+
+    Without corridor constraints or conflicts this is exactly the depth-staged schedule of
+    the paper (a group with more helper docks than helpers split into consecutive stages).
 
     Args:
         assignment: node -> module (all nodes).
-        goals: module -> goal pose.
+        goals: module -> goal pose (the root module's goal anchors the grid).
         helper_pool: module ids that may help, in order of preference.
         poses: current poses of every module (for matching helpers).
+        width: module width (grid pitch) [m]; standoff: pre-dock distance [m].
 
     Returns:
         ``(stages, actions)``: ``stages[k]`` lists the docking modules of stage k.
 
     Raises:
-        PlanningError: an action needs a helper and the pool is empty (names the action).
+        PlanningError: an action needs a helper and the pool is empty (names the action);
+            no order satisfies the corridor precedences (names the dock and the nodes that
+            block its corridor).
     """
     oriented = rooted_edges(nodes, edges, root_node)
     depth = {root_node: 0}
     for v, e in oriented.items():  # BFS order: parents first
         depth[v] = depth[e.parent] + 1
-    groups: dict[tuple[int, int], list[DockAction]] = {}
+    anchor = goals[assignment[root_node]]
+    cells = {n: grid_cell(goals[assignment[n]], anchor, width) for n in nodes}
+    acts: dict[str, DockAction] = {}
+    key: dict[str, tuple[int, int]] = {}
     for v, e in oriented.items():
-        sub = 0
-        if depth[v] == 1 and not e.parent_face.is_wheel:
-            sub = 1
         m = assignment[v]
-        a = DockAction(module=m, node=v, stage=-1, depth=depth[v],
-                       parent_module=assignment[e.parent], parent_node=e.parent,
-                       parent_face=e.parent_face, child_face=e.child_face,
-                       needs_helper=e.child_face.is_wheel, helper=None, goal=goals[m])
-        groups.setdefault((depth[v], sub), []).append(a)
+        acts[v] = DockAction(module=m, node=v, stage=-1, depth=depth[v],
+                             parent_module=assignment[e.parent], parent_node=e.parent,
+                             parent_face=e.parent_face, child_face=e.child_face,
+                             needs_helper=e.child_face.is_wheel, helper=None, goal=goals[m])
+        key[v] = (depth[v], 1 if depth[v] == 1 and not e.parent_face.is_wheel else 0)
+    order = sorted(acts, key=lambda v: (key[v], v))
+    n_help = len(helper_pool)
+    if n_help == 0:
+        for v in order:
+            a = acts[v]
+            if a.needs_helper:
+                raise PlanningError(
+                    f"action {a.describe()}: docking with wheel face {a.child_face.value} "
+                    f"needs a helping module, but none is available (list one under "
+                    f"'helpers' or add a spare module)")
+
+    corr = {v: dock_corridor(v, oriented[v].parent, cells, acts[v].needs_helper, standoff,
+                             width) for v in acts}
+    blocked_by = corridor_blockers(corr.values(), cells)
+    prec = nx.DiGraph()  # u -> v: u before v
+    prec.add_nodes_from(nodes)
+    for v, e in oriented.items():
+        prec.add_edge(e.parent, v, why="parent")
+        for w in blocked_by[v]:
+            prec.add_edge(v, w, why="corridor")
+    root_lr = [v for v in acts if key[v] == (1, 0)]
+    for v in acts:
+        if key[v] == (1, 1):
+            for u in root_lr:
+                prec.add_edge(u, v, why="root")
+    if not nx.is_directed_acyclic_graph(prec):
+        raise PlanningError(_infeasible_message(prec, acts, corr))
 
     stages: list[list[str]] = []
     actions: list[DockAction] = []
-    n_help = len(helper_pool)
-    for key in sorted(groups):
-        group = sorted(groups[key], key=lambda a: a.node)
-        plain = [a for a in group if not a.needs_helper]
-        helped = [a for a in group if a.needs_helper]
-        if helped and n_help == 0:
-            a = helped[0]
-            raise PlanningError(
-                f"action {a.describe()}: docking with wheel face {a.child_face.value} needs "
-                f"a helping module, but none is available (list one under 'helpers' or add "
-                f"a spare module)")
-        chunks = [helped[i:i + n_help] for i in range(0, len(helped), n_help)] if helped \
-            else []
-        stage_lists = [plain + (chunks[0] if chunks else [])] + [c for c in chunks[1:]]
-        for chunk_actions in stage_lists:
-            k = len(stages)
-            need = [a for a in chunk_actions if a.needs_helper]
-            if need:
-                _match_helpers(need, list(helper_pool[:len(need)]), poses)
-            for a in chunk_actions:
-                a.stage = k
-            chunk_actions.sort(key=lambda a: (a.depth, a.node))
-            stages.append([a.module for a in chunk_actions])
-            actions.extend(chunk_actions)
+    placed = {root_node}
+    remaining = set(acts)
+    while remaining:
+        ready = [v for v in order if v in remaining
+                 and all(u in placed for u in prec.predecessors(v))]
+        kmin = key[ready[0]]  # acyclic: something is always ready
+        chosen: list[str] = []
+        helped = 0
+        for v in ready:
+            if key[v] != kmin:
+                continue
+            if acts[v].needs_helper and helped >= n_help:
+                continue
+            if any(conflict(corr[v], corr[u]) for u in chosen):
+                continue
+            chosen.append(v)
+            helped += acts[v].needs_helper
+        stage_actions = [acts[v] for v in chosen]
+        need = [a for a in stage_actions if a.needs_helper]
+        if need:
+            _match_helpers(need, list(helper_pool[:len(need)]), poses)
+        for a in stage_actions:
+            a.stage = len(stages)
+        stage_actions.sort(key=lambda a: (a.depth, a.node))
+        stages.append([a.module for a in stage_actions])
+        actions.extend(stage_actions)
+        placed.update(chosen)
+        remaining.difference_update(chosen)
     return stages, actions
+
+
+def _infeasible_message(prec: "nx.DiGraph", acts: Mapping[str, DockAction],
+                        corr: Mapping[str, DockCorridor]) -> str:
+    """Name a dock whose approach corridor is blocked by nodes that must precede it."""
+    cycle = nx.find_cycle(prec)
+    for u, w in cycle:
+        if prec.edges[u, w]["why"] == "corridor":
+            a = acts[u]
+            before = sorted(x for x, _ in cycle if x != u)
+            return (f"action {a.describe()}: its approach corridor (cells "
+                    f"{list(corr[u].corridor)} in module widths from the root) is blocked "
+                    f"by node {w!r}, which must be placed before it (order: "
+                    f"{' -> '.join(x for x, _ in cycle)} -> {cycle[0][0]}; also involved: "
+                    f"{before}): no docking order can assemble this target")
+    raise AssertionError("precedence cycle without a corridor edge")  # tree: impossible
 
 
 def _match_helpers(need: list[DockAction], pool: Sequence[str],

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corridor_oracle import (TOL, corridor_violations, geometry_constrains, square_overlap,
+                             swept_bodies)
 from smores_assembly.geometry import Face, Pose2D
 from smores_assembly.planning import (Plan, PlanningError, RootChoice, assign_modules,
                                       plan_assembly, search_root, select_root_module)
@@ -132,10 +134,14 @@ def check_plan(plan: Plan, sc: Scenario, mods: dict[str, Pose2D]) -> None:
         sorted(a.module for a in plan.actions if a.stage == k) for k in range(len(plan.stages))]
     assert all(plan.stages)
     assert [a.stage for a in plan.actions] == sorted(a.stage for a in plan.actions)
-    # Depth by depth.
-    for a, b in itertools.product(plan.actions, repeat=2):
-        if a.depth < b.depth:
-            assert a.stage < b.stage
+    # Geometry (independent of the planner's grid): no approach ever passes through a
+    # module already placed; docks of one stage never sweep overlapping areas.
+    assert corridor_violations(plan, sc.module_width) == []
+    # Depth by depth and the paper's stage count whenever the geometry imposes nothing.
+    if not geometry_constrains(plan, sc.module_width):
+        for a, b in itertools.product(plan.actions, repeat=2):
+            if a.depth < b.depth:
+                assert a.stage < b.stage
     # Root: LEFT/RIGHT docks strictly before TOP/BOTTOM docks.
     root_lr = [a.stage for a in plan.actions if a.depth == 1 and a.parent_face.is_wheel]
     root_tb = [a.stage for a in plan.actions if a.depth == 1 and not a.parent_face.is_wheel]
@@ -154,7 +160,8 @@ def check_plan(plan: Plan, sc: Scenario, mods: dict[str, Pose2D]) -> None:
         groups.setdefault(key, []).append(a)
     expected = sum(max(1, math.ceil(sum(x.needs_helper for x in g) / pool) if pool else 1)
                    for g in groups.values())
-    assert len(plan.stages) == expected
+    if not geometry_constrains(plan, sc.module_width):
+        assert len(plan.stages) == expected
     # Reserved helpers are preferred over spare modules.
     if helpers_reserved:
         used = set(plan.helpers)
@@ -174,7 +181,7 @@ def make_scenario(rng: random.Random, n: int, spare: int, n_helpers: int,
 
 def test_schedule_rules_on_random_trees():
     rng = random.Random(42)
-    refused = planned = 0
+    refused = planned = constrained = infeasible = 0
     for seed in range(400):
         n = rng.randint(1, 30)
         sc = make_scenario(rng, n, spare=rng.choice([0, 0, 1, 3]),
@@ -182,14 +189,98 @@ def test_schedule_rules_on_random_trees():
         try:
             plan = plan_assembly(sc)
         except PlanningError as exc:
-            # Only refused when a wheel-face dock exists and nobody can help.
-            assert "needs a helping module" in str(exc)
-            assert len(sc.modules) == n
-            refused += 1
+            # Refused when a wheel-face dock exists and nobody can help, or when the
+            # corridors admit no order (checked against brute force below).
+            if "needs a helping module" in str(exc):
+                assert len(sc.modules) == n
+                refused += 1
+            else:
+                assert "approach corridor" in str(exc), exc
+                infeasible += 1
             continue
         planned += 1
         check_plan(plan, sc, sc.modules)
+        constrained += geometry_constrains(plan, sc.module_width)
     assert planned > 200 and refused > 20
+    # Both kinds of plans occur: the geometric rules are exercised, and so are the
+    # paper's plain depth stages.
+    assert constrained > 30 and planned - constrained > 40, (constrained, planned)
+    assert 0 < infeasible < 40, infeasible
+
+
+def brute_force_feasible(plan_like: Plan, sc: Scenario) -> bool:
+    """Is there ANY one-dock-at-a-time order (parents first, root LEFT/RIGHT before
+    TOP/BOTTOM) in which no slide passes through a placed module? Exhaustive search."""
+    w = sc.module_width
+    acts = plan_like.actions
+    sweeps = {a.module: swept_bodies(a, plan_like.goals[a.parent_module], w) for a in acts}
+    lr = {a.module for a in acts if a.depth == 1 and a.parent_face.is_wheel}
+
+    def ok(a, placed):
+        return all(max(square_overlap(b, (plan_like.goals[m].x, plan_like.goals[m].y,
+                                          plan_like.goals[m].yaw), w)
+                       for b in sweeps[a.module]) <= TOL for m in placed)
+
+    def search(placed, left):
+        if not left:
+            return True
+        for a in left:
+            if a.parent_module not in placed:
+                continue
+            if a.depth == 1 and not a.parent_face.is_wheel and not lr <= placed:
+                continue
+            if ok(a, placed) and search(placed | {a.module}, [b for b in left if b is not a]):
+                return True
+        return False
+
+    return search(frozenset([plan_like.root_module]), list(acts))
+
+
+def test_refusal_iff_no_order_exists_small_trees():
+    """On small random trees the planner refuses exactly the targets for which an exhaustive
+    search finds no executable docking order (a corner or slot is NOT a reason to refuse)."""
+    from smores_assembly import planning as planning_mod
+    rng = random.Random(11)
+    refused = accepted = 0
+    for seed in range(300):
+        n = rng.randint(4, 8)
+        sc = make_scenario(rng, n, spare=1, n_helpers=2, seed=5000 + seed)
+        try:
+            plan = plan_assembly(sc)
+            accepted += 1
+            assert brute_force_feasible(plan, sc), seed
+        except PlanningError as exc:
+            assert "approach corridor" in str(exc)
+            refused += 1
+            # Same goals and actions without the corridor rules, for the exhaustive search.
+            real = planning_mod.build_schedule
+            try:
+                planning_mod.build_schedule = _depth_only_schedule
+                loose = plan_assembly(sc)
+            finally:
+                planning_mod.build_schedule = real
+            assert not brute_force_feasible(loose, sc), seed
+    assert accepted > 200, (refused, accepted)
+
+
+def _depth_only_schedule(nodes, edges, root_node, assignment, goals, helper_pool, poses,
+                         **_):
+    """Every action in one stage, no geometric rules (only for the brute-force oracle)."""
+    from smores_assembly.planning import DockAction
+    from smores_assembly.topology import rooted_edges as _re
+    oriented = _re(nodes, edges, root_node)
+    depth = {root_node: 0}
+    acts = []
+    for v, e in oriented.items():
+        depth[v] = depth[e.parent] + 1
+        m = assignment[v]
+        acts.append(DockAction(module=m, node=v, stage=0, depth=depth[v],
+                               parent_module=assignment[e.parent], parent_node=e.parent,
+                               parent_face=e.parent_face, child_face=e.child_face,
+                               needs_helper=e.child_face.is_wheel,
+                               helper=helper_pool[0] if e.child_face.is_wheel else None,
+                               goal=goals[m]))
+    return [[a.module for a in acts]], acts
 
 
 def test_small_random_plans_are_optimal():

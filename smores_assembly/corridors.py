@@ -1,0 +1,125 @@
+"""Geometric feasibility of docking actions: approach corridors on the unfolding grid.
+
+A dock moves the child module along the normal of its parent's face: it stands at the
+pre-dock pose, ``standoff`` further out than its goal on that normal, and slides straight in
+(``docs/CONVENTIONS.md``, docking phases). A helping module drives one module width behind
+the module it carries. So, on the unfolding grid (cells one module width ``w`` apart,
+anchored at the physical root):
+
+* the **swept cells** of a dock are its final cell plus its **corridor**: the cells
+  ``cell + k·n`` (``n`` = unit step from the parent's cell to the child's cell) for
+  ``k = 1 .. ceil(standoff / w)``, and one more for a helper dock (the helper's body);
+* the **beside cells** are the lateral neighbours of the swept cells: a module placed there
+  is passed flush (face to face, no penetration), which is legal motion (issue 11).
+
+Rules derived from it (used by :func:`smores_assembly.planning.build_schedule`):
+
+* **precedence**: dock X must run before dock Y when Y's final cell lies in X's corridor
+  (once Y is placed, X could not reach its pre-dock pose or slide in);
+* **same-stage conflict**: two docks may share a stage only when their swept cells neither
+  overlap nor touch (Manhattan distance >= 2 between every pair), so two modules never
+  slide side by side or cross each other's path while both move.
+
+No ROS imports; cells are integer ``(i, j)`` in units of ``w`` along the root's x and y axes
+(:func:`smores_assembly.topology.grid_cell`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+Cell = tuple[int, int]
+
+#: Default distance of the pre-dock pose from the docked pose along the dock axis [m]
+#: (the navigation's and the docking controller's default ``predock_standoff``/``standoff``).
+DEFAULT_STANDOFF = 0.06
+
+
+@dataclass(frozen=True)
+class DockCorridor:
+    """Grid footprint of one docking action.
+
+    Attributes:
+        node: the docking (child) node.
+        parent: its parent node (already placed when the dock runs).
+        cell: the child's final cell.
+        normal: unit step from the parent's cell to ``cell`` (the child slides along
+            ``-normal`` into ``cell``).
+        corridor: cells covered between the pre-dock pose and ``cell`` (child body, and the
+            helper's body behind it for a helper dock), nearest first; ``cell`` excluded.
+        beside: lateral neighbours of ``cell`` and ``corridor`` (passed flush).
+    """
+
+    node: str
+    parent: str
+    cell: Cell
+    normal: Cell
+    corridor: tuple[Cell, ...]
+    beside: tuple[Cell, ...]
+
+    @property
+    def swept(self) -> tuple[Cell, ...]:
+        """The final cell followed by the corridor."""
+        return (self.cell,) + self.corridor
+
+
+def corridor_length(standoff: float, width: float, helper: bool) -> int:
+    """Number of corridor cells beyond the final cell: ``ceil(standoff / width)`` for the
+    moving module (at least 1: it arrives from outside) plus one for a helper's body.
+
+    Raises:
+        ValueError: ``width <= 0`` or ``standoff < 0`` (names the value).
+    """
+    if not width > 0:
+        raise ValueError(f"width: must be > 0 m, got {width!r}")
+    if not standoff >= 0:
+        raise ValueError(f"standoff: must be >= 0 m, got {standoff!r}")
+    k = max(1, math.ceil(standoff / width - 1e-9))
+    return k + (1 if helper else 0)
+
+
+def dock_corridor(node: str, parent: str, cells: Mapping[str, Cell], helper: bool,
+                  standoff: float = DEFAULT_STANDOFF, width: float = 0.08) -> DockCorridor:
+    """The :class:`DockCorridor` of the dock of ``node`` onto ``parent``.
+
+    Args:
+        cells: node -> grid cell (both nodes present; they must be grid neighbours).
+        helper: the dock is carried by a helping module (wheel-face dock).
+        standoff: pre-dock distance along the dock axis [m]; width: module width [m].
+
+    Raises:
+        ValueError: the two cells are not 4-neighbours.
+    """
+    (ci, cj), (pi, pj) = cells[node], cells[parent]
+    n = (ci - pi, cj - pj)
+    if abs(n[0]) + abs(n[1]) != 1:
+        raise ValueError(f"cells: {node!r} at {cells[node]} is not next to its parent "
+                         f"{parent!r} at {cells[parent]}")
+    k = corridor_length(standoff, width, helper)
+    corridor = tuple((ci + n[0] * s, cj + n[1] * s) for s in range(1, k + 1))
+    t = (-n[1], n[0])
+    beside = tuple((x + t[0] * side, y + t[1] * side)
+                   for x, y in ((ci, cj),) + corridor for side in (1, -1))
+    return DockCorridor(node=node, parent=parent, cell=(ci, cj), normal=n,
+                        corridor=corridor, beside=beside)
+
+
+def blockers(corridors: Iterable[DockCorridor], cells: Mapping[str, Cell]
+             ) -> dict[str, list[str]]:
+    """For each dock, the nodes whose final cell lies in its corridor, sorted.
+
+    Such a node must be placed *after* the dock (or the dock is infeasible when it cannot
+    be, e.g. the root or an ancestor). O(total corridor length).
+    """
+    at = {c: v for v, c in cells.items()}
+    out: dict[str, list[str]] = {}
+    for d in corridors:
+        out[d.node] = sorted({at[c] for c in d.corridor if c in at})
+    return out
+
+
+def conflict(a: DockCorridor, b: DockCorridor) -> bool:
+    """True when docks ``a`` and ``b`` may not run in the same stage: some swept cell of one
+    equals or touches (shares an edge with) a swept cell of the other."""
+    return any(abs(x[0] - y[0]) + abs(x[1] - y[1]) <= 1 for x in a.swept for y in b.swept)
