@@ -44,185 +44,41 @@ Model (what matters for docking control, nothing more):
   apart). Any existing overlap that is not a face contact (e.g. after a ``RELEASE`` in the
   middle of a rotation) is reported the same way.
 
+Code: :mod:`.model` (parameters, connections, events, errors), :mod:`.kinematics` (wheels,
+arcs, carrying), :mod:`.faces` (face geometry, the capture and face-contact rules), this
+module (state, commands, the cached step), :mod:`.reference` (the same step without any
+cache, the oracle of the fast one in ``test/test_sim_world.py``).
+
 Cost: the per-step work is vectorised over modules with numpy; wheel targets and the arc
 terms of steady wheels are cached, the collision broad phase is skipped while the movers'
 accumulated displacement stays below the clearance measured at the last full check
 (Verlet-list style), and captures / existing overlaps are only re-examined for modules
-that moved, switched magnets, tilted, or after snaps, LIFT and RELEASE. About 50 us per
-step for 9 or 50 modules driving apart (``python -m bench.bench_fake_hardware``).
+that moved, switched magnets, tilted, lost a connection, were snapped, or after LIFT and
+RELEASE. About 50 us per step for 9 or 50 modules driving apart
+(``python -m bench.bench_fake_hardware``).
+
+Order within a step (both implementations): releases, joints, wheels and motion (units in
+module order, each checked against the poses of the units before it), captures (repeated
+until none qualifies, the first qualifying pair in module order first), collision events.
 
 Source: SMORES-EP hardware as described in Liu et al., "SMORES-EP, a Modular Robot with
 Parallel Self-assembly" (Sec. II), and the project's ``DESIGN.md``.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
 
-from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, child_pose, square_overlap,
-                                      wrap_angle)
-from smores_assembly.params import check_ranges, param_field
+from smores_assembly.geometry import Face, Pose2D, child_pose, square_overlap, wrap_angle
+from smores_assembly.sim import kinematics
+from smores_assembly.sim.faces import capture_qualifies, is_face_contact
+from smores_assembly.sim.model import (FACE_INDEX, FACES, HELPER_COMMANDS, Connection,
+                                       SimError, SimEvent, SimParams, finite)
 
-#: Face order of the per-module magnet arrays.
-FACES: tuple[Face, ...] = (Face.TOP, Face.LEFT, Face.BOTTOM, Face.RIGHT)
-_FACE_INDEX = {f: i for i, f in enumerate(FACES)}
-_FACE_ANGLES = np.array([f.angle for f in FACES])
-
-HELPER_COMMANDS = ("LIFT", "ROTATE", "RELEASE")
-
-
-class SimError(ValueError):
-    """A command or query the simulated world refuses (the message says why)."""
-
-
-@dataclass
-class SimParams:
-    """Physical parameters of the simulated modules (all SI units)."""
-
-    module_width: float = param_field(MODULE_WIDTH, "module (cube) width w [m]", 0.01, 1.0)
-    wheel_radius: float = param_field(0.040, "wheel radius r [m]", 0.001, 1.0)
-    track: float = param_field(0.0672, "distance between the two wheels [m]", 0.001, 1.0)
-    wheel_speed_max: float = param_field(math.pi / 2, "wheel speed cap [rad/s]", 0.01, 100.0)
-    wheel_accel_max: float = param_field(20.0, "wheel acceleration cap [rad/s^2]", 0.1, 1e6)
-    capture_range: float = param_field(
-        0.004, "EP magnets pull two faces together from this distance [m]", 0.0, 0.05)
-    capture_lateral_max: float = param_field(
-        0.010, "largest offset of the face centres along the face for a capture [m]",
-        0.0, 0.04)
-    capture_angle_max: float = param_field(
-        math.radians(10.0), "largest deviation from antiparallel faces for a capture [rad]",
-        0.0, math.pi / 4)
-    contact_penetration_max: float = param_field(
-        0.004, "an overlap of antiparallel faces up to this depth is a face contact, "
-        "not a collision [m]", 0.0, 0.05)
-    overlap_tolerance: float = param_field(
-        1e-6, "overlaps shallower than this are ignored (numerical noise) [m]", 0.0, 1e-3)
-    collision_clear_distance: float = param_field(
-        0.002, "a collision contact ends when the bodies are this far apart [m]", 0.0, 0.1)
-    lift_reach_tolerance: float = param_field(
-        0.02, "LIFT: tolerance on the module centre being one width ahead of the helper, "
-        "along and across [m]", 0.0, 0.08)
-    carry_yaw_rate: float = param_field(
-        math.pi / 2, "rate at which a helper turns its carried module [rad/s]", 0.01, 100.0)
-    joint_speed_max: float = param_field(2.0, "pan/tilt joint speed [rad/s]", 0.01, 100.0)
-    pan_limit: float = param_field(math.pi, "pan joint limit |pan| <= this [rad]",
-                                   0.0, math.pi)
-    tilt_limit: float = param_field(math.pi / 2, "tilt joint limit |tilt| <= this [rad]",
-                                    0.0, math.pi)
-
-    def validate(self) -> None:
-        """Raise :class:`SimError` naming the field when a value is out of range or NaN."""
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise SimError(f"{f.name}: {v!r} is not a finite number")
-        try:
-            check_ranges(self)
-        except ValueError as exc:
-            raise SimError(str(exc)) from None
-
-
-@dataclass(frozen=True, order=True)
-class Connection:
-    """A magnetic connection between ``face_a`` of ``module_a`` and ``face_b`` of
-    ``module_b``; normalised so that ``(module_a, face_a) < (module_b, face_b)``."""
-
-    module_a: str
-    face_a: Face
-    module_b: str
-    face_b: Face
-
-    @staticmethod
-    def make(module_a: str, face_a: Face, module_b: str, face_b: Face) -> "Connection":
-        """The normalised connection of two (module, face) ends given in any order."""
-        a, b = (module_a, Face.parse(face_a).value), (module_b, Face.parse(face_b).value)
-        if b < a:
-            a, b = b, a
-        return Connection(a[0], Face(a[1]), b[0], Face(b[1]))
-
-    def other(self, module: str) -> tuple[str, Face]:
-        """The far end (module, face) seen from ``module``."""
-        return (self.module_b, self.face_b) if module == self.module_a else (
-            self.module_a, self.face_a)
-
-
-@dataclass
-class SimEvent:
-    """Something that happened during :meth:`SimWorld.step`.
-
-    ``kind``: ``'connected'``, ``'disconnected'`` or ``'collision'``; ``t``: simulated time
-    at the end of the step [s]; ``modules``: the two modules (for connections in the order
-    of the :class:`Connection`); ``faces``: the two faces for connection events, None for
-    collisions; ``penetration_m``: overlap depth [m] for collisions (for a blocked motion:
-    the depth the motion would have caused), None otherwise.
-    """
-
-    kind: str
-    t: float
-    modules: tuple[str, str]
-    faces: tuple[Face, Face] | None = None
-    penetration_m: float | None = None
-
-
-def _face_geometry(pose, face_idx: int, width: float):
-    """(centre x, centre y, normal angle) of a face of a module at ``pose``."""
-    a = pose[2] + _FACE_ANGLES[face_idx]
-    return (pose[0] + 0.5 * width * math.cos(a), pose[1] + 0.5 * width * math.sin(a), a)
-
-
-def _point_segment_distance(px: float, py: float, cx: float, cy: float, tx: float,
-                            ty: float, half: float) -> float:
-    """Distance from point (px, py) to the segment centred at (cx, cy) with unit direction
-    (tx, ty) and half length ``half``."""
-    dx, dy = px - cx, py - cy
-    s = max(-half, min(half, dx * tx + dy * ty))
-    return math.hypot(dx - s * tx, dy - s * ty)
-
-
-def _face_relation(pa, fa: int, pb, fb: int, width: float):
-    """Relation of face ``fa`` of a module at ``pa`` and face ``fb`` of one at ``pb``.
-
-    Returns ``(gap, lateral, misalignment)``: ``gap`` [m] = distance between the two face
-    segments (0 when they cross), ``lateral`` [m] = offset of the face centres along face
-    a, ``misalignment`` [rad] = deviation from antiparallel normals (>= 0).
-    """
-    half = 0.5 * width
-    ax, ay, aa = _face_geometry(pa, fa, width)
-    bx, by, ba = _face_geometry(pb, fb, width)
-    tax, tay = -math.sin(aa), math.cos(aa)
-    tbx, tby = -math.sin(ba), math.cos(ba)
-    lateral = (bx - ax) * tax + (by - ay) * tay
-    mis = abs(wrap_angle(aa - ba - math.pi))
-    # segments cross? (signed sides of b's end points w.r.t. line a and vice versa)
-    b1x, b1y, b2x, b2y = bx - half * tbx, by - half * tby, bx + half * tbx, by + half * tby
-    a1x, a1y, a2x, a2y = ax - half * tax, ay - half * tay, ax + half * tax, ay + half * tay
-    nax, nay = tay, -tax
-    nbx, nby = tby, -tbx
-    s1 = (b1x - ax) * nax + (b1y - ay) * nay
-    s2 = (b2x - ax) * nax + (b2y - ay) * nay
-    s3 = (a1x - bx) * nbx + (a1y - by) * nby
-    s4 = (a2x - bx) * nbx + (a2y - by) * nby
-    if s1 * s2 <= 0.0 and s3 * s4 <= 0.0:
-        return 0.0, lateral, mis
-    gap = min(_point_segment_distance(b1x, b1y, ax, ay, tax, tay, half),
-              _point_segment_distance(b2x, b2y, ax, ay, tax, tay, half),
-              _point_segment_distance(a1x, a1y, bx, by, tbx, tby, half),
-              _point_segment_distance(a2x, a2y, bx, by, tbx, tby, half))
-    return gap, lateral, mis
-
-
-def _finite(value: float, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise SimError(f"{name}: {value!r} is not a number") from None
-    if not math.isfinite(v):
-        raise SimError(f"{name}: {value!r} is not finite")
-    return v
+__all__ = ["FACES", "HELPER_COMMANDS", "Connection", "SimError", "SimEvent", "SimParams",
+           "SimWorld", "square_overlap"]
 
 
 class SimWorld:
@@ -257,8 +113,8 @@ class SimWorld:
                 x, y, yaw = p
             except (TypeError, ValueError):
                 raise SimError(f"poses[{mid}]: {p!r} is not (x, y, yaw)") from None
-            rows.append((_finite(x, f"poses[{mid}].x"), _finite(y, f"poses[{mid}].y"),
-                         wrap_angle(_finite(yaw, f"poses[{mid}].yaw"))))
+            rows.append((finite(x, f"poses[{mid}].x"), finite(y, f"poses[{mid}].y"),
+                         wrap_angle(finite(yaw, f"poses[{mid}].yaw"))))
             self._ids.append(mid)
         self._idx = {m: i for i, m in enumerate(self._ids)}
         n = len(self._ids)
@@ -378,8 +234,8 @@ class SimWorld:
         [rad/s]. Kept until the next command; clipped at the wheel-speed cap with the
         curvature kept; ignored while the module is carried or part of a structure."""
         i = self._i(module)
-        self._cmd[i, 0] = _finite(v, "v")
-        self._cmd[i, 1] = _finite(w, "w")
+        self._cmd[i, 0] = finite(v, "v")
+        self._cmd[i, 1] = finite(w, "w")
         self._kin = None
 
     def set_magnets(self, module: str, faces: Iterable[Face | str]) -> None:
@@ -392,7 +248,7 @@ class SimWorld:
         row = np.zeros(4, dtype=bool)
         for f in faces:
             try:
-                row[_FACE_INDEX[Face.parse(f, "faces")]] = True
+                row[FACE_INDEX[Face.parse(f, "faces")]] = True
             except ValueError as exc:
                 raise SimError(str(exc)) from None
         if not np.array_equal(self._mag[i], row):
@@ -406,7 +262,7 @@ class SimWorld:
             SimError: a non-finite value or one beyond ``pan_limit`` / ``tilt_limit``.
         """
         i = self._i(module)
-        pan, tilt = _finite(pan, "pan"), _finite(tilt, "tilt")
+        pan, tilt = finite(pan, "pan"), finite(tilt, "tilt")
         if abs(pan) > self.params.pan_limit + 1e-12:
             raise SimError(f"pan: {pan} beyond the joint limit +-{self.params.pan_limit}")
         if abs(tilt) > self.params.tilt_limit + 1e-12:
@@ -433,7 +289,7 @@ class SimWorld:
         cmd = command.strip().upper() if isinstance(command, str) else command
         if cmd not in HELPER_COMMANDS:
             raise SimError(f"command: {command!r} is not one of {', '.join(HELPER_COMMANDS)}")
-        yaw = wrap_angle(_finite(carry_yaw, "carry_yaw"))
+        yaw = wrap_angle(finite(carry_yaw, "carry_yaw"))
         w = self.params.module_width
         if cmd == "LIFT":
             if helper in self._carry:
@@ -484,17 +340,14 @@ class SimWorld:
             self._clearance_movers = None
             self._capture_dirty[[load, self._idx[helper]]] = True
 
-    # --- internals -----------------------------------------------------------------------
+    # --- internals shared by both steps --------------------------------------------------
     def _release(self, helper: str) -> None:
         module = self._carry.pop(helper)[0]
         self._carrier.pop(module, None)
         self._kin = None
 
     def _carried_pose(self, helper_pose, rel: float) -> tuple[float, float, float]:
-        w = self.params.module_width
-        c, s = math.cos(helper_pose[2]), math.sin(helper_pose[2])
-        return (helper_pose[0] + c * w, helper_pose[1] + s * w,
-                wrap_angle(helper_pose[2] + rel))
+        return kinematics.carried_pose(helper_pose, rel, self.params.module_width)
 
     def _place_carried(self, helper: str) -> None:
         module, _, rel = self._carry[helper]
@@ -523,24 +376,247 @@ class SimWorld:
         return self._carrier.get(a) == b or self._carrier.get(b) == a
 
     def _is_face_contact(self, pa, pb, depth: float) -> bool:
-        p = self.params
-        if depth > p.contact_penetration_max:
-            return False
-        w = p.module_width
-        for fa in range(4):
-            for fb in range(4):
-                _, lateral, mis = _face_relation(pa, fa, pb, fb, w)
-                if mis <= p.capture_angle_max + 1e-9 and abs(lateral) < w:
-                    # the faces must also be the ones facing each other
-                    ax, ay, aa = _face_geometry(pa, fa, w)
-                    if (pb[0] - pa[0]) * math.cos(aa) + (pb[1] - pa[1]) * math.sin(aa) > 0:
-                        return True
-        return False
+        return is_face_contact(pa, pb, depth, self.params)
 
-    # --- stepping ------------------------------------------------------------------------
+    def _driving_mask(self) -> np.ndarray:
+        """Modules whose wheels drive them: free (a body of one) and not carried."""
+        driving = self._body_size == 1
+        for m in self._carrier:
+            driving[self._idx[m]] = False
+        return driving
+
+    def _release_connections(self, events: list[SimEvent], t_end: float) -> None:
+        """Step phase 1: drop the connections of which a magnet was switched off."""
+        if not self._conns:
+            return
+        released = [c for c in self._conns
+                    if not (self._mag[self._idx[c.module_a], FACE_INDEX[c.face_a]]
+                            and self._mag[self._idx[c.module_b], FACE_INDEX[c.face_b]])]
+        for c in sorted(released):
+            self._conns.discard(c)
+            self._face_used.pop((c.module_a, c.face_a), None)
+            self._face_used.pop((c.module_b, c.face_b), None)
+            events.append(SimEvent("disconnected", t_end, (c.module_a, c.module_b),
+                                   (c.face_a, c.face_b)))
+            # a freed face may now capture another one
+            self._capture_dirty[[self._idx[c.module_a], self._idx[c.module_b]]] = True
+        if released:
+            self._recompute_bodies()
+            self._overlap_dirty = True
+
+    def _move_joints(self, dt: float) -> None:
+        """Step phase 2: joints towards their targets at ``joint_speed_max``."""
+        dj = self._joint_target - self._joint
+        lim = self.params.joint_speed_max * dt
+        step_j = np.clip(dj, -lim, lim)
+        self._joint += step_j
+        tilt_moved = np.flatnonzero(step_j[:, 1] != 0.0)
+        self._capture_dirty[tilt_moved] = True
+        self._joints_moving = bool(np.any(self._joint != self._joint_target))
+
+    def _propose(self, motion, dt: float):
+        """Step phase 3b: proposed poses of every module (driven arcs, carried modules
+        following their helper, the carry rotation rate-limited).
+
+        Returns ``(prop (N, 3), moving mask, new relative carry yaw per helper)``, or None
+        when nothing moves.
+        """
+        p = self.params
+        dyaw, half_turn, chord, moving_base = motion
+        if moving_base is None and not self._carry:
+            return None
+        if moving_base is not None:
+            prop = kinematics.arc_poses(self._pose, dyaw, half_turn, chord)
+            moving = moving_base.copy()
+        else:
+            prop = self._pose.copy()
+            moving = np.zeros(len(self._ids), dtype=bool)
+        new_rel: dict[str, float] = {}
+        for h, (m, goal, rel) in self._carry.items():
+            nrel = kinematics.carry_turn(rel, goal, p.carry_yaw_rate, dt)
+            new_rel[h] = nrel
+            hi, mi = self._idx[h], self._idx[m]
+            prop[mi] = self._carried_pose(prop[hi], nrel)
+            if nrel != rel:
+                moving[hi] = True
+            if moving[hi]:
+                moving[mi] = True
+        return prop, moving, new_rel
+
+    def _units(self, moving: np.ndarray) -> dict[int, list[int]]:
+        """Moving units by unit index (a helper's index; its load moves with it)."""
+        unit_of = np.arange(len(self._ids))
+        for m, h in self._carrier.items():
+            unit_of[self._idx[m]] = self._idx[h]
+        units: dict[int, list[int]] = {}
+        for u in sorted(set(unit_of[np.flatnonzero(moving)].tolist())):
+            unit = [u] + ([self._idx[self._carry[self._ids[u]][0]]]
+                          if self._ids[u] in self._carry else [])
+            units[u] = [i for i in unit if moving[i]]
+        return units
+
+    def _try_unit(self, u: int, unit: list[int], candidates, prop: np.ndarray,
+                  new_rel: dict[str, float], moved: np.ndarray, blocked_pairs: dict,
+                  touching: set) -> None:
+        """Apply the proposed poses of moving unit ``u`` (module indices ``unit``) unless that makes a module of it
+        overlap another module (among ``candidates(i)``) more than before: then its wheels
+        stop and the pairs go to ``blocked_pairs`` (key -> (depth, face contact)). Pairs
+        left overlapping by an allowed motion go to ``touching``."""
+        p = self.params
+        w = p.module_width
+        ok = True
+        seen = []
+        for i in unit:
+            a = self._ids[i]
+            pa_new = tuple(prop[i])
+            pa_old = tuple(self._pose[i])
+            for j in candidates(i):
+                if j in unit:
+                    continue
+                b = self._ids[j]
+                if self._exempt(a, b):
+                    continue
+                pb = tuple(self._pose[j])
+                dn = square_overlap(pa_new, pb, w)
+                if dn <= p.overlap_tolerance:
+                    continue
+                key = (a, b) if a < b else (b, a)
+                do = square_overlap(pa_old, pb, w)
+                if dn <= do + 1e-12:
+                    seen.append(key)
+                    continue
+                ok = False
+                fc = self._is_face_contact(pa_new, pb, dn)
+                if key not in blocked_pairs or blocked_pairs[key][0] < dn:
+                    blocked_pairs[key] = (dn, fc)
+        if ok:
+            touching.update(seen)
+            for i in unit:
+                self._pose[i] = prop[i]
+                moved[i] = True
+            h = self._ids[u]
+            if h in new_rel and h in self._carry:
+                self._carry[h][2] = new_rel[h]
+        else:
+            self._wheel[unit] = 0.0
+
+    def _connect(self, a_i: int, face_a: Face, b_i: int, face_b: Face,
+                 moved: np.ndarray) -> list[int]:
+        """Connect two faces; when they belong to different bodies, snap the moving side
+        (carried, else smaller, else the one that moved, else ``b``) rigidly to its docked
+        pose. Returns the indices of the modules that were moved by the snap."""
+        a, b = self._ids[a_i], self._ids[b_i]
+        members: list[int] = []
+        if self._body[a_i] != self._body[b_i]:
+            # choose the side that snaps
+            if a in self._carrier and b not in self._carrier:
+                mover = a_i
+            elif b in self._carrier and a not in self._carrier:
+                mover = b_i
+            elif self._body_size[a_i] != self._body_size[b_i]:
+                mover = a_i if self._body_size[a_i] < self._body_size[b_i] else b_i
+            elif moved[a_i] != moved[b_i]:
+                mover = a_i if moved[a_i] else b_i
+            else:
+                mover = b_i
+            if mover == a_i:
+                fixed, f_fixed, f_move = b_i, face_b, face_a
+            else:
+                fixed, f_fixed, f_move = a_i, face_a, face_b
+            fp = self._pose[fixed]
+            goal = child_pose(Pose2D(*fp), f_fixed, f_move, self.params.module_width)
+            cur = self._pose[mover]
+            # rigid transform T = goal * cur^-1 applied to the mover's whole body
+            dyaw = goal.yaw - cur[2]
+            c, s = math.cos(dyaw), math.sin(dyaw)
+            idx = np.flatnonzero(self._body == self._body[mover])
+            rel = self._pose[idx, :2] - cur[:2]
+            self._pose[idx, 0] = goal.x + c * rel[:, 0] - s * rel[:, 1]
+            self._pose[idx, 1] = goal.y + s * rel[:, 0] + c * rel[:, 1]
+            self._pose[idx, 2] = (self._pose[idx, 2] + dyaw + math.pi) % (
+                2 * math.pi) - math.pi
+            self._pose[mover, 2] = goal.yaw
+            for mi in idx:
+                m = self._ids[mi]
+                if m in self._carrier:  # handed over to the structure
+                    self._release(self._carrier[m])
+                self._wheel[mi] = 0.0
+            members = [int(i) for i in idx]
+        self._overlap_dirty = True
+        self._clearance_movers = None
+        conn = Connection.make(a, face_a, b, face_b)
+        self._conns.add(conn)
+        self._face_used[(a, face_a)] = conn
+        self._face_used[(b, face_b)] = conn
+        self._recompute_bodies()
+        return members
+
+    def _capture_pair(self, a_i: int, b_i: int, moved: np.ndarray,
+                      events: list[SimEvent], t_end: float) -> list[int] | None:
+        """Connect the first qualifying face pair of modules ``a_i < b_i`` (faces in
+        :data:`FACES` order); returns the snapped modules, None when no pair qualifies."""
+        p = self.params
+        a, b = self._ids[a_i], self._ids[b_i]
+        if self._exempt(a, b):
+            return None
+        for fa in np.flatnonzero(self._mag[a_i]):
+            face_a = FACES[fa]
+            if (a, face_a) in self._face_used:
+                continue
+            if face_a is Face.TOP and abs(self._joint[a_i, 1]) > p.capture_angle_max:
+                continue
+            for fb in np.flatnonzero(self._mag[b_i]):
+                face_b = FACES[fb]
+                if (b, face_b) in self._face_used:
+                    continue
+                if face_b is Face.TOP and abs(self._joint[b_i, 1]) > p.capture_angle_max:
+                    continue
+                if not capture_qualifies(self._pose[a_i], int(fa), self._pose[b_i], int(fb),
+                                         p):
+                    continue
+                members = self._connect(a_i, face_a, b_i, face_b, moved)
+                c = Connection.make(a, face_a, b, face_b)
+                events.append(SimEvent("connected", t_end, (c.module_a, c.module_b),
+                                       (c.face_a, c.face_b)))
+                return members
+        return None
+
+    def _collision_bookkeeping(self, found: dict, blocked: dict, events: list[SimEvent],
+                               t_end: float) -> None:
+        """Report the overlaps in ``found`` (key -> depth) that are new contacts; end the
+        contacts that cleared (apart by ``collision_clear_distance``, same body, exempt)."""
+        w = self.params.module_width
+        for key, depth in sorted(found.items()):
+            if key not in self._collisions:
+                events.append(SimEvent("collision", t_end, key, None, float(depth)))
+            self._collisions[key] = depth
+        for key in list(self._collisions):
+            if key in found or key in blocked:
+                continue
+            i, j = self._idx[key[0]], self._idx[key[1]]
+            same = self._body[i] == self._body[j]
+            d = square_overlap(tuple(self._pose[i]), tuple(self._pose[j]), w)
+            if same or self._exempt(*key) or -d > self.params.collision_clear_distance:
+                del self._collisions[key]
+
+    def _overlap_found(self, i: int, j: int, found: dict) -> None:
+        """Add pair (i, j) to ``found`` when it overlaps and is not a face contact."""
+        a, b = self._ids[i], self._ids[j]
+        if self._body[i] == self._body[j] or self._exempt(a, b):
+            return
+        pa, pb = tuple(self._pose[i]), tuple(self._pose[j])
+        d = square_overlap(pa, pb, self.params.module_width)
+        if d > self.params.overlap_tolerance and not self._is_face_contact(pa, pb, d):
+            key = (a, b) if a < b else (b, a)
+            found[key] = max(found.get(key, 0.0), d)
+
+    # --- the fast (cached) step ----------------------------------------------------------
     def step(self, dt: float) -> list[SimEvent]:
         """Advance the world by ``dt`` [s]: releases, joints, driving with collision
         blocking, magnetic captures, collision bookkeeping.
+
+        The result equals :func:`smores_assembly.sim.reference.reference_step` (the same
+        model without caches) exactly; ``test/test_sim_world.py`` checks it on random worlds.
 
         Returns:
             The events of this step: disconnections, then collisions, then connections.
@@ -548,148 +624,57 @@ class SimWorld:
         Raises:
             SimError: ``dt`` not a positive finite number.
         """
-        dt = _finite(dt, "dt")
+        dt = finite(dt, "dt")
         if dt <= 0.0:
             raise SimError(f"dt: {dt} must be > 0")
-        p = self.params
-        w = p.module_width
         events: list[SimEvent] = []
         t_end = self.t + dt
         n = len(self._ids)
-
-        # 1. releases (a magnet switched off on either face)
-        if self._conns:
-            released = [c for c in self._conns
-                        if not (self._mag[self._idx[c.module_a], _FACE_INDEX[c.face_a]]
-                                and self._mag[self._idx[c.module_b], _FACE_INDEX[c.face_b]])]
-            for c in sorted(released):
-                self._conns.discard(c)
-                self._face_used.pop((c.module_a, c.face_a), None)
-                self._face_used.pop((c.module_b, c.face_b), None)
-                events.append(SimEvent("disconnected", t_end, (c.module_a, c.module_b),
-                                       (c.face_a, c.face_b)))
-            if released:
-                self._recompute_bodies()
-                self._overlap_dirty = True
-
-        # 2. joints (only while some joint is still moving)
+        self._release_connections(events, t_end)
         if self._joints_moving:
-            dj = self._joint_target - self._joint
-            lim = p.joint_speed_max * dt
-            step_j = np.clip(dj, -lim, lim)
-            self._joint += step_j
-            tilt_moved = np.flatnonzero(step_j[:, 1] != 0.0)
-            self._capture_dirty[tilt_moved] = True
-            self._joints_moving = bool(np.any(self._joint != self._joint_target))
-
-        # 3. wheels and proposed poses
-        r, half_track = p.wheel_radius, 0.5 * p.track
+            self._move_joints(dt)
         moved = np.zeros(n, dtype=bool)
         blocked_pairs: dict[tuple[str, str], tuple[float, bool]] = {}
-        kin_key = (r, p.track, p.wheel_speed_max)
-        if self._kin is None or self._kin[0] != kin_key:
-            # wheel-speed targets: only change with commands, structures, carrying, params
-            driving = self._driving_mask()
-            target = np.empty((n, 2))
-            target[:, 0] = (self._cmd[:, 0] - self._cmd[:, 1] * half_track) / r
-            target[:, 1] = (self._cmd[:, 0] + self._cmd[:, 1] * half_track) / r
-            target[~driving] = 0.0
-            peak = np.abs(target).max(axis=1)
-            over = peak > p.wheel_speed_max
-            if over.any():
-                target[over] *= (p.wheel_speed_max / peak[over])[:, None]
-            self._kin = (kin_key, driving, target)
-            self._steady = None
-        _, driving, target = self._kin
-        old = self._wheel
-        if not np.array_equal(old, target):
-            # ramping: linear wheel ramps at wheel_accel_max (one ratio for both wheels)
-            delta = target - old
-            dpeak = np.abs(delta).max(axis=1)
-            amax = p.wheel_accel_max * dt
-            fast = dpeak > amax
-            if fast.any():
-                delta[fast] *= (amax / dpeak[fast])[:, None]
-            # mean wheel speed over the step of a linear ramp of duration tau <= dt
-            # followed by constant speed: old + delta * (1 - tau / (2 dt))
-            tau_frac = np.minimum(dpeak / amax, 1.0)
-            mean = old + delta * (1.0 - 0.5 * tau_frac)[:, None]
-            self._wheel = old + delta
-            self._steady = None
-            motion = self._arc_terms(mean, driving, dt)
-        else:
-            # steady wheels: the per-step arc terms are constant; cache them
-            if self._steady is None or self._steady[0] != (dt, kin_key):
-                self._steady = ((dt, kin_key), self._arc_terms(old, driving, dt))
-            motion = self._steady[1]
-        dyaw, half_turn, chord, moving_base = motion
-        if moving_base is not None or self._carry:
-            prop = self._pose.copy()
-            if moving_base is not None:
-                heading = self._pose[:, 2] + half_turn
-                prop[:, 0] += chord * np.cos(heading)
-                prop[:, 1] += chord * np.sin(heading)
-                prop[:, 2] = (self._pose[:, 2] + dyaw + math.pi) % (2 * math.pi) - math.pi
-                moving = moving_base.copy()
-            else:
-                moving = np.zeros(n, dtype=bool)
-            # carried modules follow their helper (the carry rotation rate-limited)
-            new_rel: dict[str, float] = {}
-            for h, (m, goal, rel) in self._carry.items():
-                step_max = p.carry_yaw_rate * dt
-                d = wrap_angle(goal - rel)
-                nrel = rel + max(-step_max, min(step_max, d))
-                new_rel[h] = nrel
-                hi, mi = self._idx[h], self._idx[m]
-                prop[mi] = self._carried_pose(prop[hi], nrel)
-                if nrel != rel:
-                    moving[hi] = True
-                if moving[hi]:
-                    moving[mi] = True
-            if moving.any():
-                self._resolve_motion(moving, prop, new_rel, moved, blocked_pairs)
-
-        # 4. magnetic captures
+        touching: set = set()
+        proposal = self._propose(self._wheel_motion(dt), dt)
+        if proposal is not None and proposal[1].any():
+            self._resolve_motion(proposal[1], proposal[0], proposal[2], moved,
+                                 blocked_pairs, touching)
         self._capture(moved, events, t_end)
-
-        # 5. collision bookkeeping
-        self._collision_events(blocked_pairs, events, t_end)
+        self._collision_events(blocked_pairs, touching, events, t_end)
         self.t = t_end
         if len(events) > 1:
             order = {"disconnected": 0, "collision": 1, "connected": 2}
             events.sort(key=lambda e: order[e.kind])
         return events
 
-    def _arc_terms(self, mean: np.ndarray, driving: np.ndarray, dt: float):
-        """Per-module step terms of the exact arc for mean wheel speeds ``mean`` (N, 2):
-        (yaw change, half yaw change, chord length, moving mask or None if none moves)."""
+    def _wheel_motion(self, dt: float):
+        """Step phase 3a with caches: wheel targets (until a command, structure, carry or
+        parameter change) and the arc terms of steady wheels (same ``dt``)."""
         p = self.params
-        r = p.wheel_radius
-        mean = np.where(driving[:, None], mean, 0.0)
-        v = 0.5 * r * (mean[:, 0] + mean[:, 1])
-        om = r * (mean[:, 1] - mean[:, 0]) / p.track
-        moving = driving & ((v != 0) | (om != 0))
-        if not moving.any():
-            return None, None, None, None
-        dyaw = om * dt
-        half_turn = 0.5 * dyaw
-        chord = v * dt * np.sinc(half_turn / math.pi)
-        return dyaw, half_turn, chord, moving
-
-    def _driving_mask(self) -> np.ndarray:
-        driving = self._body_size == 1
-        for m in self._carrier:
-            driving[self._idx[m]] = False
-        return driving
+        kin_key = (p.wheel_radius, p.track, p.wheel_speed_max)
+        if self._kin is None or self._kin[0] != kin_key:
+            driving = self._driving_mask()
+            self._kin = (kin_key, driving, kinematics.wheel_targets(self._cmd, driving, p))
+            self._steady = None
+        _, driving, target = self._kin
+        old = self._wheel
+        if not np.array_equal(old, target):
+            self._wheel, mean = kinematics.ramp_wheels(old, target, p.wheel_accel_max, dt)
+            self._steady = None
+            return kinematics.arc_terms(mean, driving, p, dt)
+        # steady wheels: the per-step arc terms are constant; cache them
+        if self._steady is None or self._steady[0] != (dt, kin_key):
+            self._steady = ((dt, kin_key), kinematics.arc_terms(old, driving, p, dt))
+        return self._steady[1]
 
     def _resolve_motion(self, moving: np.ndarray, prop: np.ndarray,
                         new_rel: dict[str, float], moved: np.ndarray,
-                        blocked_pairs: dict) -> None:
+                        blocked_pairs: dict, touching: set) -> None:
         """Apply the proposed poses of the moving units, blocking the ones that would
-        overlap another module more than before (see the module docstring)."""
-        p = self.params
-        w = p.module_width
-        n = len(self._ids)
+        overlap another module more than before (see the module docstring). Units that
+        cannot reach any module in this step (broad phase) are applied without checks."""
+        w = self.params.module_width
         reach = w * math.sqrt(2.0) + 1e-9
         cur = self._pose
         # Verlet-list style skip: while the movers' accumulated displacement stays below
@@ -720,177 +705,81 @@ class SimWorld:
         # clearance for the following steps (measured after this step's motion bound)
         self._clearance = float((d - lim).min()) if d.size else math.inf
         self._clearance_movers = moving.copy()
-        # units: a driving module with its load (the load moves with its helper)
-        unit_of = np.arange(n)
-        for m, h in self._carrier.items():
-            unit_of[self._idx[m]] = self._idx[h]
-        hit_units = set(unit_of[mv[hit_rows]].tolist())
-        if hit_units:
-            free = moving & ~np.isin(unit_of, list(hit_units))
-        else:
-            free = moving
-        if free.any():
-            self._pose[free] = prop[free]
-            moved |= free
-            for h in new_rel:
-                if free[self._idx[h]]:
-                    self._carry[h][2] = new_rel[h]
-        if not hit_units:
-            return
-        row_of = {int(i): k for k, i in enumerate(mv)}
-        for u in sorted(hit_units):
-            unit = [u] + ([self._idx[self._carry[self._ids[u]][0]]]
-                          if self._ids[u] in self._carry else [])
-            unit = [i for i in unit if moving[i]]
-            ok = True
-            for i in unit:
-                k = row_of.get(i)
-                if k is None:
-                    continue
-                a = self._ids[i]
-                pa_new = tuple(prop[i])
-                pa_old = tuple(self._pose[i])
-                for j in np.flatnonzero(near[k]):
-                    if j in unit:
-                        continue
-                    b = self._ids[j]
-                    if self._exempt(a, b):
-                        continue
-                    pb = tuple(self._pose[j])
-                    dn = square_overlap(pa_new, pb, w)
-                    if dn <= p.overlap_tolerance:
-                        continue
-                    do = square_overlap(pa_old, pb, w)
-                    if dn <= do + 1e-12:
-                        continue
-                    ok = False
-                    key = (a, b) if a < b else (b, a)
-                    fc = self._is_face_contact(pa_new, pb, dn)
-                    if key not in blocked_pairs or blocked_pairs[key][0] < dn:
-                        blocked_pairs[key] = (dn, fc)
-            if ok:
-                for i in unit:
-                    self._pose[i] = prop[i]
-                    moved[i] = True
+        units = self._units(moving)
+        unit_of = {i: u for u, members in units.items() for i in members}
+        hit_units = {unit_of[int(i)] for i in mv[hit_rows]}
+        # units out of reach of every module cannot overlap anything: apply them first
+        for u, unit in units.items():
+            if u not in hit_units:
+                self._pose[unit] = prop[unit]
+                moved[unit] = True
                 h = self._ids[u]
                 if h in new_rel and h in self._carry:
                     self._carry[h][2] = new_rel[h]
-            else:
-                self._wheel[unit] = 0.0
+        row_of = {int(i): k for k, i in enumerate(mv)}
+        for u in sorted(hit_units):
+            self._try_unit(u, units[u], lambda i: np.flatnonzero(near[row_of[i]]), prop,
+                           new_rel, moved, blocked_pairs, touching)
 
     def _capture(self, moved: np.ndarray, events: list[SimEvent], t_end: float) -> None:
-        """Connect face pairs that satisfy the capture rule. Only pairs with a module that
-        moved, switched magnets or tilted since the last check can newly qualify."""
+        """Connect face pairs that satisfy the capture rule, the first qualifying pair in
+        module order first, until none qualifies. Only pairs with a module that moved,
+        switched magnets, tilted, lost a connection or was snapped can newly qualify."""
         p = self.params
         w = p.module_width
         dirty = self._capture_dirty | moved
         self._capture_dirty = np.zeros(len(self._ids), dtype=bool)
         has_mag = self._mag.any(axis=1)
-        active = np.flatnonzero(dirty & has_mag)
-        if len(active) == 0:
-            return
         mags = np.flatnonzero(has_mag)
         if len(mags) < 2:
             return
-        xy = self._pose
-        dx = xy[active, 0, None] - xy[None, mags, 0]
-        dy = xy[active, 1, None] - xy[None, mags, 1]
         limit = w + p.capture_range + p.capture_lateral_max + 0.5 * w * math.sin(
             p.capture_angle_max) + 1e-6
-        close = dx * dx + dy * dy < limit * limit
-        seen = set()
-        for ai, bj in zip(*np.nonzero(close)):
-            a_i, b_i = int(active[ai]), int(mags[bj])
-            if a_i == b_i:
-                continue
-            if a_i > b_i:
-                a_i, b_i = b_i, a_i
-            if (a_i, b_i) in seen:
-                continue
-            seen.add((a_i, b_i))
-            a, b = self._ids[a_i], self._ids[b_i]
-            if self._exempt(a, b):
-                continue
-            for fa in np.flatnonzero(self._mag[a_i]):
-                face_a = FACES[fa]
-                if (a, face_a) in self._face_used:
-                    continue
-                if face_a is Face.TOP and abs(self._joint[a_i, 1]) > p.capture_angle_max:
-                    continue
-                for fb in np.flatnonzero(self._mag[b_i]):
-                    face_b = FACES[fb]
-                    if (b, face_b) in self._face_used or (a, face_a) in self._face_used:
-                        continue
-                    if face_b is Face.TOP and abs(self._joint[b_i, 1]) > p.capture_angle_max:
-                        continue
-                    gap, lateral, mis = _face_relation(self._pose[a_i], int(fa),
-                                                       self._pose[b_i], int(fb), w)
-                    if not (gap <= p.capture_range + 1e-9
-                            and abs(lateral) <= p.capture_lateral_max + 1e-9
-                            and mis <= p.capture_angle_max + 1e-9):
-                        continue
-                    self._connect(a_i, face_a, b_i, face_b, moved)
-                    c = Connection.make(a, face_a, b, face_b)
-                    events.append(SimEvent("connected", t_end, (c.module_a, c.module_b),
-                                           (c.face_a, c.face_b)))
 
-    def _connect(self, a_i: int, face_a: Face, b_i: int, face_b: Face,
-                 moved: np.ndarray) -> None:
-        a, b = self._ids[a_i], self._ids[b_i]
-        if self._body[a_i] != self._body[b_i]:
-            # choose the side that snaps
-            if a in self._carrier and b not in self._carrier:
-                mover = a_i
-            elif b in self._carrier and a not in self._carrier:
-                mover = b_i
-            elif self._body_size[a_i] != self._body_size[b_i]:
-                mover = a_i if self._body_size[a_i] < self._body_size[b_i] else b_i
-            elif moved[a_i] != moved[b_i]:
-                mover = a_i if moved[a_i] else b_i
-            else:
-                mover = b_i
-            if mover == a_i:
-                fixed, f_fixed, f_move = b_i, face_b, face_a
-            else:
-                fixed, f_fixed, f_move = a_i, face_a, face_b
-            fp = self._pose[fixed]
-            goal = child_pose(Pose2D(*fp), f_fixed, f_move, self.params.module_width)
-            cur = self._pose[mover]
-            # rigid transform T = goal * cur^-1 applied to the mover's whole body
-            dyaw = goal.yaw - cur[2]
-            c, s = math.cos(dyaw), math.sin(dyaw)
-            members = np.flatnonzero(self._body == self._body[mover])
-            rel = self._pose[members, :2] - cur[:2]
-            self._pose[members, 0] = goal.x + c * rel[:, 0] - s * rel[:, 1]
-            self._pose[members, 1] = goal.y + s * rel[:, 0] + c * rel[:, 1]
-            self._pose[members, 2] = (self._pose[members, 2] + dyaw + math.pi) % (
-                2 * math.pi) - math.pi
-            self._pose[mover, 2] = goal.yaw
-            for mi in members:
-                m = self._ids[mi]
-                if m in self._carrier:  # handed over to the structure
-                    self._release(self._carrier[m])
-                self._wheel[mi] = 0.0
-        self._overlap_dirty = True
-        self._clearance_movers = None
-        conn = Connection.make(a, face_a, b, face_b)
-        self._conns.add(conn)
-        self._face_used[(a, face_a)] = conn
-        self._face_used[(b, face_b)] = conn
-        self._recompute_bodies()
+        def pairs_of(active: np.ndarray) -> set[tuple[int, int]]:
+            xy = self._pose
+            dx = xy[active, 0, None] - xy[None, mags, 0]
+            dy = xy[active, 1, None] - xy[None, mags, 1]
+            close = dx * dx + dy * dy < limit * limit
+            out = set()
+            for ai, bj in zip(*np.nonzero(close)):
+                a_i, b_i = int(active[ai]), int(mags[bj])
+                if a_i != b_i:
+                    out.add((min(a_i, b_i), max(a_i, b_i)))
+            return out
+
+        active = np.flatnonzero(dirty & has_mag)
+        if len(active) == 0:
+            return
+        candidates = pairs_of(active)
+        snapped = True
+        while snapped:
+            snapped = False
+            for a_i, b_i in sorted(candidates):
+                members = self._capture_pair(a_i, b_i, moved, events, t_end)
+                if members is None:
+                    continue
+                # snapped modules moved: their pairs are candidates too; start again
+                if members:
+                    m = np.array(members)
+                    candidates |= pairs_of(m[has_mag[m]])
+                snapped = True
+                break
 
     def _collision_events(self, blocked: dict[tuple[str, str], tuple[float, bool]],
-                          events: list[SimEvent], t_end: float) -> None:
-        p = self.params
-        w = p.module_width
-        if not blocked and not self._collisions and not self._overlap_dirty:
+                          touching: set, events: list[SimEvent], t_end: float) -> None:
+        """Collision events of blocked motions that are not face contacts, of overlaps left
+        by allowed motions (``touching``) and, after pose changes other than checked
+        motions (start, snaps, LIFT, RELEASE, releases), of every existing overlap."""
+        w = self.params.module_width
+        if not blocked and not touching and not self._collisions and not self._overlap_dirty:
             return
         found: dict[tuple[str, str], float] = {}
         for key, (depth, face_contact) in blocked.items():
             if not face_contact:
                 found[key] = depth
-        # existing overlaps that are not face contacts: only poses changed by something
-        # else than a checked motion (start, snaps, LIFT, RELEASE, releases) can create them
+        for a, b in touching:
+            self._overlap_found(self._idx[a], self._idx[b], found)
         n = len(self._ids)
         if self._overlap_dirty and n > 1:
             self._overlap_dirty = False
@@ -900,23 +789,5 @@ class SimWorld:
             close = np.triu(dx * dx + dy * dy < 2.0 * w * w, k=1)
             close &= self._body[:, None] != self._body[None, :]
             for i, j in zip(*np.nonzero(close)):
-                a, b = self._ids[i], self._ids[j]
-                if self._exempt(a, b):
-                    continue
-                pa, pb = tuple(self._pose[i]), tuple(self._pose[j])
-                d = square_overlap(pa, pb, w)
-                if d > p.overlap_tolerance and not self._is_face_contact(pa, pb, d):
-                    key = (a, b) if a < b else (b, a)
-                    found[key] = max(found.get(key, 0.0), d)
-        for key, depth in sorted(found.items()):
-            if key not in self._collisions:
-                events.append(SimEvent("collision", t_end, key, None, float(depth)))
-            self._collisions[key] = depth
-        for key in list(self._collisions):
-            if key in found or key in blocked:
-                continue
-            i, j = self._idx[key[0]], self._idx[key[1]]
-            same = self._body[i] == self._body[j]
-            d = square_overlap(tuple(self._pose[i]), tuple(self._pose[j]), w)
-            if same or self._exempt(*key) or -d > p.collision_clear_distance:
-                del self._collisions[key]
+                self._overlap_found(int(i), int(j), found)
+        self._collision_bookkeeping(found, blocked, events, t_end)

@@ -1,0 +1,125 @@
+"""Data types of the simulated world: parameters, connections, events, errors (no ROS).
+
+Units: REP-103 (m, rad, s). Face order of the per-module magnet arrays: :data:`FACES`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from smores_assembly.geometry import MODULE_WIDTH, Face
+from smores_assembly.params import check_ranges, param_field
+
+#: Face order of the per-module magnet arrays.
+FACES: tuple[Face, ...] = (Face.TOP, Face.LEFT, Face.BOTTOM, Face.RIGHT)
+FACE_INDEX = {f: i for i, f in enumerate(FACES)}
+FACE_ANGLES = np.array([f.angle for f in FACES])
+
+HELPER_COMMANDS = ("LIFT", "ROTATE", "RELEASE")
+
+
+class SimError(ValueError):
+    """A command or query the simulated world refuses (the message says why)."""
+
+
+@dataclass
+class SimParams:
+    """Physical parameters of the simulated modules (all SI units)."""
+
+    module_width: float = param_field(MODULE_WIDTH, "module (cube) width w [m]", 0.01, 1.0)
+    wheel_radius: float = param_field(0.040, "wheel radius r [m]", 0.001, 1.0)
+    track: float = param_field(0.0672, "distance between the two wheels [m]", 0.001, 1.0)
+    wheel_speed_max: float = param_field(math.pi / 2, "wheel speed cap [rad/s]", 0.01, 100.0)
+    wheel_accel_max: float = param_field(20.0, "wheel acceleration cap [rad/s^2]", 0.1, 1e6)
+    capture_range: float = param_field(
+        0.004, "EP magnets pull two faces together from this distance [m]", 0.0, 0.05)
+    capture_lateral_max: float = param_field(
+        0.010, "largest offset of the face centres along the face for a capture [m]",
+        0.0, 0.04)
+    capture_angle_max: float = param_field(
+        math.radians(10.0), "largest deviation from antiparallel faces for a capture [rad]",
+        0.0, math.pi / 4)
+    contact_penetration_max: float = param_field(
+        0.004, "an overlap of antiparallel faces up to this depth is a face contact, "
+        "not a collision [m]", 0.0, 0.05)
+    overlap_tolerance: float = param_field(
+        1e-6, "overlaps shallower than this are ignored (numerical noise) [m]", 0.0, 1e-3)
+    collision_clear_distance: float = param_field(
+        0.002, "a collision contact ends when the bodies are this far apart [m]", 0.0, 0.1)
+    lift_reach_tolerance: float = param_field(
+        0.02, "LIFT: tolerance on the module centre being one width ahead of the helper, "
+        "along and across [m]", 0.0, 0.08)
+    carry_yaw_rate: float = param_field(
+        math.pi / 2, "rate at which a helper turns its carried module [rad/s]", 0.01, 100.0)
+    joint_speed_max: float = param_field(2.0, "pan/tilt joint speed [rad/s]", 0.01, 100.0)
+    pan_limit: float = param_field(math.pi, "pan joint limit |pan| <= this [rad]",
+                                   0.0, math.pi)
+    tilt_limit: float = param_field(math.pi / 2, "tilt joint limit |tilt| <= this [rad]",
+                                    0.0, math.pi)
+
+    def validate(self) -> None:
+        """Raise :class:`SimError` naming the field when a value is out of range or NaN."""
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise SimError(f"{f.name}: {v!r} is not a finite number")
+        try:
+            check_ranges(self)
+        except ValueError as exc:
+            raise SimError(str(exc)) from None
+
+
+@dataclass(frozen=True, order=True)
+class Connection:
+    """A magnetic connection between ``face_a`` of ``module_a`` and ``face_b`` of
+    ``module_b``; normalised so that ``(module_a, face_a) < (module_b, face_b)``."""
+
+    module_a: str
+    face_a: Face
+    module_b: str
+    face_b: Face
+
+    @staticmethod
+    def make(module_a: str, face_a: Face, module_b: str, face_b: Face) -> "Connection":
+        """The normalised connection of two (module, face) ends given in any order."""
+        a, b = (module_a, Face.parse(face_a).value), (module_b, Face.parse(face_b).value)
+        if b < a:
+            a, b = b, a
+        return Connection(a[0], Face(a[1]), b[0], Face(b[1]))
+
+    def other(self, module: str) -> tuple[str, Face]:
+        """The far end (module, face) seen from ``module``."""
+        return (self.module_b, self.face_b) if module == self.module_a else (
+            self.module_a, self.face_a)
+
+
+@dataclass
+class SimEvent:
+    """Something that happened during :meth:`SimWorld.step`.
+
+    ``kind``: ``'connected'``, ``'disconnected'`` or ``'collision'``; ``t``: simulated time
+    at the end of the step [s]; ``modules``: the two modules (for connections in the order
+    of the :class:`Connection`); ``faces``: the two faces for connection events, None for
+    collisions; ``penetration_m``: overlap depth [m] for collisions (for a blocked motion:
+    the depth the motion would have caused), None otherwise.
+    """
+
+    kind: str
+    t: float
+    modules: tuple[str, str]
+    faces: tuple[Face, Face] | None = None
+    penetration_m: float | None = None
+
+
+def finite(value: float, name: str) -> float:
+    """``value`` as a float; SimError naming ``name`` when it is not a finite number."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise SimError(f"{name}: {value!r} is not a number") from None
+    if not math.isfinite(v):
+        raise SimError(f"{name}: {value!r} is not finite")
+    return v
