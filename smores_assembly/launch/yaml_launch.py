@@ -85,6 +85,9 @@ def find_pkg_share(pkg: str) -> Path:
     return find_pkg_prefix(pkg) / "share" / pkg
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def node_command(pkg: str, executable: str) -> list[str]:
     """Command that starts ``executable`` of ``pkg``: ``<prefix>/lib/<pkg>/<executable>``.
 
@@ -324,9 +327,20 @@ class LaunchRunner:
             env = dict(self.env)
             env.update(spec.env)
             env.setdefault("PYTHONUNBUFFERED", "1")
-            proc = subprocess.Popen(spec.cmd, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, text=True, errors="replace")
+            # This package's nodes start with SIGINT/SIGTERM blocked (the mask is
+            # inherited): a stop asked for while the interpreter still imports is held
+            # until run_node() has its handlers, which unblock and act on it.
+            ours = (len(spec.cmd) > 2 and spec.cmd[1] == "-m"
+                    and spec.cmd[2].startswith(f"{PACKAGE}.ros."))
+            old_mask = (signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+                        if ours else None)
+            try:
+                proc = subprocess.Popen(spec.cmd, env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True, text=True, errors="replace")
+            finally:
+                if old_mask is not None:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             self.procs[spec.name] = proc
             t = threading.Thread(target=self._pump, args=(spec, proc), daemon=True)
             t.start()

@@ -12,12 +12,13 @@ share lives here, once:
   instance in the post-set callback; :data:`NODE_OPTIONS` and :func:`declare_given` take
   start-up values over with the public parameter API.
 * :func:`run_node`: spin a node with a single-threaded executor and shut down cleanly on
-  Ctrl-C / SIGTERM.
+  Ctrl-C / SIGTERM, whenever the signal comes.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import signal
 from typing import Any, Callable
 
 import rclpy
@@ -28,6 +29,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
                        qos_profile_sensor_data)
 import transforms3d.euler
@@ -265,41 +267,86 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
 
 # --- process entry -------------------------------------------------------------------------
 
-def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
-    """Create a node with ``factory`` and spin it until Ctrl-C or SIGTERM; clean shutdown.
+#: Signals that end a node cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    rclpy's own signal handlers turn SIGINT and SIGTERM into a context shutdown, which
-    ends ``spin()`` with ``ExternalShutdownException``.
+
+class StopRequest:
+    """SIGINT/SIGTERM handlers that only record the request (installed by :func:`run_node`).
+
+    A signal never interrupts the code that is running (node construction, a callback,
+    the shutdown itself): the spin loop sees :attr:`requested` and ends in order. Signals
+    that a launcher blocked while starting the process (see
+    :class:`smores_assembly.launch.LaunchRunner`) are unblocked here and so delivered now.
+    """
+
+    def __init__(self) -> None:
+        from smores_assembly import ros as _ros_pkg
+        # a signal recorded while the node's modules were still being imported
+        self.requested: int | None = _ros_pkg.early_stop_signal
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._on_signal)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+    def _on_signal(self, signum, _frame) -> None:
+        self.requested = signum
+
+
+def run_node(factory: Callable[[], Node], args: list[str] | None = None,
+             poll_s: float = 0.1) -> int:
+    """Create a node with ``factory`` and spin it until SIGINT or SIGTERM; clean shutdown.
+
+    A signal at any moment of the node's life (construction, spinning, shutdown) ends it
+    with exit status 0 and no traceback: the signal only sets a flag (:class:`StopRequest`,
+    rclpy's own handlers are off), the executor spins in steps of ``poll_s`` [s] and checks
+    it, and the node is then destroyed and the context shut down in that order, so that no
+    callback ever runs on a destroyed handle or an invalid context.
 
     Returns:
         The process exit status (0 on a clean shutdown, 2 when the node refused its
         configuration with a ``ValueError``, whose message is logged).
+
+    Raises:
+        Exception: whatever a callback raised while no stop was requested (a real fault).
     """
-    rclpy.init(args=args)
+    stop = StopRequest()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    node = None
+    executor = None
     try:
-        node = factory()
-    except ValueError as exc:
-        rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
-        rclpy.try_shutdown()
-        return 2
-    try:
+        try:
+            node = factory()
+        except ValueError as exc:
+            rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
+            return 2
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        while stop.requested is None and rclpy.ok():
+            executor.spin_once(timeout_sec=poll_s)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        # A callback that was running when SIGINT/SIGTERM shut the context down can fail
-        # with "context is not valid": that is the shutdown, not an error.
-        if rclpy.ok():
+        # The context shut down by someone else (e.g. rclpy.shutdown()) is not an error.
+        if stop.requested is None and rclpy.ok():
             raise
     finally:
-        on_shutdown = getattr(node, "on_shutdown", None)
-        if callable(on_shutdown):
+        # Further signals change nothing now: the shutdown below runs to its end.
+        if node is not None:
+            on_shutdown = getattr(node, "on_shutdown", None)
+            if callable(on_shutdown):
+                try:
+                    on_shutdown()
+                except Exception:  # never mask the original exit path
+                    pass
+        if executor is not None:
             try:
-                on_shutdown()
-            except Exception:  # never mask the original exit path
+                executor.shutdown(timeout_sec=1.0)
+            except Exception:
                 pass
-        node.destroy_node()
+        if node is not None:
+            try:
+                node.destroy_node()
+            except Exception:
+                pass
         rclpy.try_shutdown()
     return 0
