@@ -70,7 +70,7 @@ class StageSequencer:
     error: str = ""
 
     def __post_init__(self) -> None:
-        if not self.stages or any(not s for s in self.stages):
+        if any(not s for s in self.stages):
             raise ValueError(f"stages: every stage needs at least one module, got {self.stages!r}")
 
     @property
@@ -78,7 +78,14 @@ class StageSequencer:
         return len(self.stages)
 
     def start(self, now: float) -> int:
-        """Begin the assembly at time ``now`` [s]; returns the first active stage (0)."""
+        """Begin the assembly at time ``now`` [s]; returns the first active stage (0).
+
+        With no stage at all (a one-module target: nothing to dock) the assembly has
+        succeeded at once and -1 (no active stage) is returned."""
+        if not self.stages:
+            self.state = SeqState.SUCCEEDED
+            self.stage = -1
+            return -1
         self.state = SeqState.EXECUTING
         self._enter(0, now)
         return self.stage

@@ -11,7 +11,12 @@ Action ``/assembly/assemble`` (smores_assembly/action/Assemble):
 4. stage k is started by publishing ``/assembly/active_stage = k``; the next stage starts
    when every action of stage k reports ``DOCKED`` on ``/assembly/docking_status``;
 5. ``/assembly/cancel`` (std_srvs/Trigger) or cancelling the goal publishes
-   ``active_stage = -1``: every module stops.
+   ``active_stage = -1``: every module stops and the goal ends CANCELED (error code
+   ``ERROR_CANCELLED``). A cancel holds from the moment it is asked for (also right after
+   the goal was accepted); with no goal, ``/assembly/cancel`` answers failure.
+
+Every goal ends with a result (code and message), also when something raises inside goal
+handling (``ERROR_INTERNAL``), and the server is then ready for the next goal.
 
 The sequencing logic is :class:`smores_assembly.sequencer.StageSequencer` (no ROS).
 """
@@ -29,13 +34,22 @@ from std_msgs.msg import Int32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from action_msgs.srv import CancelGoal
+
 from smores_assembly.action import Assemble
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingStatusArray,
                                  ModuleStateArray, TargetTopology)
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D
 from smores_assembly.ros import common, names
 from smores_assembly.ros.convert import states_msg_to_poses, target_msg_to_scenario
-from smores_assembly.sequencer import ExecutiveSettings, SeqState, StageSequencer
+from smores_assembly.sequencer import ExecutiveSettings
+from smores_assembly.goal_runner import ErrorCode, GoalRunner, PlanInfo
+
+# The action's result codes are the core's (one list, checked here).
+for _code in ErrorCode:
+    if getattr(Assemble.Result, f"ERROR_{_code.name}", None) != _code.value:
+        raise ImportError(f"Assemble.Result.ERROR_{_code.name} differs from "
+                          f"goal_runner.ErrorCode.{_code.name} = {_code.value}")
 
 
 #: Marker colour per docking phase (RGB).
@@ -46,7 +60,12 @@ _PHASE_RGB = {"NAVIGATE": (0.0, 0.45, 0.7), "POSE_ADJUST": (0.9, 0.6, 0.0),
 
 
 class ExecutiveNode(Node):
-    """Sequences an assembly; see the module docstring for the protocol."""
+    """Sequences an assembly; see the module docstring for the protocol.
+
+    Goal handling itself is :class:`smores_assembly.goal_runner.GoalRunner` (no ROS); this
+    node is its :class:`~smores_assembly.goal_runner.GoalPort` and maps its outcomes to
+    action results and terminal states.
+    """
 
     def __init__(self, **kwargs) -> None:
         super().__init__("executive", **common.node_kwargs(kwargs))
@@ -55,11 +74,11 @@ class ExecutiveNode(Node):
         self._states: ModuleStateArray | None = None
         self._plan: AssemblyPlan | None = None
         self._plan_count = 0
+        self._plan_wanted: tuple[int, str] | None = None
         self._status: DockingStatusArray | None = None
         self._connections: ConnectionArray | None = None
-        self._approved = False
-        self._cancel_requested = False
-        self._busy = False
+        self._goal_handle = None
+        self.runner = GoalRunner(self, self.settings)
 
         self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
                                  common.SENSOR_QOS)
@@ -78,12 +97,16 @@ class ExecutiveNode(Node):
         self.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
         self.create_service(Trigger, names.APPROVE, self._on_approve, callback_group=cb)
         self.create_service(Trigger, names.CANCEL, self._on_cancel, callback_group=cb)
+        # /assembly/cancel goes through the action's own cancel service, so that a goal
+        # cancelled either way ends in the one terminal state CANCELED.
+        self._cancel_client = self.create_client(
+            CancelGoal, names.ASSEMBLE + "/_action/cancel_goal", callback_group=cb)
         self._server = ActionServer(
             self, Assemble, names.ASSEMBLE, execute_callback=self._execute,
-            goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
-            callback_group=cb)
+            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_action_cancel, callback_group=cb)
         self._publish_stage(-1)
-        self.get_logger().info("executive ready: action /assembly/assemble")
+        self.get_logger().info(f"executive ready: action {names.ASSEMBLE}")
 
     # --- inputs ---------------------------------------------------------------------------
     def _on_states(self, msg: ModuleStateArray) -> None:
@@ -100,49 +123,124 @@ class ExecutiveNode(Node):
         self._connections = msg
 
     def _on_approve(self, _req, resp):
-        if not self._busy:
-            resp.success, resp.message = False, "no assembly is waiting for approval"
-        else:
-            self._approved = True
-            resp.success, resp.message = True, "approved"
+        resp.success, resp.message = self.runner.approve()
+        if resp.success:
             self.get_logger().info("assembly approved by operator")
         return resp
 
     def _on_cancel(self, _req, resp):
-        self._cancel_requested = True
-        self._publish_stage(-1)
-        resp.success, resp.message = True, "cancel requested: all modules stop"
-        self.get_logger().warn("cancel requested: publishing active_stage=-1")
+        resp.success, resp.message = self.runner.request_cancel()
+        if resp.success:
+            self.get_logger().warning(f"/assembly/cancel: {resp.message}")
+            gh = self._goal_handle
+            if gh is not None and gh.is_active and not gh.is_cancel_requested:
+                req = CancelGoal.Request()
+                req.goal_info.goal_id = gh.goal_id
+                self._cancel_client.call_async(req)
+        else:
+            self.get_logger().info(f"/assembly/cancel refused: {resp.message}")
         return resp
 
-    def _on_goal(self, _goal) -> GoalResponse:
-        if self._busy:
-            self.get_logger().error("refusing a second Assemble goal while one runs")
+    def _on_goal(self, goal) -> GoalResponse:
+        ok, why = self.runner.accept(goal.require_approval)
+        if not ok:
+            self.get_logger().error(f"refusing an Assemble goal: {why}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    # --- helpers --------------------------------------------------------------------------
-    def _now(self) -> float:
+    def _on_accepted(self, goal_handle) -> None:
+        self._goal_handle = goal_handle
+        goal_handle.execute()
+
+    def _on_action_cancel(self, goal_handle) -> CancelResponse:
+        # rclpy offers only goals that are not yet terminal. The goal's cancel state is set
+        # here too (no-op when /assembly/cancel already set it).
+        if goal_handle is self._goal_handle:
+            self.runner.request_cancel()
+        return CancelResponse.ACCEPT
+
+    # --- GoalPort (see smores_assembly.goal_runner) ----------------------------------------
+    def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, period_s: float) -> None:
+        fut = Future()
+        timer = self.create_timer(period_s, lambda: fut.done() or fut.set_result(True),
+                                  clock=self._wall_clock)
+        try:
+            await fut
+        finally:
+            self.destroy_timer(timer)
+
+    def tracked_poses(self):
+        if self._states is None:
+            return None
+        return states_msg_to_poses(self._states, tracked_only=True)
+
+    def target_to_scenario(self, target, poses):
+        return target_msg_to_scenario(target, poses)
+
+    def plan_locally(self, scenario, poses) -> None:
+        from smores_assembly.planning import plan_assembly
+        plan_assembly(scenario, poses)
+
+    def target_name(self, target) -> str:
+        return target.name
+
+    def publish_target(self, target) -> None:
+        target.header.stamp = self.get_clock().now().to_msg()
+        self._plan_wanted = (self._plan_count, target.name)
+        self._target_pub.publish(target)
+
+    def received_plan(self) -> PlanInfo | None:
+        if self._plan_wanted is None or self._plan is None:
+            return None
+        count, name = self._plan_wanted
+        if self._plan_count <= count or self._plan.target_name != name:
+            return None
+        plan = self._plan
+        stages: list[list[str]] = [[] for _ in range(plan.num_stages)]
+        for a in plan.actions:
+            stages[a.stage].append(a.module)
+        return PlanInfo(stages, f"root {plan.root.root_module} as {plan.root.centroid_node}, "
+                                f"{len(plan.actions)} docks in {plan.num_stages} stages, "
+                                f"assignment cost {plan.total_cost_m:.3f} m", plan)
+
+    def publish_stage(self, stage: int) -> None:
+        self._publish_stage(stage)
+
+    def phases(self, stage: int) -> dict[str, str]:
+        if self._status is None or self._status.stage != stage:
+            return {}
+        return {s.module: s.phase_name for s in self._status.modules}
+
+    def feedback(self, state: str, stage: int, num_stages: int, elapsed_s: float) -> None:
+        gh = self._goal_handle
+        if gh is None or not gh.is_active:
+            return
+        fb = Assemble.Feedback()
+        fb.state, fb.stage, fb.num_stages, fb.elapsed_s = state, stage, num_stages, elapsed_s
+        if self._status is not None:
+            fb.modules = [s.module for s in self._status.modules]
+            fb.phases = [s.phase_name for s in self._status.modules]
+        gh.publish_feedback(fb)
+
+    def log(self, level: str, text: str) -> None:
+        # One call site per severity: rclpy refuses a call site whose severity changes.
+        logger = self.get_logger()
+        if level == "error":
+            logger.error(text)
+        elif level == "warn":
+            logger.warning(text)
+        else:
+            logger.info(text)
+
+    # --- helpers --------------------------------------------------------------------------
     def _publish_stage(self, k: int) -> None:
         self._stage_pub.publish(Int32(data=int(k)))
-
-    async def _wait(self, predicate, timeout_s: float, period_s: float = 0.05) -> bool:
-        """Wait (without blocking the executor) until ``predicate()`` or a wall timeout."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if predicate():
-                return True
-            if time.monotonic() > deadline:
-                return False
-            fut = Future()
-            timer = self.create_timer(period_s, lambda: fut.set_result(True),
-                                      clock=self._wall_clock)
-            try:
-                await fut
-            finally:
-                self.destroy_timer(timer)
 
     @property
     def _wall_clock(self):
@@ -150,27 +248,6 @@ class ExecutiveNode(Node):
         if not hasattr(self, "_steady"):
             self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         return self._steady
-
-    def _result(self, goal_handle, code: int, message: str, seq=None, plan=None):
-        res = Assemble.Result()
-        res.success = code == Assemble.Result.ERROR_NONE
-        res.error_code = code
-        res.message = message
-        res.assembly_time_s = float(seq.elapsed) if seq is not None else 0.0
-        res.connections = list(self._formed_connections(plan)) if plan is not None else []
-        if plan is not None:
-            res.plan = plan
-        log = (self.get_logger().info if res.success else self.get_logger().warn
-               if code == Assemble.Result.ERROR_CANCELLED else self.get_logger().error)
-        log(f"assembly {'succeeded' if res.success else 'failed'}: {message}")
-        if goal_handle.is_cancel_requested and code == Assemble.Result.ERROR_CANCELLED:
-            goal_handle.canceled()
-        elif res.success:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        self._busy = False
-        return res
 
     def _formed_connections(self, plan: AssemblyPlan):
         """Connections measured by the fake hardware, else those of confirmed docks."""
@@ -180,17 +257,6 @@ class ExecutiveNode(Node):
                   if s.phase_name == "DOCKED"}
         return [Connection(module_a=a.module, face_a=a.child_face, module_b=a.parent_module,
                            face_b=a.parent_face) for a in plan.actions if a.module in docked]
-
-    def _feedback(self, goal_handle, seq, state: str, t0: float, plan) -> None:
-        fb = Assemble.Feedback()
-        fb.state = state
-        fb.num_stages = seq.num_stages if seq else (plan.num_stages if plan else 0)
-        fb.stage = (seq.stage + 1) if seq and seq.stage >= 0 else 0
-        if self._status is not None:
-            fb.modules = [s.module for s in self._status.modules]
-            fb.phases = [s.phase_name for s in self._status.modules]
-        fb.elapsed_s = self._now() - t0
-        goal_handle.publish_feedback(fb)
 
     # --- visualisation ---------------------------------------------------------------------
     def _publish_markers(self) -> None:
@@ -246,101 +312,41 @@ class ExecutiveNode(Node):
 
     # --- the action -----------------------------------------------------------------------
     async def _execute(self, goal_handle):
-        self._busy = True
-        self._approved = False
-        self._cancel_requested = False
-        R = Assemble.Result
-        goal = goal_handle.request
-        t0 = self._now()
-        self._publish_stage(-1)
-
-        if not await self._wait(lambda: self._states is not None and any(
-                m.tracked for m in self._states.modules), self.settings.states_timeout_s):
-            return self._result(goal_handle, R.ERROR_NO_STATES,
-                                f"no tracked module states on {names.STATES} within "
-                                f"{self.settings.states_timeout_s:.1f} s")
-        poses = states_msg_to_poses(self._states, tracked_only=True)
+        """Run the goal with the runner, then give it its result and one terminal state."""
+        outcome = await self.runner.execute(goal_handle.request.target)
+        res = Assemble.Result()
+        res.success = outcome.success
+        res.error_code = int(outcome.code)
+        res.message = outcome.message
+        res.assembly_time_s = float(outcome.elapsed_s)
         try:
-            scenario = target_msg_to_scenario(goal.target, poses)
-        except ValueError as exc:
-            return self._result(goal_handle, R.ERROR_INVALID_TARGET, f"invalid target: {exc}")
+            if outcome.plan is not None:
+                res.plan = outcome.plan
+                res.connections = list(self._formed_connections(outcome.plan))
+        except Exception as exc:  # noqa: BLE001 - the result is still sent
+            self.log("error", f"result: cannot fill plan/connections: {exc}")
         try:
-            from smores_assembly.planning import plan_assembly
-            plan_assembly(scenario, poses)
-        except ValueError as exc:
-            return self._result(goal_handle, R.ERROR_PLANNING, f"cannot plan: {exc}")
-
-        count = self._plan_count
-        target = goal.target
-        target.header.stamp = self.get_clock().now().to_msg()
-        self._target_pub.publish(target)
-        self.get_logger().info(f"target '{target.name}' published "
-                               f"({len(target.nodes)} nodes); waiting for the plan")
-        if not await self._wait(lambda: self._plan_count > count and
-                                self._plan.target_name == target.name,
-                                self.settings.plan_timeout_s):
-            return self._result(goal_handle, R.ERROR_PLANNING,
-                                f"no plan on {names.PLAN} within "
-                                f"{self.settings.plan_timeout_s:.1f} s")
-        plan = self._plan
-        stages: list[list[str]] = [[] for _ in range(plan.num_stages)]
-        for a in plan.actions:
-            stages[a.stage].append(a.module)
-        self.get_logger().info(
-            f"plan: root {plan.root.root_module} as {plan.root.centroid_node}, "
-            f"{len(plan.actions)} docks in {plan.num_stages} stages, "
-            f"assignment cost {plan.total_cost_m:.3f} m")
-
-        if goal.require_approval:
-            self.get_logger().info("waiting for operator approval on /assembly/approve")
-            self._feedback(goal_handle, None, "WAITING_APPROVAL", t0, plan)
-            ok = await self._wait(lambda: self._approved or self._cancel_requested
-                                  or goal_handle.is_cancel_requested,
-                                  self.settings.approval_timeout_s)
-            if self._cancel_requested or goal_handle.is_cancel_requested:
-                return self._result(goal_handle, R.ERROR_CANCELLED, "cancelled before approval",
-                                    plan=plan)
-            if not ok:
-                return self._result(goal_handle, R.ERROR_APPROVAL_TIMEOUT,
-                                    f"no approval within {self.settings.approval_timeout_s:.0f} s",
-                                    plan=plan)
-
-        seq = StageSequencer(stages, self.settings.stage_timeout_s)
-        stage = seq.start(self._now())
-        self._publish_stage(stage)
-        self.get_logger().info(f"stage 1/{seq.num_stages}: {', '.join(stages[0])}")
-        last_fb = 0.0
-        while True:
-            if self._cancel_requested or goal_handle.is_cancel_requested:
-                seq.cancel(self._now())
-                self._publish_stage(-1)
-                return self._result(goal_handle, R.ERROR_CANCELLED,
-                                    "cancelled: every module stopped", seq, plan)
-            phases = {}
-            if self._status is not None and self._status.stage == seq.stage:
-                phases = {s.module: s.phase_name for s in self._status.modules}
-            prev = seq.stage
-            stage = seq.update(phases, self._now())
-            if stage != prev:
-                self._publish_stage(stage)
-                rec = seq.records[prev] if prev >= 0 else None
-                if rec is not None and rec.end is not None and seq.state != SeqState.FAILED:
-                    self.get_logger().info(
-                        f"stage {prev + 1}/{seq.num_stages} done in {rec.end - rec.start:.1f} s")
-                if stage >= 0:
-                    self.get_logger().info(
-                        f"stage {stage + 1}/{seq.num_stages}: {', '.join(stages[stage])}")
-            if seq.state is SeqState.SUCCEEDED:
-                return self._result(goal_handle, R.ERROR_NONE,
-                                    f"target '{target.name}' assembled: {len(plan.actions)} docks "
-                                    f"in {seq.num_stages} stages, {seq.elapsed:.1f} s", seq, plan)
-            if seq.state is SeqState.FAILED:
-                return self._result(goal_handle, R.ERROR_DOCKING, seq.error, seq, plan)
-            now = time.monotonic()
-            if now - last_fb >= 1.0 / self.settings.feedback_rate_hz:
-                last_fb = now
-                self._feedback(goal_handle, seq, "EXECUTING", t0, plan)
-            await self._wait(lambda: False, 0.05)
+            if outcome.code is ErrorCode.CANCELLED:
+                # A cancel through /assembly/cancel reaches the action server through its
+                # cancel service: wait (bounded) for it so the state is CANCELED.
+                deadline = time.monotonic() + 5.0
+                while (goal_handle.is_active and not goal_handle.is_cancel_requested
+                       and time.monotonic() < deadline):
+                    await self.sleep(0.02)
+                if goal_handle.is_cancel_requested:
+                    goal_handle.canceled()
+                else:
+                    goal_handle.abort()
+            elif outcome.success:
+                goal_handle.succeed()
+            else:
+                goal_handle.abort()
+        except Exception as exc:  # noqa: BLE001 - rclpy aborts a goal left active
+            self.log("error", f"cannot set the goal's terminal state: {exc}")
+        finally:
+            if self._goal_handle is goal_handle:
+                self._goal_handle = None
+        return res
 
     def on_shutdown(self) -> None:
         """Stop every module when the executive goes down."""
