@@ -65,66 +65,115 @@ def message_definition(datatype: str) -> str:
 class McapRecorder:
     """Subscribe to every topic an rclpy ``node`` can see and write it to ``path``.
 
-    Call :meth:`poll_topics` periodically (new topics are picked up) and :meth:`close` at
-    the end. Topics whose type definition cannot be found are skipped (listed in
-    :attr:`skipped`).
+    Call :meth:`poll_topics` periodically (new topics and publishers are picked up) and
+    :meth:`close` at the end. Topics whose type definition cannot be found are skipped
+    (listed in :attr:`skipped`).
+
+    QoS: a topic is subscribed as soon as it is seen (also when only subscribers exist yet,
+    so no message of a later publisher is missed), with the QoS that matches every current
+    publisher (:func:`matching_qos`). At every poll the publishers are looked at again;
+    when the matching QoS changed (e.g. a latched publisher appeared after the topic was
+    first seen from a subscriber), the topic is subscribed again with it, so a transient-
+    local subscription receives what was latched before. A latched message that the old
+    subscription had already recorded is not recorded twice.
     """
 
     def __init__(self, node, path: Path):
-        from rclpy.qos import QoSProfile, DurabilityPolicy, ReliabilityPolicy
         self._node = node
         self._file = open(path, "wb")
         self._writer = Writer(self._file)
         self._writer.start(profile="ros2", library="smores_assembly")
         self._channels: dict[str, int] = {}
-        self._subs = []
+        self._classes: dict[str, type] = {}
+        self._subs: dict[str, tuple[object, tuple]] = {}
+        self._last: dict[str, bytes] = {}
+        self._skip_once: dict[str, bytes] = {}
+        self.counts: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
-        self._last_poll = 0.0
-        self._qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT,
-                               durability=DurabilityPolicy.VOLATILE)
+        self._last_poll = -float("inf")
 
     def poll_topics(self, period_s: float = 1.0) -> None:
+        """Subscribe new topics and re-subscribe those whose publishers' QoS changed (at
+        most once per ``period_s`` wall seconds)."""
         now = time.monotonic()
         if now - self._last_poll < period_s:
             return
         self._last_poll = now
         for topic, types in self._node.get_topic_names_and_types():
-            if topic in self._channels or topic in self.skipped or not types:
+            if topic in self.skipped or not types:
                 continue
-            datatype = types[0]
-            try:
-                pkg, kind, name = datatype.split("/")
-                cls = getattr(importlib.import_module(f"{pkg}.{kind}"), name)
-                schema = self._writer.register_schema(
-                    name=datatype, encoding=SchemaEncoding.ROS2,
-                    data=message_definition(datatype).encode())
-            except (ImportError, AttributeError, OSError, ValueError) as exc:
-                self.skipped[topic] = str(exc)
-                continue
-            cid = self._writer.register_channel(topic=topic, message_encoding=MessageEncoding.CDR,
-                                                schema_id=schema)
-            self._channels[topic] = cid
-            self._subs.append(self._node.create_subscription(
-                cls, topic, lambda data, c=cid: self._write(c, data), self._qos_for(topic),
-                raw=True))
+            if topic not in self._channels:
+                datatype = types[0]
+                try:
+                    pkg, kind, name = datatype.split("/")
+                    cls = getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+                    schema = self._writer.register_schema(
+                        name=datatype, encoding=SchemaEncoding.ROS2,
+                        data=message_definition(datatype).encode())
+                except (ImportError, AttributeError, OSError, ValueError) as exc:
+                    self.skipped[topic] = str(exc)
+                    continue
+                self._channels[topic] = self._writer.register_channel(
+                    topic=topic, message_encoding=MessageEncoding.CDR, schema_id=schema)
+                self._classes[topic] = cls
+            self._subscribe(topic)
 
-    def _qos_for(self, topic: str):
-        """Transient-local (latched) topics are subscribed transient-local and reliable, so
-        the message published before the recorder joined is recorded too."""
+    def _subscribe(self, topic: str) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        infos = self._node.get_publishers_info_by_topic(topic)
-        if infos and any(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
-                         for i in infos):
-            return QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        return self._qos
+        key = matching_qos(self._node.get_publishers_info_by_topic(topic))
+        old = self._subs.get(topic)
+        if old is not None and old[1] == key:
+            return
+        reliability, durability = key
+        qos = QoSProfile(depth=100 if durability == "volatile" else 10,
+                         reliability=(ReliabilityPolicy.RELIABLE if reliability == "reliable"
+                                      else ReliabilityPolicy.BEST_EFFORT),
+                         durability=(DurabilityPolicy.TRANSIENT_LOCAL
+                                     if durability == "transient_local"
+                                     else DurabilityPolicy.VOLATILE))
+        if old is not None:
+            self._node.destroy_subscription(old[0])
+            if durability == "transient_local" and topic in self._last:
+                # the new subscription receives the latched message again
+                self._skip_once[topic] = self._last[topic]
+        cid = self._channels[topic]
+        sub = self._node.create_subscription(
+            self._classes[topic], topic, lambda data, t=topic, c=cid: self._write(t, c, data),
+            qos, raw=True)
+        self._subs[topic] = (sub, key)
 
-    def _write(self, channel: int, data: bytes) -> None:
+    def _write(self, topic: str, channel: int, data: bytes) -> None:
+        if self._skip_once.get(topic) is not None:
+            seen = self._skip_once.pop(topic)
+            if data == seen:
+                return
+        self._last[topic] = data
+        self.counts[topic] = self.counts.get(topic, 0) + 1
         t = self._node.get_clock().now().nanoseconds
         self._writer.add_message(channel_id=channel, log_time=t, data=data, publish_time=t)
 
     def close(self) -> None:
-        for s in self._subs:
-            self._node.destroy_subscription(s)
+        for sub, _ in self._subs.values():
+            self._node.destroy_subscription(sub)
+        self._subs.clear()
         self._writer.finish()
         self._file.close()
+
+
+def matching_qos(publishers) -> tuple[str, str]:
+    """(reliability, durability) of a subscription that matches every publisher in
+    ``publishers`` (rclpy ``TopicEndpointInfo`` list) and gets the most from them.
+
+    Reliable only when every publisher is reliable, transient-local only when every
+    publisher is (a transient-local or reliable subscription does not match a volatile or
+    best-effort publisher). With no publisher: best effort, volatile (matches any).
+    """
+    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+    if not publishers:
+        return ("best_effort", "volatile")
+    reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE
+                   for p in publishers)
+    latched = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                  for p in publishers)
+    return ("reliable" if reliable else "best_effort",
+            "transient_local" if latched else "volatile")
