@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+from smores_assembly.params_file import ParamsFileError, ParamsSection, parse_params_file
+from smores_assembly.scenario import module_id_error
 
 from smores_assembly.params import NODE_SETTINGS, node_settings
 
@@ -24,11 +26,6 @@ EXTRA_PARAMETERS: dict[str, tuple[str, ...]] = {
     "mocap_bridge": ("module_ids", "marker_offsets."),
 }
 COMMON_PARAMETERS = ("use_sim_time",)
-
-
-class ParamsFileError(ValueError):
-    """The parameter file is unreadable or names a node, parameter or value the stack
-    would refuse or ignore."""
 
 
 def _fields(node: str) -> dict[str, tuple[dataclasses.Field, Any]]:
@@ -68,72 +65,99 @@ def _known(name: str, node: str, fields: dict) -> bool:
                    for p in EXTRA_PARAMETERS.get(node, ())))
 
 
-def _flatten(params: dict, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings are dotted parameter names in ROS params files (``a: {b: 1}`` is
-    ``a.b``)."""
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
+def _check_module_ids(where: str, value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ParamsFileError(f"{where}: expected a list of strings, got {value!r}")
+    for v in value:
+        err = module_id_error(v)
+        if err:
+            raise ParamsFileError(f"{where}: {err}")
 
 
-def check_params_file(path: str | Path) -> None:
-    """Validate a ROS params file for the nodes of this stack.
+#: checks of parameters declared outside the settings dataclasses
+EXTRA_CHECKS = {"module_ids": _check_module_ids}
 
-    Accepted: ``<node>: {ros__parameters: {...}}`` for the stack's nodes (optionally with
-    a leading ``/`` or a namespace: ``/**/<node>`` is the node in any namespace, which is
-    what a stack launched with ``namespace:=...`` needs) and ``/**: {ros__parameters:
-    {...}}`` for parameters of any node.
+
+def default_readers(path: str | Path) -> dict[str, str]:
+    """Nodes that read ``path`` as ``params_file`` of ``launch/fake_assembly.launch.yaml``
+    (what ``run --params-file`` starts): fully qualified name -> executable."""
+    from smores_assembly.launch import launch_file  # noqa: PLC0415
+    from smores_assembly.launch.yaml_launch import resolve_launch  # noqa: PLC0415
+    specs = resolve_launch(launch_file("fake_assembly"), {"params_file": str(path)})
+    return {s.node: s.executable for s in specs if str(path) in s.params_files}
+
+
+def _applies(sec: ParamsSection, fqn: str, any_namespace: bool) -> bool:
+    """Does ``sec`` apply to node ``fqn``, or (``any_namespace``) to that node launched
+    in some namespace (``/swarm1/executive`` names the executive of a stack launched with
+    ``namespace:=/swarm1``)?"""
+    if sec.matches(fqn):
+        return True
+    if not any_namespace:
+        return False
+    concrete = re.sub(r"/\*(?=/|$)", "/x", sec.pattern.replace("/**", ""))
+    return (concrete.endswith("/" + fqn.rsplit("/", 1)[-1]) and sec.matches(concrete))
+
+
+def check_params_file(path: str | Path, readers: dict[str, str] | None = None
+                      ) -> list[ParamsSection]:
+    """Validate a ROS params file for the nodes of this stack that read it.
+
+    The file is read with rcl's rules (:func:`smores_assembly.params_file.parse_params_file`:
+    node patterns with ``/*`` and ``/**``, nested namespaces, ``1e-3`` a double). Every
+    section must apply to at least one reader, and every parameter must be one that a
+    node it applies to declares, with the right type and range.
+
+    Args:
+        path: the file.
+        readers: fully qualified node name -> executable of the nodes the file is passed
+            to (a section must match one of them exactly); default: those of
+            ``fake_assembly.launch.yaml`` (:func:`default_readers`) in any namespace the
+            launch's ``namespace`` argument may give them.
+
+    Returns:
+        The file's sections.
 
     Raises:
-        ParamsFileError: unreadable file or invalid YAML (with the line), an unknown node
-            or parameter (with the closest known name), a wrong type, a non-finite or
-            out-of-range value. The message names the file, node, parameter and value.
+        ParamsFileError: unreadable file, invalid YAML (with the line), duplicate key, a
+            section for no reader or an unknown parameter (with the closest known name), a
+            wrong type, a non-finite or out-of-range value, an invalid module id. The
+            message names the file, line, node, parameter and value.
     """
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise ParamsFileError(f"{p}: cannot read: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ParamsFileError(f"{p}: invalid YAML{at}: {getattr(exc, 'problem', exc)}") from exc
-    if data is None:
-        return
-    if not isinstance(data, dict):
-        raise ParamsFileError(f"{p}: expected a mapping of node names, got {type(data).__name__}")
+    sections = parse_params_file(p)
+    any_namespace = readers is None
+    if readers is None:
+        readers = default_readers(p)
     cache: dict[str, dict] = {}
-    for key, body in data.items():
-        # "/**/docking_controller" or "/swarm1/docking_controller": the node in any / one
-        # namespace; "docking_controller": the node in the root namespace only
-        node = str(key).strip("/").rsplit("/", 1)[-1] or str(key)
-        if str(key).strip("/") == "**":
-            node = "**"
-        if node != "**" and node not in NODE_SETTINGS:
-            near = difflib.get_close_matches(node, NODE_SETTINGS, n=1)
+    for sec in sections:
+        owners = {fqn: exe for fqn, exe in readers.items()
+                  if _applies(sec, fqn, any_namespace)}
+        if not owners:
+            name = sec.pattern.rsplit("/", 1)[-1]
+            near = difflib.get_close_matches(name, sorted({f.rsplit("/", 1)[-1]
+                                                           for f in readers}), n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise ParamsFileError(f"{p}: unknown node {key!r}{hint}; nodes: "
-                                  f"{', '.join(sorted(NODE_SETTINGS))}, or '/**'")
-        if not isinstance(body, dict) or not isinstance(body.get("ros__parameters", {}), dict) \
-                or set(body) - {"ros__parameters"}:
-            raise ParamsFileError(f"{p}: {key}: expected {{ros__parameters: {{name: value}}}}")
-        params = _flatten(body.get("ros__parameters") or {})
-        targets = list(NODE_SETTINGS) if node == "**" else [node]
-        for n in targets:
-            cache.setdefault(n, _fields(n))
-        for name, value in params.items():
-            where = f"{p}: {key}.{name}"
-            owners = [n for n in targets if _known(name, n, cache[n])]
-            if not owners:
-                pool = sorted({f for n in targets for f in cache[n]})
+            raise ParamsFileError(
+                f"{p}:{sec.line}: section {sec.pattern!r} matches no node that reads this "
+                f"file{hint}; nodes: {', '.join(sorted(readers))}")
+        kinds = sorted({exe for exe in owners.values() if exe in NODE_SETTINGS})
+        for exe in kinds:
+            cache.setdefault(exe, _fields(exe))
+        for name, value in sec.params.items():
+            where = f"{p}:{sec.lines[name]}: {sec.pattern}.{name}"
+            known = [exe for exe in kinds if _known(name, exe, cache[exe])]
+            if kinds and not known:
+                pool = sorted({f for exe in kinds for f in cache[exe]})
                 near = difflib.get_close_matches(name, pool, n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
                 raise ParamsFileError(f"{where}: unknown parameter{hint}")
-            for n in owners:
-                if name in cache[n]:
-                    f, default = cache[n][name]
+            if isinstance(value, list) and not value:
+                continue  # rcl leaves an empty list unset: the node keeps its default
+            if name in EXTRA_CHECKS:
+                EXTRA_CHECKS[name](where, value)
+            for exe in known:
+                if name in cache[exe]:
+                    f, default = cache[exe][name]
                     _check_value(where, f, default, value)
+    return sections

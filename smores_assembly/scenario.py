@@ -38,17 +38,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from scipy.spatial import cKDTree
 
+from smores_assembly.yaml_io import DuplicateKeyError, YamlError, load_yaml
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D, square_overlap, wrap_angle
 
 #: Keys of a scenario file (top level, ``target`` and each edge).
 TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers")
 TARGET_KEYS = ("nodes", "edges")
 EDGE_KEYS = ("parent", "parent_face", "child", "child_face")
-#: Module ids become ROS topic name tokens (``/<id>/cmd_vel``).
+#: Module ids become ROS topic name tokens (``/<id>/cmd_vel``) and parameter name parts.
 _MODULE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: The rule of :data:`_MODULE_ID_RE` in words (for error messages).
+MODULE_ID_RULE = ("a letter, then letters, digits or '_' (it names ROS topics /<id>/... "
+                  "and parameters)")
+
+
+def module_id_error(mid: object) -> str | None:
+    """Why ``mid`` is not a valid module id (see :data:`MODULE_ID_RULE`), None when valid."""
+    if isinstance(mid, str) and _MODULE_ID_RE.match(mid):
+        return None
+    return f"invalid module id {mid!r}: must be {MODULE_ID_RULE}"
 #: Scenario names become file names (reports, recordings): no path separators, no leading dot.
 _SCENARIO_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 #: Overlaps of module bodies up to this depth are touching faces (numerical noise) [m].
@@ -122,24 +132,6 @@ class Scenario:
                 "helpers": list(self.helpers)}
 
 
-def _check_duplicate_keys(node: yaml.Node, where: str = "") -> None:
-    """Refuse duplicate keys in any YAML mapping (PyYAML would silently keep the last one)."""
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
-            if key in seen:
-                what = "module" if where == "modules" else "key"
-                raise _fail(where or "scenario",
-                            f"duplicate {what} {key!r} (lines {seen[key] + 1} and "
-                            f"{key_node.start_mark.line + 1})")
-            seen[key] = key_node.start_mark.line
-            _check_duplicate_keys(value_node, f"{where}.{key}" if where else str(key))
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _check_duplicate_keys(item, f"{where}[{i}]")
-
-
 def load_scenario(path: str | Path) -> Scenario:
     """Load and validate a scenario file.
 
@@ -158,18 +150,15 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{path}: cannot read: not UTF-8 text (invalid byte "
                             f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        if root is not None:
-            _check_duplicate_keys(root)
-        data = yaml.safe_load(text)
-    except ScenarioError as exc:
-        raise ScenarioError(f"{path}: {exc}", field=exc.field) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(f"{path}: invalid YAML{where}: "
-                            f"{' '.join(str(problem).split())}") from exc
+        data = load_yaml(text, str(path))
+    except DuplicateKeyError as exc:
+        where = exc.where or "scenario"
+        what = "module" if exc.where == "modules" else "key"
+        raise ScenarioError(f"{path}: {where}: duplicate {what} {exc.key!r} (lines "
+                            f"{exc.first_line} and {exc.line})", field=where) from None
+    except YamlError as exc:
+        at = f" at line {exc.line}, column {exc.column}" if exc.line else ""
+        raise ScenarioError(f"{path}: invalid YAML{at}: {exc.problem}") from None
     if data is None:
         raise ScenarioError(f"{path}: empty scenario file")
     return scenario_from_dict(data, origin=str(path), check_overlap=True)
@@ -318,9 +307,9 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
                                f"got {_short(raw_modules)}")
     modules: dict[str, Pose2D] = {}
     for mid, pose in raw_modules.items():
-        if not isinstance(mid, str) or not _MODULE_ID_RE.match(mid):
-            raise _fail("modules", f"invalid module id {mid!r} (a letter, then letters, "
-                                   f"digits or '_': it names ROS topics /<id>/...)")
+        err = module_id_error(mid)
+        if err:
+            raise _fail("modules", err)
         where = f"modules.{mid}"
         if pose is None:
             raise _fail(where, "missing pose (expected [x, y, yaw])")

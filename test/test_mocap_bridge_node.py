@@ -166,7 +166,9 @@ def test_silent_module_is_marked_untracked_within_the_timeout(make_bridge):
     t = [time.time()]
 
     def feed():   # the "driver": m1 keeps streaming, m2 streams until told to stop
-        t[0] += 0.01
+        # stamps increase, but never run ahead of the clock that receives them (a sample
+        # stamped in the future is refused: max_future_s)
+        t[0] = max(t[0] + 1e-4, time.time())
         rig.send("m1", t[0], (0.1, 0.1, 0.04))
         if not stop[0]:
             rig.send("m2", t[0], (0.3, 0.1, 0.04))
@@ -310,3 +312,19 @@ def test_warns_when_nothing_arrives_and_when_a_rate_leaves_its_band(make_bridge,
     line = next(ln for ln in "".join(err).splitlines() if "mocap rate outside" in ln)
     assert "m2:" in line and "m1:" not in line
 
+
+
+def test_body_names_that_are_not_ros_names_are_refused_at_start_up(ros_domain):
+    """Field case mocap_bad_names.yaml: the bridge died with a traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    f = Path(__file__).resolve().parent / "data" / "field" / "mocap_bad_names.yaml"
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.ros.mocap_bridge",
+                        "--ros-args", "--params-file", str(f)],
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2, out
+    assert "Traceback" not in out
+    assert "module_ids: invalid module id 'Box 2 '" in out and "a letter, then letters" in out

@@ -169,3 +169,29 @@ def test_clock_jumping_back_untracks_and_restarts():
     assert not f.is_tracked("m", 0.5)
     assert f.update("m", 0.5, 0.5, [0.3, 0.1, 0.04], IDENT_Q) is None
     assert f.is_tracked("m", 0.5) and f.states(0.5)[0].x == pytest.approx(0.3)
+
+
+def test_one_sample_stamped_in_the_future_costs_no_good_sample():
+    """Field case: a sample stamped 1 s ahead used to make the next 50 good ones (0.5 s at
+    100 Hz) look out of order."""
+    f = MocapFilter(["m"])
+    t = 10.0
+    for k in range(20):
+        assert f.update("m", t, t + 0.005, [0.1 + 0.001 * k, 0.1, 0.04], IDENT_Q) is None
+        t += 0.01
+    assert f.update("m", t + 1.0, t + 0.005, [0.12, 0.1, 0.04], IDENT_Q) == "future"
+    for k in range(50):
+        t += 0.01
+        assert f.update("m", t, t + 0.005, [0.12 + 0.001 * k, 0.1, 0.04], IDENT_Q) is None, k
+    assert f.rejected["m"] == {"future": 1}
+    assert f.states(t)[0].stamp == pytest.approx(t)
+    # within the clock tolerance a stamp ahead of its reception is accepted
+    assert f.update("m", t + 0.04, t + 0.001, [0.17, 0.1, 0.04], IDENT_Q) is None
+
+
+@pytest.mark.parametrize("bad", ["Box 2 ", "3m", "m-1", "m.1", "", "m/1", 7])
+def test_body_names_that_are_not_ros_names_are_refused_with_the_rule(bad):
+    with pytest.raises(MocapError) as err:
+        MocapFilter(["m0", bad])
+    msg = str(err.value)
+    assert "module_ids" in msg and repr(bad) in msg and "a letter, then letters" in msg

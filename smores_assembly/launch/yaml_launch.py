@@ -38,6 +38,8 @@ from typing import Callable, Iterable
 
 import yaml
 
+from smores_assembly.yaml_io import YamlError, read_yaml_file
+
 PACKAGE = "smores_assembly"
 _SUBST = re.compile(r"\$\(([a-z-]+)((?:\s+[^()\s]+)*)\s*\)")
 
@@ -54,6 +56,10 @@ class ProcessSpec:
     cmd: list[str]
     env: dict[str, str] = field(default_factory=dict)
     output: str = "screen"
+    #: fully qualified node name (``/ns/name``), executable, parameter files in order
+    node: str = ""
+    executable: str = ""
+    params_files: list[str] = field(default_factory=list)
 
 
 def _prefixes() -> list[Path]:
@@ -169,9 +175,9 @@ def _param_value(value) -> str:
 
 def _load_actions(path: Path) -> list:
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise LaunchError(f"{path}: cannot read launch file: {exc}") from exc
+        data = read_yaml_file(path)
+    except YamlError as exc:
+        raise LaunchError(f"cannot read launch file: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("launch"), list):
         raise LaunchError(f"{path}: expected a top-level 'launch:' list")
     return data["launch"]
@@ -246,13 +252,18 @@ def _node_spec(body: dict, scope: _Scope, at: str) -> ProcessSpec:
     ros += ["-r", f"__node:={name}"]
     ns = str(sub(body.get("namespace", ""))).strip()
     if ns.strip("/"):  # as launch_ros: relative namespaces are made absolute, "" is the root
-        ros += ["-r", f"__ns:=/{ns.strip('/')}"]
+        ns = "/" + ns.strip("/")
+        ros += ["-r", f"__ns:={ns}"]
+    else:
+        ns = ""
+    files = []
     for j, p in enumerate(body.get("param", [])):
         if "from" in p:
             f = Path(sub(p["from"]))
             if not f.is_file():
                 raise LaunchError(f"{at}.param[{j}]: parameter file {f} does not exist")
             ros += ["--params-file", str(f)]
+            files.append(str(f))
         else:
             ros += ["-p", f"{p['name']}:={_param_value(sub(p['value']))}"]
     for r in body.get("remap", []):
@@ -260,7 +271,29 @@ def _node_spec(body: dict, scope: _Scope, at: str) -> ProcessSpec:
     if "ros_args" in body:
         ros += shlex.split(sub(body["ros_args"]))
     return ProcessSpec(name=name, cmd=cmd + ros, env=dict(scope.env),
-                       output=sub(body.get("output", "screen")))
+                       output=sub(body.get("output", "screen")),
+                       node=f"{ns.rstrip('/')}/{name}", executable=exe, params_files=files)
+
+
+def check_params_files(specs: list[ProcessSpec]) -> None:
+    """Read every parameter file the launch passes to its nodes with rcl's rules
+    (:mod:`smores_assembly.params_file`) and refuse duplicate keys, values rcl refuses and
+    sections that match none of the nodes the file is passed to (rcl would ignore them).
+
+    Raises:
+        LaunchError: naming the file, the line and the section or key.
+    """
+    from smores_assembly.params_file import (ParamsFileError, check_sections_match,
+                                             parse_params_file)
+    readers: dict[str, list[str]] = {}
+    for spec in specs:
+        for f in spec.params_files:
+            readers.setdefault(f, []).append(spec.node)
+    for f, nodes in readers.items():
+        try:
+            check_sections_match(parse_params_file(f), nodes, f)
+        except ParamsFileError as exc:
+            raise LaunchError(str(exc)) from None
 
 
 def load_launch(path: str | os.PathLike, arguments: dict[str, str] | None = None
@@ -273,7 +306,9 @@ def load_launch(path: str | os.PathLike, arguments: dict[str, str] | None = None
 
     Raises:
         LaunchError: malformed file, unsupported action or substitution, missing argument,
-            missing parameter file or executable (the message names the place).
+            missing parameter file or executable, a parameter file with a duplicate key, a
+            value rcl refuses or a section for no node it is passed to (see
+            :func:`check_params_files`; the message names the place).
     """
     p = Path(path)
     scope = _Scope({}, {})
@@ -286,6 +321,18 @@ def load_launch(path: str | os.PathLike, arguments: dict[str, str] | None = None
         raise LaunchError(f"{p}: unknown launch argument(s) {sorted(unknown)} "
                           f"(declared: {sorted(declared)})")
     _walk(actions, scope, out, str(p), arguments)
+    check_params_files(out)
+    return out
+
+
+def resolve_launch(path: str | os.PathLike, arguments: dict[str, str] | None = None
+                   ) -> list[ProcessSpec]:
+    """The processes of a launch file, without reading their parameter files (for checks
+    that read those files themselves, e.g. :mod:`smores_assembly.param_check`)."""
+    p = Path(path)
+    out: list[ProcessSpec] = []
+    _walk(_load_actions(p), _Scope({}, {}), out, str(p),
+          {k: str(v) for k, v in (arguments or {}).items()})
     return out
 
 

@@ -21,6 +21,8 @@ A sample is never forwarded when it is
 * ``zero``: an all-zero position (drivers such as vicon_receiver emit zeros for occluded
   bodies);
 * ``bad_quaternion``: a quaternion whose norm is not within 0.1 of 1 (e.g. all zeros);
+* ``future``: stamped more than ``max_future_s`` after its reception time (a sender's
+  clock error; accepting it would make every later good sample look out of order);
 * ``out_of_order``: not newer than the last accepted sample of that module (while it is
   tracked);
 * ``jump``: farther from the last accepted sample than ``max_speed_mps * dt +
@@ -46,8 +48,10 @@ import transforms3d.quaternions
 
 from smores_assembly.geometry import wrap_angle
 from smores_assembly.params import check_ranges, param_field
+from smores_assembly.scenario import module_id_error
 
-REJECT_REASONS = ("nan", "zero", "bad_quaternion", "out_of_order", "jump", "unknown_module")
+REJECT_REASONS = ("nan", "zero", "bad_quaternion", "future", "out_of_order", "jump",
+                  "unknown_module")
 
 
 def _qmul(a, b):
@@ -92,6 +96,9 @@ class MocapFilterSettings:
         0.01, "allowance for noise on top of max_speed_mps * dt [m]", 0.0, 10.0)
     jump_tolerance_rad: float = param_field(
         0.1, "allowance for noise on top of max_yaw_rate * dt [rad]", 0.0, math.pi)
+    max_future_s: float = param_field(
+        0.05, "a sample stamped more than this after its reception is refused (clock error) "
+             "[s]", 0.0, 3600.0)
     reacquire_after: int = param_field(
         20, "consecutive jump rejections after which the track restarts at the new sample",
         1, 1_000_000)
@@ -211,8 +218,8 @@ class MocapFilter:
         marker_offsets: per-module overrides of ``marker_offset``.
 
     Raises:
-        MocapError: no or duplicate module ids, settings out of range, an override for an
-            unknown module.
+        MocapError: no, invalid (:data:`smores_assembly.scenario.MODULE_ID_RULE`) or
+            duplicate module ids, settings out of range, an override for an unknown module.
     """
 
     def __init__(self, module_ids: Iterable[str], settings: MocapFilterSettings | None = None,
@@ -223,8 +230,9 @@ class MocapFilter:
         if not ids:
             raise MocapError("module_ids: no modules to track")
         for m in ids:
-            if not isinstance(m, str) or not m:
-                raise MocapError(f"module_ids: {m!r} is not a non-empty string")
+            err = module_id_error(m)
+            if err:
+                raise MocapError(f"module_ids: {err}")
         dup = sorted({m for m in ids if ids.count(m) > 1})
         if dup:
             raise MocapError(f"module_ids: duplicate ids {dup}")
@@ -299,6 +307,8 @@ class MocapFilter:
         norm = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
         if abs(norm - 1.0) > 0.1:
             return "bad_quaternion"
+        if stamp - received > s.max_future_s:
+            return "future"
         est = self._est[module]
         fresh = est.has_sample and 0.0 <= received - est.received <= s.stale_timeout_s
         if est.has_sample and stamp <= est.stamp and fresh:

@@ -25,6 +25,7 @@ import yaml
 import math
 import os
 
+from smores_assembly.yaml_io import DuplicateKeyError, YamlError, read_yaml_file
 from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
                                              InvalidCellError, NavigationError, solve)
 
@@ -140,10 +141,12 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     try:
-        with open(args.input, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        print(f"error: cannot read {args.input}: {exc}".replace("\n", " "), file=sys.stderr)
+        data = read_yaml_file(args.input)
+    except DuplicateKeyError as exc:
+        print(f"error: invalid input: {exc}", file=sys.stderr)
+        return 2
+    except YamlError as exc:
+        print(f"error: cannot read {exc}".replace("\n", " "), file=sys.stderr)
         return 2
     try:
         grid, starts, goals = load_instance(data)

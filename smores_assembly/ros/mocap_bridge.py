@@ -58,6 +58,7 @@ from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
 from smores_assembly.mocap.settings import BridgeSettings
 from smores_assembly.msg import ModuleState, ModuleStateArray
 from smores_assembly.ros import common, names
+from smores_assembly.scenario import module_id_error
 
 class MocapBridgeNode(Node):
     """The ``mocap_bridge`` node (see the module docstring).
@@ -84,6 +85,10 @@ class MocapBridgeNode(Node):
             ids = list(load_scenario(s.scenario).modules)
         if not ids:
             raise ValueError("module_ids: no modules to track (set module_ids or scenario)")
+        for m in ids:  # names become topics and parameter names: check before any use
+            err = module_id_error(m)
+            if err:
+                raise ValueError(f"module_ids: {err}")
         self.ids = [str(m) for m in ids]
         self._offset_params = {}
         given = set(self.get_parameters_by_prefix("marker_offsets"))
