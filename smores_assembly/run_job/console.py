@@ -1,6 +1,8 @@
 """What ``smores-assemble run`` prints and asks on the terminal (no ROS imports)."""
 from __future__ import annotations
 
+import select
+import sys
 import time
 
 
@@ -20,12 +22,32 @@ def print_plan(plan) -> None:
             + (f" (helper {a.helper})" if a.needs_helper else "") for a in acts))
 
 
-def ask(prompt: str) -> str:
-    """One line from stdin; "" at end of input."""
-    try:
-        return input(prompt)
-    except EOFError:
-        return ""
+def ask(prompt: str, stop=None, poll_s: float = 0.1) -> str | None:
+    """One line from stdin; "" at end of input.
+
+    With ``stop`` (a ``threading.Event``, set by the run's Ctrl-C / SIGTERM handler) the
+    prompt never blocks a stop: stdin is waited on in steps of ``poll_s`` [s] and None is
+    returned as soon as ``stop`` is set. (``input()`` would resume reading after the
+    signal handler ran and hold Ctrl-C until Enter or end of input.)
+    """
+    if stop is None:
+        try:
+            return input(prompt)
+        except EOFError:
+            return ""
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    while not stop.is_set():
+        try:
+            ready, _, _ = select.select([sys.stdin], [], [], poll_s)
+        except (OSError, ValueError):  # stdin closed or not selectable: end of input
+            return ""
+        if ready:
+            line = sys.stdin.readline()
+            return line.rstrip("\n") if line else ""
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    return None
 
 
 class ProgressPrinter:

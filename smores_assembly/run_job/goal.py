@@ -58,7 +58,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
         res_future = goal_handle.get_result_async()
         if approve:
-            _approve(node, spin_until, state, res_future, goal_handle, plan, Trigger)
+            _approve(node, spin_until, state, res_future, goal_handle, plan, Trigger, stop)
         printer = ProgressPrinter(len(plan.stages))
         deadline = time.monotonic() + timeout
         while not res_future.done() and not stop.is_set():
@@ -88,15 +88,19 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
     return out
 
 
-def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type) -> None:
+def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type,
+             stop) -> None:
     """Wait for WAITING_APPROVAL, print the plan and ask; approve through
-    ``/assembly/approve`` on "y"/"yes", else cancel the goal."""
+    ``/assembly/approve`` on "y"/"yes", else cancel the goal. Ctrl-C at the prompt
+    (``stop`` set) returns at once: the caller cancels the goal."""
     spin_until(lambda: state["fb"] is not None and state["fb"].state ==
                "WAITING_APPROVAL" or res_future.done(), APPROVAL_WAIT_S)
     if res_future.done():
         return
     print_plan(plan)
-    answer = ask("Approve this plan and start moving? [y/N] ")
+    answer = ask("Approve this plan and start moving? [y/N] ", stop)
+    if answer is None:
+        return
     if answer.strip().lower() in ("y", "yes"):
         from smores_assembly.ros import names
         cli = node.create_client(trigger_type, names.APPROVE)
