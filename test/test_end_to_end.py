@@ -80,6 +80,11 @@ def _check_recording(path: Path, report: dict) -> None:
                 last_connections = msg
     for topic in ("/modules/states", "/assembly/plan", "/assembly/docking_status", "/clock"):
         assert counts.get(topic, 0) > 0, (topic, sorted(counts))
+    # latched topics whose publisher appears after the topic was first seen (field case:
+    # /m2/path, /m3/path, /m6/path had 0 messages): every planned path is recorded
+    for a in report["actions"]:
+        topic = f"/{a['module']}/path"
+        assert counts.get(topic, 0) > 0, (topic, sorted(counts))
     recorded = {frozenset({f"{c.module_a}.{c.face_a}", f"{c.module_b}.{c.face_b}"})
                 for c in last_connections.connections}
     assert recorded == {frozenset(c) for c in report["connections"]}

@@ -112,3 +112,23 @@ def test_goal_sequence_invalid_valid_one_node_invalid_cancelled(pair_stack):
     # and the server is still ready
     status, res, _ = run(one)
     assert status == GoalStatus.STATUS_SUCCEEDED, res.message
+
+
+def test_run_a_one_node_target_is_trivially_assembled(tmp_path, ros_domain):
+    """Field case: `run single_node.yaml` raised "every stage needs at least one module"
+    inside the action."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "run",
+                        str(FIELD / "single_node.yaml"), "--out", str(out),
+                        "--real-time-factor", "5"],
+                       capture_output=True, text=True, cwd=REPO, timeout=300)
+    report = json.loads((out / "report.json").read_text())
+    assert r.returncode == 0, (report["error"], r.stdout[-2000:], r.stderr[-2000:])
+    assert report["success"] is True and report["error"] == ""
+    assert report["connections"] == [] and report["missing_connections"] == []
+    assert report["assembly_time_s"] == 0.0
+    assert "Traceback" not in (out / "nodes.log").read_text()
