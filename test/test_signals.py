@@ -30,18 +30,23 @@ NODES = {
 }
 
 
-def _start(exe: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", f"smores_assembly.ros.{exe}", "--ros-args",
-           "-r", f"__node:={exe}", *NODES[exe]]
+def _start(exe: str, installed: bool = False) -> subprocess.Popen:
+    """The node as ``python -m``, or as the installed launcher (``ros2 run``'s)."""
+    from smores_assembly.launch.yaml_launch import node_command
+    head = (node_command("smores_assembly", exe) if installed
+            else [sys.executable, "-m", f"smores_assembly.ros.{exe}"])
+    cmd = [*head, "--ros-args", "-r", f"__node:={exe}", *NODES[exe]]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, cwd=REPO)
 
 
-@pytest.mark.parametrize("exe,sig,delay", [
-    *[(exe, signal.SIGINT, d) for exe in sorted(NODES) for d in (0.3, 0.8, 1.5, 3.0)],
-    ("fake_hardware", signal.SIGTERM, 0.8), ("task_assignment", signal.SIGTERM, 3.0)])
-def test_signal_at_a_moment_of_the_nodes_life(exe, sig, delay, ros_domain):
-    proc = _start(exe)
+@pytest.mark.parametrize("exe,sig,delay,installed", [
+    *[(exe, signal.SIGINT, d, False) for exe in sorted(NODES) for d in (0.3, 0.8, 1.5, 3.0)],
+    ("fake_hardware", signal.SIGTERM, 0.8, False),
+    ("task_assignment", signal.SIGTERM, 3.0, False),
+    ("fake_hardware", signal.SIGINT, 0.3, True), ("fake_hardware", signal.SIGINT, 0.8, True)])
+def test_signal_at_a_moment_of_the_nodes_life(exe, sig, delay, installed, ros_domain):
+    proc = _start(exe, installed)
     time.sleep(delay)  # the moment under test (not a synchronisation)
     proc.send_signal(sig)
     try:

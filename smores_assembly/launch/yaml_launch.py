@@ -94,6 +94,15 @@ def find_pkg_share(pkg: str) -> Path:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+def _is_package_node(cmd: list[str]) -> bool:
+    """True for this package's nodes (``<prefix>/lib/smores_assembly/<node>`` or
+    ``python -m smores_assembly.ros.<node>``), whose run_node() handles blocked signals."""
+    if len(cmd) > 2 and cmd[1] == "-m" and cmd[2].startswith(f"{PACKAGE}.ros."):
+        return True
+    exe = Path(cmd[0]) if cmd else Path()
+    return exe.parent.name == PACKAGE and exe.parent.parent.name == "lib"
+
+
 def node_command(pkg: str, executable: str) -> list[str]:
     """Command that starts ``executable`` of ``pkg``: ``<prefix>/lib/<pkg>/<executable>``.
 
@@ -377,8 +386,7 @@ class LaunchRunner:
             # This package's nodes start with SIGINT/SIGTERM blocked (the mask is
             # inherited): a stop asked for while the interpreter still imports is held
             # until run_node() has its handlers, which unblock and act on it.
-            ours = (len(spec.cmd) > 2 and spec.cmd[1] == "-m"
-                    and spec.cmd[2].startswith(f"{PACKAGE}.ros."))
+            ours = _is_package_node(spec.cmd)
             old_mask = (signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
                         if ours else None)
             try:
