@@ -206,3 +206,15 @@ def test_run_refuses_the_field_files_before_starting_anything(tmp_path):
         assert r.returncode == 2, (name, r.stderr)
         assert fragment in r.stderr and "Traceback" not in r.stderr
         assert not (out / "nodes.log").exists()
+
+
+def test_namespaced_sections_pass_the_generic_check_but_not_run(tmp_path):
+    """`/swarm1/executive` fits a stack launched with namespace:=/swarm1; `run` starts its
+    nodes in the root namespace, so there it applies to nothing and is refused."""
+    from smores_assembly.param_check import default_readers
+
+    f = tmp_path / "ns.yaml"
+    f.write_text("/swarm1/executive: {ros__parameters: {plan_timeout_s: 20.0}}\n")
+    check_params_file(f)
+    with pytest.raises(ParamsFileError, match="matches no node"):
+        check_params_file(f, default_readers(f))

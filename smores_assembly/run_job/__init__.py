@@ -43,10 +43,12 @@ def run(args) -> int:
         scenario = load_scenario(args.scenario)
         plan = plan_assembly(scenario)
         if getattr(args, "params_file", None):
-            from smores_assembly.param_check import check_params_file
+            from smores_assembly.param_check import check_params_file, default_readers
             if not Path(args.params_file).is_file():
                 raise ValueError(f"--params-file: {args.params_file} does not exist")
-            check_params_file(args.params_file)
+            # the nodes run starts, as they are named (root namespace): a section for no
+            # node of this run is refused
+            check_params_file(args.params_file, default_readers(args.params_file))
     except (OSError, ValueError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
