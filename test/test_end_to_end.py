@@ -65,6 +65,31 @@ def test_scenario_assembles_completely(name, tmp_path, ros_domain):
         _check_recording(tmp_path / "assembly.mcap", report)
 
 
+FIELD = REPO / "test" / "data" / "field"
+
+
+@pytest.mark.parametrize("name,max_time_s", [("already_flush", 4.0), ("on_predock", 10.0)])
+def test_docks_that_already_hold_take_no_detour(name, max_time_s, tmp_path, ros_domain):
+    """already_flush: m1 starts flush against m0.TOP (it used to drive ~60 mm away and dock
+    again: 22 s simulated); on_predock: m1 starts on its pre-dock pose (it used to spend
+    ~8 s in NAVIGATE and POSE_ADJUST). Judged by the report: simulated assembly time,
+    NAVIGATE + POSE_ADJUST within 1.5 s (the launch's 1 mm mocap noise can make a first look
+    at the pose ~1 mm off: a short adjust), no RETRY, m1 docked where it stood (ground
+    truth)."""
+    r = _run(FIELD / f"{name}.yaml", tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert r.returncode == 0 and report["success"], (report["error"], r.stdout[-3000:])
+    assert 0 < report["assembly_time_s"] <= max_time_s, report["assembly_time_s"]
+    (act,) = report["actions"]
+    assert act["module"] == "m1" and act["retries"] == 0
+    spent = {}
+    for p in act["phases"]:
+        spent[p["phase"]] = spent.get(p["phase"], 0.0) + p["end_s"] - p["start_s"]
+    assert spent.get("NAVIGATE", 0.0) + spent.get("POSE_ADJUST", 0.0) <= 1.5, act["phases"]
+    assert "RETRY" not in spent
+    assert report["final_errors"]["m1"]["position_mm"] <= 3.0
+
+
 def _check_recording(path: Path, report: dict) -> None:
     """The MCAP file decodes with its own schemas and holds the run's key topics."""
     from mcap.reader import make_reader
