@@ -171,16 +171,27 @@ class RootChoice:
     pose: Pose2D
 
 
+def check_finite_poses(poses: Mapping[str, Pose2D], what: str) -> None:
+    """PlanningError naming the entry and field of the first non-finite value, e.g.
+    ``modules.m3.x: non-finite value nan in pose (nan, 0.0, 0.0)``."""
+    for name, p in poses.items():
+        for field_name, v in zip(("x", "y", "yaw"), p.as_tuple()):
+            if not math.isfinite(v):
+                raise PlanningError(f"{what}.{name}.{field_name}: non-finite value {v} in "
+                                    f"pose {p.as_tuple()}")
+
+
 def select_root_module(modules: Mapping[str, Pose2D]) -> str:
     """The physical root: the module nearest the mean module position (paper Sec. IV-A).
 
     Tie-break (equal distance up to 1e-12 m): the lexicographically smallest id.
 
     Raises:
-        PlanningError: no modules.
+        PlanningError: no modules; a non-finite pose (naming module and field).
     """
     if not modules:
         raise PlanningError("modules: no module to choose the root from")
+    check_finite_poses(modules, "modules")
     ids = list(modules)
     xy = np.array([[modules[m].x, modules[m].y] for m in ids])
     d = np.hypot(*(xy - xy.mean(axis=0)).T)
@@ -205,10 +216,13 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
         ``(node -> module, total cost in m)``; the mapping follows the order of ``goals``.
 
     Raises:
-        PlanningError: fewer modules than goals.
+        PlanningError: fewer modules than goals; a non-finite pose (naming the module or
+            node and the field; scipy would only say "invalid numeric entries").
     """
     if len(modules) < len(goals):
         raise PlanningError(f"modules: {len(modules)} modules for {len(goals)} goal poses")
+    check_finite_poses(modules, "modules")
+    check_finite_poses(goals, "goals")
     if not goals:
         return {}, 0.0
     nodes = sorted(goals)
@@ -263,14 +277,15 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
         The :class:`Plan`.
 
     Raises:
-        PlanningError: fewer available modules than nodes, an unknown root, or an action
-            that needs a helping module when none is available (names the action).
+        PlanningError: fewer available modules than nodes, an unknown root, an action
+            that needs a helping module when none is available (names the action), or a
+            non-finite module or root pose (names the module and field).
         ScenarioError: the target does not unfold onto distinct cells.
     """
     mods = dict(scenario.modules if modules is None else modules)
-    for m, p in mods.items():
-        if not all(math.isfinite(v) for v in p.as_tuple()):
-            raise PlanningError(f"modules.{m}: non-finite pose {p.as_tuple()}")
+    check_finite_poses(mods, "modules")
+    if root is not None:
+        check_finite_poses({root.module: root.pose}, "root.pose")
     helpers = [h for h in scenario.helpers if h in mods]
     reserved = set(helpers)
     available = {m: p for m, p in mods.items() if m not in reserved}

@@ -6,12 +6,14 @@ import itertools
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
-                                             InvalidCellError, NavigationError,
+                                             InfeasibleError, InvalidCellError,
+                                             NavigationError, NoSolutionError,
                                              SearchLimitError, UnreachableGoalError, solve,
                                              validate_schedule)
 
@@ -188,16 +190,75 @@ def test_unreachable_goal_detected_before_search():
     assert isinstance(UnreachableGoalError("x"), ValueError)
 
 
-def test_search_bound_exceeded_on_unsolvable_corridor_swap():
-    # two agents must swap in a corridor without passing place: no solution, CBS runs on
-    grid = Grid(4, 1)
-    s, g = {"a": (0, 0), "b": (3, 0)}, {"a": (3, 0), "b": (0, 0)}
-    with pytest.raises(SearchLimitError, match="max_expansions=300"):
+def test_search_bound_exceeded_on_an_unsolvable_star():
+    # three agents on the leaves of a star (one free centre) must rotate: no solution, and
+    # no cheap check proves it (not a corridor), so the search runs into its bounds and
+    # says only that it found nothing within them
+    grid = Grid(3, 2, [(0, 0), (2, 0)])
+    s = {"a": (1, 0), "b": (0, 1), "c": (2, 1)}
+    g = {"a": (0, 1), "b": (2, 1), "c": (1, 0)}
+    assert _solvable(grid, s, g) is None
+    with pytest.raises(SearchLimitError,
+                       match="no solution found within the budget: .*max_expansions=300"):
         solve(grid, s, g, algorithm="cbs", max_expansions=300)
-    with pytest.raises(SearchLimitError, match="time_limit_s"):
+    with pytest.raises(SearchLimitError, match="within the budget: .*time_limit_s"):
         solve(grid, s, g, algorithm="ecbs", max_expansions=10**9, time_limit_s=0.2)
-    with pytest.raises(SearchLimitError):
+    with pytest.raises(SearchLimitError, match="within the budget"):
         solve(grid, s, g, algorithm="ecbs", max_expansions=200, fallback=True)
+
+
+def test_field_case_corridor_pass_is_proven_infeasible_before_the_search(capsys):
+    """Issue 12 item 7 (test/data/field/mapf_corridor_infeasible.yaml): a 4x1 corridor,
+    a0 from (3,0) to (0,0), a1 from (0,0) to (1,0): a0 would have to pass a1."""
+    from smores_assembly.navigation.__main__ import main
+
+    path = Path(__file__).parent / "data" / "field" / "mapf_corridor_infeasible.yaml"
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "proven infeasible" in err and "'a0'" in err and "'a1'" in err, err
+    assert "time_limit" not in err
+    grid, s, g = Grid(4, 1), {"a0": (3, 0), "a1": (0, 0)}, {"a0": (0, 0), "a1": (1, 0)}
+    assert _solvable(grid, s, g) is None
+    for alg in ("cbs", "ecbs", "prioritized"):
+        # decided before any search: even a budget of one node gives the proof
+        with pytest.raises(InfeasibleError, match="must pass each other"):
+            solve(grid, s, g, algorithm=alg, max_expansions=1, max_low_level_expansions=1)
+    assert isinstance(InfeasibleError("x"), NoSolutionError)
+
+
+def _random_corridor(rng):
+    """A random self-avoiding walk of 3..9 cells on a 4x4 grid, everything else blocked."""
+    while True:
+        cells = [(rng.randrange(4), rng.randrange(4))]
+        for _ in range(rng.randint(2, 8)):
+            x, y = cells[-1]
+            nxt = [c for c in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1))
+                   if 0 <= c[0] < 4 and 0 <= c[1] < 4 and c not in cells
+                   and sum(abs(c[0] - d[0]) + abs(c[1] - d[1]) == 1 for d in cells) == 1]
+            if not nxt:
+                break
+            cells.append(rng.choice(nxt))
+        if len(cells) >= 3:
+            return Grid(4, 4, [(x, y) for x in range(4) for y in range(4)
+                               if (x, y) not in cells]), cells
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_corridor_check_is_exact_on_corridors_and_sound_elsewhere(seed):
+    """On a corridor the check says "infeasible" exactly when the joint-space brute force
+    finds no solution; on random small grids it never calls a solvable instance
+    infeasible."""
+    from smores_assembly.navigation.mapf import corridor_passing
+
+    rng = random.Random(seed)
+    grid, cells = _random_corridor(rng)
+    n = rng.randint(2, min(3, len(cells) - 1))
+    names = [f"a{i}" for i in range(n)]
+    s, g = dict(zip(names, rng.sample(cells, n))), dict(zip(names, rng.sample(cells, n)))
+    assert (corridor_passing(grid, s, g) is not None) == (_solvable(grid, s, g) is None)
+    grid, s, g = random_instance(rng, 4, 3, rng.randint(2, 5), 2 + seed % 2)
+    if corridor_passing(grid, s, g) is not None:
+        assert _solvable(grid, s, g) is None
 
 
 def test_bad_arguments():
@@ -273,12 +334,15 @@ def test_cli_failure_exits_2_with_one_line(tmp_path):
     r = _cli(tmp_path, data)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "share the goal" in r.stderr
-    data = {"map": {"dimensions": [4, 1], "obstacles": []},
-            "agents": [{"name": "a", "start": [0, 0], "goal": [3, 0]},
-                       {"name": "b", "start": [3, 0], "goal": [0, 0]}]}
+    # unsolvable, not provably so before the search (the star of the test above)
+    data = {"map": {"dimensions": [3, 2], "obstacles": [[0, 0], [2, 0]]},
+            "agents": [{"name": "a", "start": [1, 0], "goal": [0, 1]},
+                       {"name": "b", "start": [0, 1], "goal": [2, 1]},
+                       {"name": "c", "start": [2, 1], "goal": [1, 0]}]}
     r = _cli(tmp_path, data, "--max-expansions", "200")
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "max_expansions" in r.stderr
+    assert "no solution found within the budget" in r.stderr
     r = _cli(tmp_path, {"map": {"dimensions": [3]}, "agents": []})
     assert r.returncode == 2 and "map.dimensions" in r.stderr
 
@@ -329,11 +393,19 @@ def test_cli_input_errors_say_invalid_input(tmp_path, data, needle):
 
 
 def test_cli_search_failure_still_says_no_solution(tmp_path):
+    # unsolvable, not provably so before the search (the star of the test above)
+    data = {"map": {"dimensions": [3, 2], "obstacles": [[0, 0], [2, 0]]},
+            "agents": [{"name": "a", "start": [1, 0], "goal": [0, 1]},
+                       {"name": "b", "start": [0, 1], "goal": [2, 1]},
+                       {"name": "c", "start": [2, 1], "goal": [1, 0]}]}
+    line = _one_error_line(_cli(tmp_path, data, "--max-expansions", "200"))
+    assert line.startswith("error: no solution: ") and "max_expansions" in line
+    # a corridor pass is proven infeasible, whatever the bounds
     data = {"map": {"dimensions": [4, 1], "obstacles": []},
             "agents": [{"name": "a", "start": [0, 0], "goal": [3, 0]},
                        {"name": "b", "start": [3, 0], "goal": [0, 0]}]}
     line = _one_error_line(_cli(tmp_path, data, "--max-expansions", "200"))
-    assert line.startswith("error: no solution: ") and "max_expansions" in line
+    assert line.startswith("error: no solution: proven infeasible: ")
 
 
 @pytest.mark.parametrize("args", [["--time-limit", "-1"], ["--max-expansions", "-5"],

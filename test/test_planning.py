@@ -402,3 +402,35 @@ def test_sequential_baseline_keeps_order_and_runs_one_dock_per_stage():
         assert a.parent_module in placed
         placed.add(a.module)
     assert len(par.stages) < len(seq.stages)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_non_finite_pose_is_named_with_module_and_field_before_scipy(seed):
+    """Issue 12 item 7: a NaN (or inf) pose reaching the assignment is refused naming the
+    module (or goal node) and the field, not with scipy's "invalid numeric entries"."""
+    rng = random.Random(seed)
+    mods = {f"m{i}": Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3))
+            for i in range(rng.randint(2, 6))}
+    goals = {f"n{i}": Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), 0.0)
+             for i in range(rng.randint(1, len(mods)))}
+    bad, field = rng.choice(sorted(mods)), rng.choice(["x", "y", "yaw"])
+    value = rng.choice([math.nan, math.inf, -math.inf])
+    vals = dict(zip(("x", "y", "yaw"), mods[bad].as_tuple()))
+    vals[field] = value
+    broken = {**mods, bad: Pose2D(**vals)}
+    expect = rf"modules\.{bad}\.{field}: non-finite value"
+    with pytest.raises(PlanningError, match=expect):
+        assign_modules(goals, broken)
+    with pytest.raises(PlanningError, match=expect):
+        select_root_module(broken)
+    node = rng.choice(sorted(goals))
+    with pytest.raises(PlanningError, match=rf"goals\.{node}\.x: non-finite value"):
+        assign_modules({**goals, node: Pose2D(math.nan, 0.0, 0.0)}, mods)
+
+
+def test_non_finite_root_pose_is_refused_naming_it():
+    sc = load_scenario(SCENARIOS / "rc_car.yaml")
+    with pytest.raises(PlanningError, match=r"root\.pose\.m1\.yaw: non-finite value nan"):
+        plan_assembly(sc, root=RootChoice("hub", "m1", Pose2D(0.0, 0.0, math.nan)))
+    with pytest.raises(PlanningError, match=r"modules\.m3\.x: non-finite value nan"):
+        plan_assembly(sc, modules={**sc.modules, "m3": Pose2D(math.nan, 0.0, 0.0)})

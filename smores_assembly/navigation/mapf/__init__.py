@@ -34,10 +34,12 @@ Algorithms:
   (each agent replanned optimally against all others, kept only when shorter).
 
 Every search is bounded (high-level nodes, low-level expansions, wall time) and raises
-:class:`SearchLimitError` when a bound is hit. Unsolvable inputs are detected before the
-search (:func:`check_instance`): :class:`DuplicateGoalError`, :class:`DuplicateStartError`,
-:class:`InvalidCellError` (outside the map or in an obstacle), :class:`UnreachableGoalError`
-(BFS from each goal).
+:class:`SearchLimitError` ("no solution found within the budget: ...") when a bound is hit.
+Unsolvable inputs are detected before the search (:func:`check_instance`):
+:class:`DuplicateGoalError`, :class:`DuplicateStartError`, :class:`InvalidCellError`
+(outside the map or in an obstacle), :class:`UnreachableGoalError` (BFS from each goal),
+:class:`InfeasibleError` ("proven infeasible: ...", agents that must pass each other in a
+corridor, :func:`corridor_passing`).
 
 :func:`validate_schedule` is an independent checker of a schedule (it shares no code with
 the search).
@@ -48,14 +50,16 @@ constraints, space-time focal/A* search), :mod:`.conflicts` (conflict detection,
 :mod:`.solve` (entry point), :mod:`.validate` (independent checker), :mod:`.errors`.
 """
 from smores_assembly.navigation.mapf.errors import (DuplicateGoalError, DuplicateStartError,
-                                                    InvalidCellError, NavigationError,
+                                                    InfeasibleError, InvalidCellError,
+                                                    NavigationError,
                                                     NoSolutionError, SearchLimitError,
                                                     UnreachableGoalError)
 from smores_assembly.navigation.mapf.grid import Cell, Grid
-from smores_assembly.navigation.mapf.instance import check_instance
+from smores_assembly.navigation.mapf.instance import check_instance, corridor_passing
 from smores_assembly.navigation.mapf.solve import ALGORITHMS, Solution, solve
 from smores_assembly.navigation.mapf.validate import validate_schedule
 
 __all__ = ["ALGORITHMS", "Cell", "DuplicateGoalError", "DuplicateStartError", "Grid",
-           "InvalidCellError", "NavigationError", "NoSolutionError", "SearchLimitError",
-           "Solution", "UnreachableGoalError", "check_instance", "solve", "validate_schedule"]
+           "InfeasibleError", "InvalidCellError", "NavigationError", "NoSolutionError", "SearchLimitError",
+           "Solution", "UnreachableGoalError", "check_instance", "corridor_passing", "solve",
+           "validate_schedule"]

@@ -28,3 +28,8 @@ class SearchLimitError(NavigationError):
 
 class NoSolutionError(NavigationError):
     """The search space was exhausted without a solution (the instance is unsolvable)."""
+
+
+class InfeasibleError(NoSolutionError):
+    """The instance is proven unsolvable by a check before the search (e.g. two agents that
+    must pass each other in a corridor without a passing place)."""

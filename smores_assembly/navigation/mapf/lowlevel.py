@@ -11,7 +11,15 @@ from smores_assembly.navigation.mapf.errors import SearchLimitError
 from smores_assembly.navigation.mapf.grid import Grid
 
 
+#: Start of the message of every bound hit: the search says what it knows, not more (a
+#: proven infeasibility is an :class:`~.errors.InfeasibleError` instead).
+NOT_FOUND = "no solution found within the budget"
+
+
 class Budget:
+    """Bounds of one search: high-level nodes, low-level expansions and time [s] on
+    ``clock``; :meth:`tick_high` / :meth:`tick_low` raise SearchLimitError past a bound."""
+
     clock = staticmethod(time.perf_counter)
 
     def __init__(self, max_high: int, max_low: int, time_limit_s: float, clock=None):
@@ -28,18 +36,20 @@ class Budget:
     def tick_low(self, n: int = 1) -> None:
         self.low += n
         if self.low > self.max_low:
-            raise SearchLimitError(
-                f"search exceeded max_low_level_expansions={self.max_low}")
+            raise SearchLimitError(f"{NOT_FOUND}: search exceeded "
+                                   f"max_low_level_expansions={self.max_low}")
         if (self.low & 1023) == 0 and self.elapsed() > self.time_limit:
-            raise SearchLimitError(f"search exceeded time_limit_s={self.time_limit}")
+            raise SearchLimitError(f"{NOT_FOUND}: search exceeded "
+                                   f"time_limit_s={self.time_limit}")
 
     def tick_high(self) -> None:
         self.high += 1
         if self.high > self.max_high:
-            raise SearchLimitError(f"search exceeded max_expansions={self.max_high} "
-                                   "(high-level nodes)")
+            raise SearchLimitError(f"{NOT_FOUND}: search exceeded "
+                                   f"max_expansions={self.max_high} (high-level nodes)")
         if self.elapsed() > self.time_limit:
-            raise SearchLimitError(f"search exceeded time_limit_s={self.time_limit}")
+            raise SearchLimitError(f"{NOT_FOUND}: search exceeded "
+                                   f"time_limit_s={self.time_limit}")
 
 
 class Occupancy:

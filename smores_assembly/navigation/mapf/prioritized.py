@@ -7,7 +7,7 @@ from typing import Mapping
 
 from smores_assembly.navigation.mapf.errors import SearchLimitError
 from smores_assembly.navigation.mapf.grid import Grid
-from smores_assembly.navigation.mapf.lowlevel import Budget, Constraints, low_level
+from smores_assembly.navigation.mapf.lowlevel import NOT_FOUND, Budget, Constraints, low_level
 
 
 def prioritized(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int]],
@@ -32,8 +32,8 @@ def prioritized(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, l
             paths[a] = r[0]
         if ok:
             return paths
-    raise SearchLimitError(f"prioritized planning failed for {orders} agent orders "
-                           f"({last_err})")
+    raise SearchLimitError(f"{NOT_FOUND}: prioritized planning failed for {orders} agent "
+                           f"orders ({last_err})")
 
 
 def others_as_constraints(paths: Mapping[str, list[int]], skip: str, k: int) -> Constraints:

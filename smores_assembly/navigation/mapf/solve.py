@@ -80,9 +80,11 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
 
     Raises:
         ValueError: unknown ``algorithm``, ``w < 1``, ``k_robust < 0``.
-        InvalidCellError, DuplicateStartError, DuplicateGoalError, UnreachableGoalError:
-            unsolvable input, detected before the search (:func:`check_instance`).
-        SearchLimitError: a bound was exceeded (and the fallback, if enabled, failed).
+        InvalidCellError, DuplicateStartError, DuplicateGoalError, UnreachableGoalError,
+        InfeasibleError: unsolvable input, detected before the search
+            (:func:`check_instance`).
+        SearchLimitError: a bound was exceeded (and the fallback, if enabled, failed):
+            "no solution found within the budget", which proves nothing.
         NoSolutionError: the search space is exhausted.
     """
     if algorithm not in ALGORITHMS:
