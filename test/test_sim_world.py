@@ -1,6 +1,7 @@
 """Pure-Python tests of the fake-hardware world (no ROS)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -64,6 +65,59 @@ def test_arc_from_rest_keeps_curvature_and_loses_half_the_ramp():
     t_eff = 2.0 - t_ramp / 2
     # the ramp ends on a step boundary only approximately: sub-mm agreement
     assert_pose(world.pose("m"), unicycle(p0, v, w, t_eff), 2e-5, 1e-3)
+
+
+def test_wheel_deadband_stops_slow_wheels_exactly():
+    """Issue 12 item 8: with a 5 mm/s deadband a wheel commanded slower does not turn at all
+    (exactly 0 rad/s, pose unchanged when both are), a faster one turns as commanded."""
+    params = SimParams(wheel_accel_max=1e6, wheel_deadband=0.005)
+    r, half = params.wheel_radius, 0.5 * params.track
+    rng = random.Random(7)
+    for _ in range(20):
+        p0 = Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3))
+        # both wheels below the deadband: nothing turns, nothing moves (bit for bit)
+        vl, vr = rng.uniform(-0.0049, 0.0049), rng.uniform(-0.0049, 0.0049)
+        world = SimWorld({"m": p0}, params)
+        world.set_cmd_vel("m", 0.5 * (vl + vr), (vr - vl) / (2 * half))
+        run(world, 1.0)
+        assert world.wheel_speeds("m") == (0.0, 0.0)
+        assert world.pose("m") == p0
+        # left wheel below, right wheel above: a pivot about the standing left wheel
+        vl, vr = rng.uniform(-0.0049, 0.0049), rng.choice([-1, 1]) * rng.uniform(0.0051, 0.05)
+        world = SimWorld({"m": p0}, params)
+        world.set_cmd_vel("m", 0.5 * (vl + vr), (vr - vl) / (2 * half))
+        events = run(world, 2.0)
+        wl, wr = world.wheel_speeds("m")
+        assert wl == 0.0 and wr == pytest.approx(vr / r, rel=1e-12)
+        assert not events
+        assert_pose(world.pose("m"), unicycle(p0, vr / 2, vr / params.track, 2.0), 1e-7, 1e-6)
+    # without a deadband the same slow command turns the wheel
+    world = SimWorld({"m": p0}, SimParams(wheel_accel_max=1e6))
+    world.set_cmd_vel("m", 0.004, 0.0)
+    world.step(0.01)
+    assert world.wheel_speeds("m") == pytest.approx((0.1, 0.1))
+
+
+@pytest.mark.parametrize("gl, gr, slip", [(0.9, 1.1, 0.0), (1.0, 1.0, 0.25),
+                                          (1.05, 0.8, 0.1), (1.0, 1.0, 0.0)])
+def test_wheel_gains_and_slip_change_the_arc_as_the_closed_form_says(gl, gr, slip):
+    """Steady wheels: v = (1 - slip) r (gl wl + gr wr) / 2, w = (1 - slip) r (gr wr - gl wl)
+    / track with wl, wr the commanded wheel speeds; the wheels turn at gl wl, gr wr."""
+    params = SimParams(wheel_accel_max=1e6, wheel_gain_left=gl, wheel_gain_right=gr,
+                       wheel_slip=slip)
+    r, track = params.wheel_radius, params.track
+    rng = random.Random(int(100 * (gl + 2 * gr + 3 * slip)))
+    for _ in range(5):
+        p0 = Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3))
+        v, w = rng.uniform(-0.04, 0.04), rng.uniform(-0.6, 0.6)
+        wl, wr = (v - w * track / 2) / r, (v + w * track / 2) / r
+        world = SimWorld({"m": p0}, params)
+        world.set_cmd_vel("m", v, w)
+        run(world, 3.0)
+        assert world.wheel_speeds("m") == pytest.approx((gl * wl, gr * wr), rel=1e-12)
+        v_eff = (1 - slip) * r * (gl * wl + gr * wr) / 2
+        w_eff = (1 - slip) * r * (gr * wr - gl * wl) / track
+        assert_pose(world.pose("m"), unicycle(p0, v_eff, w_eff, 3.0), 1e-7, 1e-6)
 
 
 def test_wheel_speed_cap_keeps_curvature():
@@ -518,7 +572,13 @@ def test_fast_step_equals_reference_step_on_random_worlds(seed):
 
     rng = random.Random(seed)
     poses, helpers = _random_world(rng)
-    fast, ref = SimWorld(poses, helpers=helpers), SimWorld(poses, helpers=helpers)
+    params = SimParams()
+    if seed % 2:  # the wheel effects of real modules on
+        params = SimParams(wheel_deadband=rng.uniform(0, 0.01),
+                           wheel_gain_left=rng.uniform(0.8, 1.2),
+                           wheel_gain_right=rng.uniform(0.8, 1.2), wheel_slip=rng.uniform(0, 0.3))
+    fast = SimWorld(poses, params, helpers=helpers)
+    ref = SimWorld(poses, dataclasses.replace(params), helpers=helpers)
     for k in range(400):
         if rng.random() < 0.15:
             name, args = _random_command(rng, fast)

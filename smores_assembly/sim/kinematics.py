@@ -18,7 +18,12 @@ def wheel_targets(cmd: np.ndarray, driving: np.ndarray, p: SimParams) -> np.ndar
     """Wheel-speed targets (N, 2) [rad/s] of body twists ``cmd`` (N, 2) = (v [m/s],
     w [rad/s]): ``wl = (v - w track/2) / r``, ``wr = (v + w track/2) / r``; zero where not
     ``driving``; a pair whose faster wheel exceeds ``wheel_speed_max`` is scaled down by one
-    ratio (curvature kept)."""
+    ratio (curvature kept).
+
+    Then the wheel effects of real modules, per wheel: a wheel commanded slower than
+    ``wheel_deadband`` [m/s at the rim, ``|w_i| r``] does not turn (target 0); a turning
+    wheel runs at ``wheel_gain_left`` / ``wheel_gain_right`` times its command.
+    """
     r, half_track = p.wheel_radius, 0.5 * p.track
     target = np.empty((len(cmd), 2))
     target[:, 0] = (cmd[:, 0] - cmd[:, 1] * half_track) / r
@@ -28,7 +33,17 @@ def wheel_targets(cmd: np.ndarray, driving: np.ndarray, p: SimParams) -> np.ndar
     over = peak > p.wheel_speed_max
     if over.any():
         target[over] *= (p.wheel_speed_max / peak[over])[:, None]
+    if p.wheel_deadband > 0.0:
+        target[np.abs(target) * r < p.wheel_deadband] = 0.0
+    if p.wheel_gain_left != 1.0 or p.wheel_gain_right != 1.0:
+        target *= np.array([p.wheel_gain_left, p.wheel_gain_right])
     return target
+
+
+def effects_key(p: SimParams) -> tuple:
+    """The parameters :func:`wheel_targets` and :func:`arc_terms` depend on (cache key)."""
+    return (p.wheel_radius, p.track, p.wheel_speed_max, p.wheel_deadband,
+            p.wheel_gain_left, p.wheel_gain_right, p.wheel_slip)
 
 
 def ramp_wheels(old: np.ndarray, target: np.ndarray, accel_max: float,
@@ -53,8 +68,8 @@ def ramp_wheels(old: np.ndarray, target: np.ndarray, accel_max: float,
 def arc_terms(mean: np.ndarray, driving: np.ndarray, p: SimParams, dt: float):
     """Per-module terms of the exact arc driven in ``dt`` with mean wheel speeds ``mean``
     (N, 2): ``(yaw change, half yaw change, chord length [m], moving mask)``, all None when
-    no module moves."""
-    r = p.wheel_radius
+    no module moves. The ground moves under each wheel at ``(1 - wheel_slip) r w_i``."""
+    r = p.wheel_radius * (1.0 - p.wheel_slip)
     mean = np.where(driving[:, None], mean, 0.0)
     v = 0.5 * r * (mean[:, 0] + mean[:, 1])
     om = r * (mean[:, 1] - mean[:, 0]) / p.track

@@ -34,6 +34,19 @@ class SimParams:
     track: float = param_field(0.0672, "distance between the two wheels [m]", 0.001, 1.0)
     wheel_speed_max: float = param_field(math.pi / 2, "wheel speed cap [rad/s]", 0.01, 100.0)
     wheel_accel_max: float = param_field(20.0, "wheel acceleration cap [rad/s^2]", 0.1, 1e6)
+    # wheel effects of real modules (off by default; see smores_assembly.sim.kinematics)
+    wheel_deadband: float = param_field(
+        0.0, "per-wheel deadband: a wheel commanded slower than this (at the rim) does not "
+        "turn [m/s]", 0.0, 0.5)
+    wheel_gain_left: float = param_field(
+        1.0, "left wheel speed / commanded left wheel speed (unequal wheel gains)",
+        0.1, 2.0)
+    wheel_gain_right: float = param_field(
+        1.0, "right wheel speed / commanded right wheel speed (unequal wheel gains)",
+        0.1, 2.0)
+    wheel_slip: float = param_field(
+        0.0, "slip: fraction of the wheels' rim speed lost on the ground (both wheels)",
+        0.0, 0.9)
     capture_range: float = param_field(
         0.004, "EP magnets pull two faces together from this distance [m]", 0.0, 0.05)
     capture_lateral_max: float = param_field(

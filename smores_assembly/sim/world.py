@@ -13,6 +13,13 @@ Model (what matters for docking control, nothing more):
   ``wheel_accel_max`` for the wheel with the larger change (both scaled by one ratio, so a
   start from rest keeps the commanded curvature). A step integrates the exact arc of the
   mean wheel speeds over the step (exact for the linear ramp).
+* **Wheel effects of real modules** (all off by default): a wheel commanded slower than
+  ``wheel_deadband`` [m/s] does not turn; each wheel runs at ``wheel_gain_left`` /
+  ``wheel_gain_right`` times its (capped) command; the ground moves under a wheel at
+  ``(1 - wheel_slip)`` times its rim speed (``wheel_speeds`` report the wheels' rotation).
+  Closed form for steady wheels: ``v = (1 - slip) r (gl wl + gr wr) / 2``,
+  ``w = (1 - slip) r (gr wr - gl wl) / track`` with ``wl``, ``wr`` the commanded wheel
+  speeds (zero below the deadband).
 * **Magnets and capture.** Each face has an EP magnet (on/off). When two faces of different
   modules both have their magnet on, the two face segments are within ``capture_range``,
   they are antiparallel within ``capture_angle_max`` and the centre of one face is within
@@ -652,7 +659,7 @@ class SimWorld:
         """Step phase 3a with caches: wheel targets (until a command, structure, carry or
         parameter change) and the arc terms of steady wheels (same ``dt``)."""
         p = self.params
-        kin_key = (p.wheel_radius, p.track, p.wheel_speed_max)
+        kin_key = kinematics.effects_key(p)
         if self._kin is None or self._kin[0] != kin_key:
             driving = self._driving_mask()
             self._kin = (kin_key, driving, kinematics.wheel_targets(self._cmd, driving, p))
