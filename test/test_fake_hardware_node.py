@@ -557,3 +557,36 @@ def test_parameter_changes_are_validated_before_any_is_applied(ros_context, tmp_
         assert node.settings.random_seed == 0
     finally:
         node.destroy_node()
+
+
+def test_wheel_effect_parameters_reach_the_world(ros_context, tmp_path):
+    """Issue 12 item 8: the wheel deadband, gains and slip are fake_hardware parameters
+    (off by default); set at start-up or at run time they change what the world does, out
+    of range they are refused naming the parameter."""
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+
+    scen = write_scenario(tmp_path, {"m": (0.0, 0.0, 0.0)})
+    node = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=scen), Parameter("real_time_factor", value=1e-3),
+        Parameter("cmd_vel_timeout_s", value=100.0), Parameter("wheel_deadband", value=0.005)])
+    try:
+        assert node.get_parameter("wheel_slip").value == 0.0
+        assert node.get_parameter("wheel_gain_left").value == 1.0
+        node.world.set_cmd_vel("m", 0.004, 0.0)          # both wheels at 4 mm/s < 5 mm/s
+        for _ in range(50):
+            node.step_once(0.01)
+        assert node.world.wheel_speeds("m") == (0.0, 0.0)
+        assert node.world.pose("m").as_tuple() == (0.0, 0.0, 0.0)
+        res = node.set_parameters([Parameter("wheel_deadband", value=0.002),
+                                   Parameter("wheel_gain_right", value=1.5)])
+        assert all(r.successful for r in res), [r.reason for r in res]
+        node.step_once(0.01)
+        r = node.world.params.wheel_radius
+        assert node.world.wheel_speeds("m") == pytest.approx((0.004 / r, 1.5 * 0.004 / r))
+        res = node.set_parameters([Parameter("wheel_slip", value=0.95)])[0]
+        assert not res.successful and "wheel_slip" in res.reason
+        assert node.world.params.wheel_slip == 0.0
+    finally:
+        node.destroy_node()
