@@ -218,3 +218,11 @@ def test_namespaced_sections_pass_the_generic_check_but_not_run(tmp_path):
     check_params_file(f)
     with pytest.raises(ParamsFileError, match="matches no node"):
         check_params_file(f, default_readers(f))
+
+
+def test_a_launch_argument_given_twice_is_refused():
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "fake_assembly",
+                        "real_time_factor:=2", "real_time_factor:=8"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2
+    assert "launch argument 'real_time_factor' given twice ('2' and '8')" in r.stderr

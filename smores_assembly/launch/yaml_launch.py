@@ -457,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
             if ":=" not in a:
                 raise LaunchError(f"launch argument {a!r}: expected name:=value")
             k, v = a.split(":=", 1)
+            if k in args:  # the last would silently win
+                raise LaunchError(f"launch argument {k!r} given twice ({args[k]!r} and "
+                                  f"{v!r})")
             args[k] = v
         specs = load_launch(path, args)
     except LaunchError as exc:
