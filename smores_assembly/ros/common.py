@@ -17,7 +17,6 @@ share lives here, once:
 from __future__ import annotations
 
 import dataclasses
-import math
 import signal
 from typing import Any, Callable
 

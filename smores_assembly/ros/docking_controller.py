@@ -39,6 +39,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Int32
 
+from smores_assembly import params
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
                                      Phase, PoseSample, TimedPath)
 from smores_assembly.docking.settings import DockingNodeSettings
@@ -71,9 +72,10 @@ class DockingControllerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("docking_controller", **common.node_kwargs(kwargs))
-        self.node_settings = common.declare_dataclass_params(
-            self, DockingNodeSettings(), on_change=lambda _s: self._make_timers())
-        self.settings = common.declare_dataclass_params(self, DockingSettings())
+        node_settings, settings = params.node_settings("docking_controller")
+        self.node_settings: DockingNodeSettings = common.declare_dataclass_params(
+            self, node_settings, on_change=lambda _s: self._make_timers())
+        self.settings: DockingSettings = common.declare_dataclass_params(self, settings)
         self._plan: AssemblyPlan | None = None
         self._stage: int | None = None
         self._samples: dict[str, PoseSample] = {}

@@ -36,6 +36,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from action_msgs.srv import CancelGoal
 
+from smores_assembly import params
 from smores_assembly.action import Assemble
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingStatusArray,
                                  ModuleStateArray, TargetTopology)
@@ -69,7 +70,8 @@ class ExecutiveNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("executive", **common.node_kwargs(kwargs))
-        self.settings = common.declare_dataclass_params(self, ExecutiveSettings())
+        settings, = params.node_settings("executive")
+        self.settings: ExecutiveSettings = common.declare_dataclass_params(self, settings)
         cb = ReentrantCallbackGroup()
         self._states: ModuleStateArray | None = None
         self._plan: AssemblyPlan | None = None

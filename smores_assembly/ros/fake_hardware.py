@@ -53,6 +53,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 
+from smores_assembly import params
 from smores_assembly.geometry import Face
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleState, ModuleStateArray)
@@ -94,10 +95,10 @@ class FakeHardwareNode(Node):
         if self.get_parameter("use_sim_time").value:
             raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
                              "/clock); it must run with use_sim_time:=false")
-        settings, sim_params = FakeHardwareSettings(), SimParams()
-        self.settings = common.declare_dataclass_params(
+        settings, sim_params = params.node_settings("fake_hardware")
+        self.settings: FakeHardwareSettings = common.declare_dataclass_params(
             self, settings, on_change=lambda _s: self._on_settings_change())
-        self.sim_params = common.declare_dataclass_params(self, sim_params)
+        self.sim_params: SimParams = common.declare_dataclass_params(self, sim_params)
         s = self.settings
         if not s.scenario:
             raise ValueError("scenario: the path of a scenario YAML file is required")

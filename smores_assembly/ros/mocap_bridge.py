@@ -53,6 +53,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from smores_assembly import params
 from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
                                    RigidTransform)
 from smores_assembly.mocap.settings import BridgeSettings
@@ -70,10 +71,11 @@ class MocapBridgeNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("mocap_bridge", **common.node_kwargs(kwargs))
-        settings, filter_settings = BridgeSettings(), MocapFilterSettings()
-        self.settings = common.declare_dataclass_params(
+        settings, filter_settings = params.node_settings("mocap_bridge")
+        self.settings: BridgeSettings = common.declare_dataclass_params(
             self, settings, on_change=lambda _s: self._apply_transforms())
-        self.filter_settings = common.declare_dataclass_params(self, filter_settings)
+        self.filter_settings: MocapFilterSettings = common.declare_dataclass_params(
+            self, filter_settings)
         ids = common.declare_given(
             self, "module_ids", Parameter.Type.STRING_ARRAY,
             ParameterDescriptor(

@@ -43,6 +43,7 @@ from std_msgs.msg import ColorRGBA, Int32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from smores_assembly import params
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
@@ -58,7 +59,8 @@ class NavigationNode(Node):
     def __init__(self, **node_kwargs) -> None:
         """``node_kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, overrides)."""
         super().__init__("navigation", **common.node_kwargs(node_kwargs))
-        self.settings = common.declare_dataclass_params(self, NavSettings())
+        settings, = params.node_settings("navigation")
+        self.settings: NavSettings = common.declare_dataclass_params(self, settings)
         self._plan: AssemblyPlan | None = None
         self._poses: dict[str, Pose2D] = {}
         self._stage = -1

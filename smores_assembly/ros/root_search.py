@@ -25,6 +25,7 @@ import sys
 from rclpy.node import Node
 
 from smores_assembly.msg import ModuleStateArray, RootSelection, TargetTopology
+from smores_assembly.params import node_settings
 from smores_assembly.planning import PlanningError, PlanningNodeSettings, search_root
 from smores_assembly.ros import names
 from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, declare_dataclass_params,
@@ -39,7 +40,8 @@ class RootSearchNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__("root_search", **node_kwargs(kwargs))
-        self.settings = declare_dataclass_params(self, PlanningNodeSettings())
+        settings, = node_settings("root_search")
+        self.settings: PlanningNodeSettings = declare_dataclass_params(self, settings)
         self._target: TargetTopology | None = None
         self._states: ModuleStateArray | None = None
         self._pending = False

@@ -24,6 +24,7 @@ import sys
 from rclpy.node import Node
 
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
+from smores_assembly.params import node_settings
 from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
                                       sequential)
 from smores_assembly.ros import names
@@ -43,7 +44,8 @@ class TaskAssignmentNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__("task_assignment", **node_kwargs(kwargs))
-        self.settings = declare_dataclass_params(self, PlanningNodeSettings())
+        settings, = node_settings("task_assignment")
+        self.settings: PlanningNodeSettings = declare_dataclass_params(self, settings)
         self._target: TargetTopology | None = None
         self._root: RootSelection | None = None
         self._states: ModuleStateArray | None = None
