@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--real-time-factor", metavar="F", type=_positive, default=None,
                     dest="real_time_factor",
                     help="simulated seconds per wall-clock second (default: the job's own)")
+    pr.add_argument("--backend", choices=("kinematic", "mujoco"), default=None,
+                    help="physics of the fake hardware (default: kinematic; mujoco: rigid "
+                         "bodies, see README 'Physics')")
     pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
                     help="ROS parameter overrides for the pipeline nodes (see "
                          "config/overrides.yaml)")

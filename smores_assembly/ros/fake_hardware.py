@@ -59,7 +59,8 @@ from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleState, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
 from smores_assembly.ros import common, names
-from smores_assembly.sim import SimError, SimParams, SimWorld
+from smores_assembly.sim import SimError, SimParams
+from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.settings import FakeHardwareSettings
 
 
@@ -110,7 +111,8 @@ class FakeHardwareNode(Node):
                 f"(parameter said {self.sim_params.module_width} m)")
             self.set_parameters([Parameter("module_width", value=float(scen.module_width))])
         try:
-            self.world = SimWorld(scen.modules, self.sim_params, helpers=scen.helpers)
+            self.world = make_world(s.backend, scen.modules, self.sim_params,
+                                    helpers=scen.helpers)
         except SimError as exc:
             raise ValueError(f"scenario {s.scenario}: {exc}") from exc
         self.ids = self.world.modules()

@@ -20,6 +20,8 @@ def launch_specs(args) -> list:
         launch_args["params_file"] = str(Path(args.params_file).resolve())
     if args.real_time_factor is not None:
         launch_args["real_time_factor"] = str(args.real_time_factor)
+    if getattr(args, "backend", None):
+        launch_args["backend"] = args.backend
     return load_launch(launch_file("fake_assembly"), launch_args)
 
 

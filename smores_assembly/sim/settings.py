@@ -48,11 +48,18 @@ class FakeHardwareSettings:
         0.0001, 1.0)
     random_seed: int = param_field(0, "seed of the mocap noise and dropout generator",
                                    0, 2**31 - 1, start_only=True)
+    backend: str = param_field(
+        "kinematic", "physics of the simulated world: kinematic (smores_assembly.sim.SimWorld, "
+        "the controllers' own model) or mujoco (rigid bodies, "
+        "smores_assembly.sim.mujoco_world)", start_only=True)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the field: a value out of range, or a
         ``mocap_topic_format`` without ``{id}``."""
         check_ranges(self)
+        from smores_assembly.sim.backend import BACKENDS  # noqa: PLC0415
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend: {self.backend!r} is not one of {', '.join(BACKENDS)}")
         if "{id}" not in self.mocap_topic_format:
             raise ValueError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
                              "{id}")
