@@ -118,6 +118,26 @@ def test_bad_inputs_are_refused_with_the_field_named():
         make_world("bullet", {"a": (0, 0, 0)})
     with pytest.raises(SimError, match="poses"):
         MujocoWorld({})
+    with pytest.raises(SimError, match="wheel_slip"):
+        MujocoWorld({"a": (0, 0, 0)}, SimParams(wheel_slip=0.1))
+
+
+def test_wheel_deadband_and_gains_act_on_the_references():
+    """A 4 mm/s command under a 5 mm/s deadband does not move the module; a left gain of
+    0.9 turns a straight command into the arc of the slower left wheel."""
+    world = MujocoWorld({"a": (0, 0, 0)}, SimParams(wheel_deadband=0.005))
+    world.set_cmd_vel("a", 0.004, 0.0)
+    for _ in range(100):
+        world.step(DT)
+    assert world.pose("a").distance_to(Pose2D(0, 0, 0)) < 2e-4
+    p = SimParams(wheel_gain_left=0.9)
+    world = MujocoWorld({"a": (0, 0, 0)}, p)
+    world.set_cmd_vel("a", 0.04, 0.0)
+    for _ in range(300):
+        world.step(DT)
+    # wheel rim speeds 0.036 / 0.04 m/s: yaw rate (0.04 - 0.036) / track
+    rate = (0.04 - 0.036) / p.track
+    assert world.pose("a").yaw == pytest.approx(rate * (world.t - 0.03), abs=math.radians(1))
 
 
 # --- driving -------------------------------------------------------------------------------

@@ -19,9 +19,12 @@ Model (built from the one module description, ``description/smores_ep.urdf``, re
 * **Driving.** A body twist ``(v, w)`` becomes wheel-speed targets exactly as in the
   kinematic world (same clipping at ``wheel_speed_max`` keeping the curvature, same linear
   ramp at ``wheel_accel_max``: the motor controller's profile). Each wheel is a velocity
-  servo (MuJoCo ``velocity`` actuator, gain ``wheel_kv``, torque limited to the URDF
+  servo (MuJoCo ``velocity`` actuator, gain ``wheel_kv``, rotor inertia ``wheel_armature``,
+  torque limited to the URDF
   effort, control range +-``wheel_speed_max``), so the module rolls, slips and is pushed as
-  the contacts dictate. Modules of a structure and carried modules hold their wheels at zero.
+  the contacts dictate. ``wheel_deadband`` and the wheel gains act on the references as in
+  the kinematic world; ``wheel_slip`` must be 0 (slip is the contacts' business here).
+  Modules of a structure and carried modules hold their wheels at zero.
 * **EP magnets.** For two faces of different bodies whose magnets are both on, facing each
   other (misalignment <= 45 deg, centres less than a width apart along the face) at a gap
   ``d`` <= ``magnet_range``, an attraction ``F(d) = F_hold (d0 / (d0 + d))^4`` times the
@@ -186,6 +189,9 @@ class MujocoWorld:
                  description: ModuleDescription | None = None) -> None:
         self.params = params if params is not None else SimParams()
         self.params.validate()
+        if self.params.wheel_slip != 0.0:
+            raise SimError(f"wheel_slip: {self.params.wheel_slip} must be 0 on the MuJoCo "
+                           f"backend (slip comes from the tyre contacts there)")
         self.mj_params = mj_params if mj_params is not None else MujocoParams()
         self.mj_params.validate()
         self.description = description if description is not None else load_description()
@@ -829,6 +835,11 @@ class MujocoWorld:
         over = peak > p.wheel_speed_max
         if over.any():
             target[over] *= (p.wheel_speed_max / peak[over])[:, None]
+        # motor-controller effects of real modules, as in the kinematic world
+        if p.wheel_deadband > 0.0:
+            target[np.abs(target) * r < p.wheel_deadband] = 0.0
+        if p.wheel_gain_left != 1.0 or p.wheel_gain_right != 1.0:
+            target *= np.array([p.wheel_gain_left, p.wheel_gain_right])
         delta = target - self._wheel_target
         dpeak = np.abs(delta).max(axis=1)
         amax = p.wheel_accel_max * dt
