@@ -6,7 +6,8 @@
   0-based indices into ``stages``), otherwise a readable table (stages numbered from 1, as
   in the ``run`` progress and approval prompt).
 * ``smores-assemble run SCENARIO.yaml [--out DIR] [--approve] [--record] [--timeout S]
-  [--real-time-factor F] [--params-file FILE]``: the main job on the fake hardware
+  [--real-time-factor F] [--params-file FILE] [--backend kinematic|mujoco]``: the main job on
+  the fake hardware
   (:mod:`smores_assembly.run_job`, imported lazily: it needs rclpy).
 
 Bad input (invalid scenario, unplannable target, unreadable file): exit status 2 and one
