@@ -595,3 +595,33 @@ def test_fast_step_equals_reference_step_on_random_worlds(seed):
         assert ev_fast == ev_ref, (seed, k)
         assert _state(fast) == _state(ref), (seed, k)
     assert fast.t > 3.0
+
+
+@pytest.mark.parametrize("yaw_err_deg", [0.3, -0.3, 1.0, -1.0])
+def test_flush_slide_along_a_neighbour_face_is_legal_motion(yaw_err_deg):
+    """A module driving past a neighbour flush (a corner or slot approach) with a small
+    heading error slides along the neighbour's face: it reaches the end of the slide,
+    never penetrates deeper than the tolerance, and no collision is reported
+    (issue 11: flush slides are legal motion)."""
+    w = 0.08
+    yaw = math.radians(yaw_err_deg)
+    # "n" sits at the origin; "m" starts flush on its +y side, 0.1 m behind, heading +x.
+    world = SimWorld({"n": (0.0, 0.0, 0.0), "m": (-0.10, w + 1e-7, yaw)},
+                     SimParams(wheel_accel_max=1e6))
+    events = []
+    world.set_cmd_vel("m", 0.03, 0.0)
+    for _ in range(400):  # 4 s at 30 mm/s: 0.12 m of travel
+        events += world.step(0.01)
+        assert square_overlap(tuple(world.pose("m").as_tuple()),
+                              (0.0, 0.0, 0.0), w) <= 1e-6
+    end = world.pose("m")
+    assert end.x == pytest.approx(-0.10 + 0.12 * math.cos(yaw), abs=2e-3)
+    assert not [e for e in events if e.kind == "collision"]
+    # Without the slide rule a heading into the face stops the module at first contact.
+    if yaw_err_deg < 0:
+        stiff = SimWorld({"n": (0.0, 0.0, 0.0), "m": (-0.10, w + 1e-7, yaw)},
+                         SimParams(wheel_accel_max=1e6, face_contact_slide=False))
+        stiff.set_cmd_vel("m", 0.03, 0.0)
+        for _ in range(400):
+            stiff.step(0.01)
+        assert stiff.pose("m").x < end.x - 0.09  # stuck at the corner

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from smores_assembly.geometry import square_overlap
-from smores_assembly.sim.faces import is_face_contact
+from smores_assembly.sim.faces import facing_push, is_face_contact
 from smores_assembly.sim.model import SimEvent
 
 
@@ -36,17 +36,16 @@ class CollisionsMixin:
             units[u] = [i for i in unit if moving[i]]
         return units
 
-    def _try_unit(self, u: int, unit: list[int], candidates, prop: np.ndarray,
-                  new_rel: dict[str, float], moved: np.ndarray, blocked_pairs: dict,
-                  touching: set) -> None:
-        """Apply the proposed poses of moving unit ``u`` (module indices ``unit``) unless that makes a module of it
-        overlap another module (among ``candidates(i)``) more than before: then its wheels
-        stop and the pairs go to ``blocked_pairs`` (key -> (depth, face contact)). Pairs
-        left overlapping by an allowed motion go to ``touching``."""
+    def _unit_overlaps(self, unit: list[int], candidates, prop: np.ndarray):
+        """Overlaps the proposed poses ``prop`` of ``unit`` would make: ``(ok, seen,
+        blocks)``; ``ok`` is False when some pair overlaps more than now (beyond
+        ``overlap_tolerance``), listed in ``blocks`` as (i, j, key, face contact, depth);
+        ``seen`` = pairs left overlapping no deeper than now (allowed)."""
         p = self.params
         w = p.module_width
         ok = True
         seen = []
+        blocks = []
         for i in unit:
             a = self._ids[i]
             pa_new = tuple(prop[i])
@@ -67,9 +66,38 @@ class CollisionsMixin:
                     seen.append(key)
                     continue
                 ok = False
-                fc = self._is_face_contact(pa_new, pb, dn)
-                if key not in blocked_pairs or blocked_pairs[key][0] < dn:
-                    blocked_pairs[key] = (dn, fc)
+                blocks.append((i, j, key, self._is_face_contact(pa_new, pb, dn), dn))
+        return ok, seen, blocks
+
+    def _try_unit(self, u: int, unit: list[int], candidates, prop: np.ndarray,
+                  new_rel: dict[str, float], moved: np.ndarray, blocked_pairs: dict,
+                  touching: set) -> None:
+        """Apply the proposed poses of moving unit ``u`` (module indices ``unit``) unless that makes a module of it
+        overlap another module (among ``candidates(i)``) more than before: then its wheels
+        stop and the pairs go to ``blocked_pairs`` (key -> (depth, face contact)) — except
+        when every such overlap is a face contact and ``face_contact_slide`` is on: then the
+        unit is pushed back out along the pressed faces' normals and slides (flush slides
+        are legal motion). Pairs left overlapping by an allowed motion go to ``touching``."""
+        p = self.params
+        ok, seen, blocks = self._unit_overlaps(unit, candidates, prop)
+        if not ok and p.face_contact_slide and all(fc for _, _, _, fc, _ in blocks):
+            # Flush slide: push the unit back out of the faces it presses against, along
+            # those faces' normals; accepted when that overlaps nothing more.
+            push = np.zeros(2)
+            for i, j, _, _, _ in blocks:
+                d, nx, ny = facing_push(tuple(prop[i]), tuple(self._pose[j]),
+                                        p.module_width)
+                push += max(0.0, d + 0.5 * p.overlap_tolerance) * np.array([nx, ny])
+            slid = prop.copy()
+            slid[unit, 0] += push[0]
+            slid[unit, 1] += push[1]
+            ok2, seen2, _ = self._unit_overlaps(unit, candidates, slid)
+            if ok2 and math.hypot(*push) <= p.contact_penetration_max:
+                prop[unit] = slid[unit]
+                ok, seen, blocks = True, seen2, []
+        for _, _, key, fc, dn in blocks:
+            if key not in blocked_pairs or blocked_pairs[key][0] < dn:
+                blocked_pairs[key] = (dn, fc)
         if ok:
             touching.update(seen)
             for i in unit:

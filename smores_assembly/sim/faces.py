@@ -84,3 +84,30 @@ def is_face_contact(pa, pb, depth: float, p: SimParams) -> bool:
                 if (pb[0] - pa[0]) * math.cos(aa) + (pb[1] - pa[1]) * math.sin(aa) > 0:
                     return True
     return False
+
+
+
+def facing_push(pa, pb, width: float) -> tuple[float, float, float]:
+    """How far, and along which unit vector, a ``width`` square at ``pa`` must move to stop
+    penetrating the face of the square at ``pb`` that faces it.
+
+    The facing face of ``pb`` is the one whose normal is most aligned with the offset
+    ``pa - pb`` (for a module sliding past a neighbour flush, the neighbour's side face,
+    even while its front corner passes the neighbour's corner); the depth is the overlap
+    of the two squares' projections on that normal.
+
+    Returns:
+        ``(depth, nx, ny)``; ``depth <= 0`` when the squares are apart along that normal.
+    """
+    dx, dy = pa[0] - pb[0], pa[1] - pb[1]
+    half = 0.5 * width
+    ha = half * (abs(math.cos(pa[2] - pb[2])) + abs(math.sin(pa[2] - pb[2])))
+    c, s = math.cos(pb[2]), math.sin(pb[2])
+    best = None
+    for nx, ny in ((c, s), (-s, c)):
+        proj = dx * nx + dy * ny
+        if best is None or abs(proj) > abs(best[0]):
+            best = (proj, nx, ny)
+    proj, nx, ny = best
+    sign = 1.0 if proj >= 0.0 else -1.0
+    return half + ha - abs(proj), sign * nx, sign * ny

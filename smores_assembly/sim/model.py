@@ -58,6 +58,10 @@ class SimParams:
     contact_penetration_max: float = param_field(
         0.004, "an overlap of antiparallel faces up to this depth is a face contact, "
         "not a collision [m]", 0.0, 0.05)
+    face_contact_slide: bool = param_field(
+        True, "a motion that presses a face flat against another module's face slides "
+        "along it (pushed back out of the penetration) instead of stopping the wheels; "
+        "flush slides into corners and one-module slots are legal motion")
     overlap_tolerance: float = param_field(
         1e-6, "overlaps shallower than this are ignored (numerical noise) [m]", 0.0, 1e-3)
     collision_clear_distance: float = param_field(
@@ -77,6 +81,10 @@ class SimParams:
         """Raise :class:`SimError` naming the field when a value is out of range or NaN."""
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.type in (bool, "bool"):
+                if not isinstance(v, bool):
+                    raise SimError(f"{f.name}: {v!r} is not a boolean")
+                continue
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                 raise SimError(f"{f.name}: {v!r} is not a finite number")
         try:
