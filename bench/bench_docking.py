@@ -20,13 +20,12 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 from smores_assembly.docking.control import DockingSettings, TimedPath
 from smores_assembly.docking.task import (DockingSpec, DockingTask, ErrorCode, Phase,
                                           PoseSample, dock_axis, face_errors)
 from smores_assembly.geometry import Face, Pose2D, child_pose, face_center, wrap_angle
-from smores_assembly.sim import Connection, SimError, square_overlap
+from smores_assembly.sim import Connection, SimError, SimParams, square_overlap
 from smores_assembly.sim.backend import BACKENDS, make_world
 
 PARENT = "p"
@@ -107,8 +106,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               path: TimedPath | None = None, parent_magnets: bool = True,
               kick_parent: tuple[Phase, float, float] | None = None,
               latency: float = 0.0, backend: str = "kinematic",
-              cmd_filter: Callable[[str, float, float], tuple[float, float]] | None = None
-              ) -> TrialResult:
+              sim_params: SimParams | None = None) -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -131,8 +129,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             capture time).
         backend: the world's physics, ``kinematic`` or ``mujoco``
             (:func:`smores_assembly.sim.backend.make_world`).
-        cmd_filter: ``(module, v, w) -> (v, w)`` applied to every command before the world
-            gets it (e.g. a wheel deadband the world does not model).
+        sim_params: the kinematic world's parameters (e.g. its wheel deadband, gains and
+            slip); defaults when None.
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).
@@ -151,7 +149,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             helper_start = random_start(rng, goal, [parent, start])
         poses[HELPER] = helper_start
         helpers = (HELPER,)
-    world = make_world(backend, poses, helpers=helpers)
+    world = make_world(backend, poses, sim_params, helpers=helpers)
     spec = DockingSpec(MODULE, PARENT, parent_face, child_face, HELPER if use_helper else "")
     task = DockingTask(spec, s)
     want = Connection.make(MODULE, child_face, PARENT, parent_face)
@@ -195,8 +193,6 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             if not trace or trace[-1][1] != key:
                 trace.append((round(t, 2), key, world.poses(), out.status.message))
         for mid, (v, om) in out.cmd.items():
-            if cmd_filter is not None:
-                v, om = cmd_filter(mid, v, om)
             world.set_cmd_vel(mid, v, om)
             if out.status.phase is Phase.PAUSED:
                 max_cmd_paused = max(max_cmd_paused, abs(v), abs(om))

@@ -21,7 +21,7 @@ from smores_assembly.docking.control import StallMonitor, wheel_rim_speeds
 from smores_assembly.geometry import Face, Pose2D, child_pose, predock_pose, wrap_angle
 from smores_assembly.params import check_ranges
 from smores_assembly.scenario import load_scenario
-from smores_assembly.sim import Connection, SimWorld, square_overlap
+from smores_assembly.sim import Connection, SimParams, SimWorld, square_overlap
 
 W = 0.08
 DT = 0.04   # 25 Hz control in the sweeps (the node defaults to 50 Hz)
@@ -656,17 +656,12 @@ def test_module_near_capture_docks_without_backing_out(offset_mm):
 
 # --------------------------------------------------------------------------- wheel deadband
 
-def _deadband(limit: float):
-    """A command filter: a wheel commanded slower than ``limit`` [m/s rim speed] does not
-    turn (the world gets the unicycle command of the wheels that do)."""
-    s = DockingSettings()
-
-    def f(module: str, v: float, w: float) -> tuple[float, float]:
-        left, right = wheel_rim_speeds(v, w, s)
-        left = 0.0 if abs(left) < limit else left
-        right = 0.0 if abs(right) < limit else right
-        return 0.5 * (left + right), (right - left) / s.track_width
-    return f
+def _deadband(limit: float, gains: tuple[float, float] = (1.0, 1.0),
+              slip: float = 0.0) -> SimParams:
+    """The kinematic world with real-wheel effects: a wheel commanded slower than ``limit``
+    [m/s at the rim] does not turn; wheel gains and slip as given."""
+    return dataclasses.replace(SimParams(), wheel_deadband=limit, wheel_gain_left=gains[0],
+                               wheel_gain_right=gains[1], wheel_slip=slip)
 
 
 def test_stall_monitor_against_the_true_motion():
@@ -705,16 +700,23 @@ def test_stall_monitor_against_the_true_motion():
         assert noticed_at is not None and noticed_at <= 3.0 * s.stall_window_s, (seed, noticed_at)
 
 
-def test_wheel_deadband_pair_start_docks():
-    """pair.yaml, m1 at (0.30, 0.10, 1.0), wheels that do not turn below 5 mm/s: it used to
-    stop a few mm short of its pre-dock pose and fail after 241 s; the controller notices
-    the stall, raises its commands to min_wheel_speed and docks."""
+@pytest.mark.parametrize("gains,slip", [((1.0, 1.0), 0.0), ((0.9, 1.1), 0.1)],
+                         ids=["deadband", "deadband-gains-slip"])
+def test_wheel_deadband_pair_start_docks(gains, slip):
+    """pair.yaml, m1 at (0.30, 0.10, 1.0), wheels that do not turn below 5 mm/s (also with
+    10 % unequal wheel gains and 10 % slip): it used to stop a few mm short of its pre-dock
+    pose and fail after 241 s; the controller notices the stall, raises its commands to
+    min_wheel_speed and docks (SimWorld ground truth)."""
     pf, cf, start = _field_start("pair")
     assert close_pose(start, Pose2D(0.30, 0.10, 1.0))
+    raised = []
     for seed in range(3):
-        r = run_trial(pf, cf, seed, start=start, dt=DT, cmd_filter=_deadband(0.005))
+        r = run_trial(pf, cf, seed, start=start, dt=DT,
+                      sim_params=_deadband(0.005, gains, slip))
         _assert_docked(r, 0)
         assert r.time_s < 60.0
+        raised.append(r.raised_to_min_speed)
+    assert any(raised)     # the stall was noticed and the commands raised
 
 
 @pytest.mark.parametrize("pf,cf", NON_HELPER_CASES[:2],
@@ -722,7 +724,7 @@ def test_wheel_deadband_pair_start_docks():
 def test_wheel_deadband_random_starts_dock(pf, cf):
     """Random starts with a 5 mm/s wheel deadband dock (commands raised after a stall)."""
     for seed in range(8):
-        r = run_trial(pf, cf, seed, dt=DT, cmd_filter=_deadband(0.005))
+        r = run_trial(pf, cf, seed, dt=DT, sim_params=_deadband(0.005))
         _assert_docked(r, DockingSettings().max_retries)
 
 
@@ -739,7 +741,7 @@ def test_stall_is_reported_when_commands_may_not_be_raised():
     as its reason, not after 241 s of POSE_ADJUST timeouts."""
     s = dataclasses.replace(DockingSettings(), min_wheel_speed=0.0)
     pf, cf, start = _field_start("pair")
-    r = run_trial(pf, cf, 0, start=start, dt=DT, settings=s, cmd_filter=_deadband(0.005),
+    r = run_trial(pf, cf, 0, start=start, dt=DT, settings=s, sim_params=_deadband(0.005),
                   t_max=240.0)
     assert r.phase is Phase.FAILED and r.error_code is ErrorCode.RETRIES_EXHAUSTED
     assert "(STALLED)" in r.message and "did not move" in r.message
