@@ -10,11 +10,12 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    names = argv or sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent))
+    names = argv or sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
                            if m.name.startswith("bench_"))
     status = 0
     for name in names:
-        mod = importlib.import_module(f"bench.{name if name.startswith('bench_') else 'bench_' + name}")
+        module = name if name.startswith("bench_") else f"bench_{name}"
+        mod = importlib.import_module(f"bench.{module}")
         print(f"\n=== {mod.__name__} ===", flush=True)
         t0 = time.perf_counter()
         rc = mod.main([]) if hasattr(mod, "main") else 0
