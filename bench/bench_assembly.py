@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
           f"{'seq ok':>6} {'seq sim s':>9} {'seq wall s':>10} | {'speed-up':>8}")
     status = 0
     for name, par, seq in rows:
-        sp = seq["assembly_time_s"] / par["assembly_time_s"] if par["assembly_time_s"] else float("nan")
+        sp = (seq["assembly_time_s"] / par["assembly_time_s"] if par["assembly_time_s"]
+              else float("nan"))
         print(f"{name:<20} {'yes' if par['success'] else 'NO':>3} {len(par.get('stages', [])):>6} "
               f"{par['assembly_time_s']:7.1f} {par['process_wall_s']:7.1f} | "
               f"{'yes' if seq['success'] else 'NO':>6} {seq['assembly_time_s']:9.1f} "

@@ -267,7 +267,7 @@ class GoalRunner:
                 return self._cancelled(goal, "before planning")
             return Outcome(ErrorCode.NO_STATES, f"no tracked module states within "
                                                 f"{st.states_timeout_s:.1f} s")
-        poses = dict(port.tracked_poses())
+        poses = dict(port.tracked_poses() or {})  # not None: waited for above
         try:
             scenario = port.target_to_scenario(target, poses)
         except ValueError as exc:
@@ -286,6 +286,7 @@ class GoalRunner:
                 return self._cancelled(goal, "while planning")
             return Outcome(ErrorCode.PLANNING, f"no plan within {st.plan_timeout_s:.1f} s")
         info = port.received_plan()
+        assert info is not None  # waited for above
         plan = info.msg
         stages = [list(s) for s in info.stages]
         port.log("info", f"plan: {info.summary}")

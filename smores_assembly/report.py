@@ -72,7 +72,7 @@ def final_errors(goals: dict[str, Pose2D], final: dict[str, Pose2D]) -> dict[str
 
     Both in ``world``. Modules without a final pose are reported with ``None`` errors.
     """
-    out = {}
+    out: dict[str, dict[str, float | None]] = {}
     for m, g in goals.items():
         p = final.get(m)
         if p is None:

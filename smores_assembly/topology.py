@@ -160,7 +160,7 @@ def depths(nodes: Sequence[str], edges: Sequence[Edge], root: str) -> dict[str, 
     order, parent = _bfs(adj, root)
     d = {root: 0}
     for v in order[1:]:
-        d[v] = d[parent[v]] + 1
+        d[v] = d[parent[v]] + 1  # type: ignore[index]  # only the root has no parent
     return d
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -531,7 +530,7 @@ def test_integer_values_are_accepted_for_float_parameters(ros_context, tmp_path)
 
 
 def test_parameter_changes_are_validated_before_any_is_applied(ros_context, tmp_path):
-    """rclpy's pattern: on-set callbacks only validate, the post-set callback applies. A set
+    """The rclpy pattern: on-set callbacks only validate, the post-set callback applies. A set
     refused by one settings class (SimParams) leaves the other (FakeHardwareSettings)
     untouched, and an integer set for a double parameter is widened, not refused."""
     from rclpy.parameter import Parameter

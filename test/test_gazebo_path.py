@@ -14,7 +14,6 @@ import stat
 import xml.etree.ElementTree as ET
 
 import pytest
-import yaml
 
 from smores_assembly.launch.yaml_launch import find_pkg_share, launch_file, load_launch
 from smores_assembly.ros import gazebo_spawn

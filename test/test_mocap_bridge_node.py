@@ -39,7 +39,6 @@ class BridgeRig:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
         from smores_assembly.msg import ModuleStateArray
-        from smores_assembly.ros import common
         from smores_assembly.ros.mocap_bridge import MocapBridgeNode
 
         overrides = [Parameter("module_ids", value=list(ids)),
@@ -250,7 +249,6 @@ def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     from smores_assembly.msg import ModuleStateArray
-    from smores_assembly.ros import common
     from smores_assembly.ros.fake_hardware import FakeHardwareNode
     from smores_assembly.ros.mocap_bridge import MocapBridgeNode
 

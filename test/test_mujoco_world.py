@@ -213,7 +213,7 @@ def test_magnet_force_law():
 
 
 def _facing_pair(gap: float, lateral: float = 0.0, yaw: float = 0.0):
-    """p at the origin, m in front of p's TOP face with its BOTTOM face ``gap`` away."""
+    """Module p at the origin, m in front of p's TOP face with its BOTTOM face ``gap`` away."""
     goal = child_pose(Pose2D(0, 0, 0), Face.TOP, Face.BOTTOM)
     return {"p": Pose2D(0, 0, 0), "m": Pose2D(goal.x + gap, lateral, yaw)}
 

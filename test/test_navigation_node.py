@@ -77,7 +77,8 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     paths: dict[str, list] = {"m1": [], "h0": [], "m2": []}
     markers: list = []
     for m in paths:
-        node.create_subscription(Path, names.module_topic(m, names.PATH), paths[m].append, common.LATCHED_QOS)
+        node.create_subscription(Path, names.module_topic(m, names.PATH), paths[m].append,
+                                 common.LATCHED_QOS)
     node.create_subscription(MarkerArray, names.MARKERS, markers.append,
                              common.LATCHED_QOS)
     plan_pub = node.create_publisher(AssemblyPlan, names.PLAN, common.LATCHED_QOS)

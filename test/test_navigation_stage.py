@@ -113,12 +113,16 @@ def _room():
     half = 0.32
     xs = [round(-half + 0.08 * i, 3) for i in range(9)]
     for x in xs:
-        walls[f"w{k}"] = Pose2D(x, -half, 0.0); k += 1
+        walls[f"w{k}"] = Pose2D(x, -half, 0.0)
+        k += 1
         if abs(x) > 0.17:  # door: |x| <= 0.16 open at y = +half
-            walls[f"w{k}"] = Pose2D(x, half, 0.0); k += 1
+            walls[f"w{k}"] = Pose2D(x, half, 0.0)
+            k += 1
     for y in xs[1:-1]:
-        walls[f"w{k}"] = Pose2D(-half, y, 0.0); k += 1
-        walls[f"w{k}"] = Pose2D(half, y, 0.0); k += 1
+        walls[f"w{k}"] = Pose2D(-half, y, 0.0)
+        k += 1
+        walls[f"w{k}"] = Pose2D(half, y, 0.0)
+        k += 1
     blockers = {"b1": Pose2D(-0.06, half, 0.0), "b2": Pose2D(0.06, half, 0.0)}
     return walls, blockers
 

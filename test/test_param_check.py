@@ -31,12 +31,15 @@ def test_good_files_pass(tmp_path, text):
 
 
 @pytest.mark.parametrize("text,fragment", [
-    ("docking_controller: {ros__parameters: {approach_speed: -5.0}}", "approach_speed: -5.0 outside"),
+    ("docking_controller: {ros__parameters: {approach_speed: -5.0}}",
+     "approach_speed: -5.0 outside"),
     ("docking_controller: {ros__parameters: {approach_speed: .nan}}", "not a finite number"),
     ("docking_controller: {ros__parameters: {approach_speed: fast}}", "expected float, got 'fast'"),
     ("docking_controller: {ros__parameters: {max_retries: 2.5}}", "max_retries: expected int"),
-    ("docking_controler: {ros__parameters: {approach_speed: 0.01}}", "did you mean 'docking_controller'"),
-    ("docking_controller: {ros__parameters: {approach_sped: 0.01}}", "did you mean 'approach_speed'"),
+    ("docking_controler: {ros__parameters: {approach_speed: 0.01}}",
+     "did you mean 'docking_controller'"),
+    ("docking_controller: {ros__parameters: {approach_sped: 0.01}}",
+     "did you mean 'approach_speed'"),
     ("docking_controller: {approach_speed: 0.01}", "expected {ros__parameters"),
     ("docking_controller: [\n", "invalid YAML (line 2)"),
     ("/**/executiv: {ros__parameters: {plan_timeout_s: 20.0}}", "did you mean 'executive'"),

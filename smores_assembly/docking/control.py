@@ -285,7 +285,8 @@ class StallMonitor:
             x, y, yaw = x + v * dt_k * math.cos(h), y + v * dt_k * math.sin(h), yaw + w * dt_k
             asked.append((x, y, yaw - hist[0][4].yaw))
         y0 = hist[0][4].yaw
-        seen = [(p.x, p.y, wrap_angle(p.yaw - y0)) for *_, p in hist]
+        seen = [(p.x, p.y, wrap_angle(p.yaw - y0))  # type: ignore[union-attr]  # None: above
+                for *_, p in hist]
         q = max(2, len(hist) // 4)
 
         def shift(pts):
@@ -391,7 +392,7 @@ def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, fl
     ``axis.body_pose(width / 2, gap)``.
     """
     clearance = PICKUP_CLEARANCE_WIDTHS * width
-    best = None
+    best: tuple[tuple[bool, float], DockAxis] | None = None
     for f in Face:
         ax = dock_axis(module, f, width)
         p = ax.body_pose(0.5 * width, standoff)
@@ -399,6 +400,7 @@ def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, fl
         key = (blocked, p.distance_to(helper))
         if best is None or key < best[0]:
             best = (key, ax)
+    assert best is not None  # Face has four members
     return best[1]
 
 

@@ -187,7 +187,7 @@ class PoseObserver:
         for t, p in reversed(self._hist):
             if t <= stamp + 1e-9:
                 return p
-        return self._hist[0][1] if self._hist else self.est
+        return self._hist[0][1] if self._hist else self.est  # type: ignore[return-value]
 
     def correct(self, sample: PoseSample) -> Pose2D:
         z = sample.pose
@@ -320,7 +320,7 @@ class DockingContext:
 
     def body_virtual(self) -> Pose2D:
         """The driven body's estimate in its virtual forward frame."""
-        return virtual_pose(self.body_obs.est, self.reverse)
+        return virtual_pose(self.body_obs.est, self.reverse)  # type: ignore[arg-type]
 
     def predock(self, axis: DockAxis) -> Pose2D:
         """The body's (virtual) pre-dock pose on ``axis``."""
@@ -766,7 +766,7 @@ class WaitHelper(PhaseStep):
         self.sub: PhaseStep | None = None
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]  # PhaseStep.name is a class constant
         return self.sub.name if self.sub is not None else ""
 
     def rechoose(self) -> None:
@@ -777,8 +777,8 @@ class WaitHelper(PhaseStep):
         """Start sub-step ``sub``."""
         if self.sub is not None:
             self.sub.exit(ctx)
-        sub.wh = self
-        sub.elapsed = 0.0
+        sub.wh = self  # type: ignore[attr-defined]  # the helper sub-steps' back link
+        sub.elapsed = 0.0  # type: ignore[attr-defined]
         self.sub = sub
         sub.enter(ctx)
 

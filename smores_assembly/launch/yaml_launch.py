@@ -86,8 +86,9 @@ def find_pkg_prefix(pkg: str) -> Path:
 
 def find_pkg_share(pkg: str) -> Path:
     """Share directory of ``pkg``. For this package run from a checkout: the checkout."""
-    if pkg == PACKAGE and _source_root() is not None:
-        return _source_root()
+    root = _source_root() if pkg == PACKAGE else None
+    if root is not None:
+        return root
     return find_pkg_prefix(pkg) / "share" / pkg
 
 
@@ -407,7 +408,7 @@ class LaunchRunner:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = open(self.log_dir / f"{spec.name}.log", "w")
         try:
-            for line in proc.stdout:
+            for line in proc.stdout or ():  # always a pipe (Popen(stdout=PIPE))
                 line = line.rstrip("\n")
                 if log is not None:
                     log.write(line + "\n")
@@ -452,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     target, rest = argv[0], argv[1:]
     try:
         path = Path(target) if Path(target).is_file() else launch_file(target)
-        args = {}
+        args: dict[str, str] = {}
         for a in rest:
             if ":=" not in a:
                 raise LaunchError(f"launch argument {a!r}: expected name:=value")

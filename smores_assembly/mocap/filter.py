@@ -176,7 +176,9 @@ class RigidTransform:
                                   tuple[float, float, float]]:
         """(unit quaternion (w, x, y, z), translation) as plain floats."""
         q = self.quaternion()
-        return (tuple(float(v) for v in q), tuple(float(v) for v in self.translation))
+        w, x, y, z = (float(v) for v in q)
+        tx, ty, tz = (float(v) for v in self.translation)
+        return (w, x, y, z), (tx, ty, tz)
 
     def yaw(self) -> float:
         """Heading of the child x axis projected on the parent xy plane [rad]."""
@@ -240,8 +242,9 @@ class MocapFilter:
         self.settings.validate()
         self.ids = ids
         self._est = {m: ModuleEstimate(m) for m in ids}
-        self.rejected = {m: collections.Counter() for m in ids}
-        self.accepted = collections.Counter()
+        self.rejected: dict[str, collections.Counter[str]] = {
+            m: collections.Counter() for m in ids}
+        self.accepted: collections.Counter[str] = collections.Counter()
         self.set_transforms(mocap_to_world, marker_offset, marker_offsets)
 
     def set_transforms(self, mocap_to_world: RigidTransform | None = None,
@@ -376,7 +379,8 @@ class RateMonitor:
         if lo > hi:
             raise MocapError(f"expected rate band: min {lo} above max {hi}")
         self.window_s, self.lo, self.hi = window_s, lo, hi
-        self._times = {s: collections.deque() for s in sources}
+        self._times: dict[str, collections.deque[float]] = {
+            s: collections.deque() for s in sources}
         self._start: float | None = None
         self.last_any: float | None = None
 

@@ -1,4 +1,4 @@
-"""``python -m smores_assembly.navigation INPUT.yaml [--algorithm cbs|ecbs] [--w 1.3]``
+"""``python -m smores_assembly.navigation INPUT.yaml [--algorithm cbs|ecbs] [--w 1.3]``.
 
 Reads a MAPF instance in the libMultiRobotPlanning input format::
 

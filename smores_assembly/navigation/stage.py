@@ -232,7 +232,7 @@ def _cheapest_crossing(W: int, H: int, fixed: set, movable: dict, src: Cell, dst
     possible (Dijkstra; a movable cell costs 1 + W*H). Returns the cells or None."""
     big = 1 + W * H
     dist = {src: 0}
-    prev = {}
+    prev: dict[Cell, Cell] = {}
     pq = [(0, src)]
     while pq:
         d, u = heapq.heappop(pq)

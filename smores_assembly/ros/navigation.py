@@ -15,8 +15,9 @@ plans for every action of stage ``k``:
 * an action with ``needs_helper``: the moving body is the helper, its goal the pick-up pose
   of the docking core (:func:`smores_assembly.docking.control.pickup_pose`: facing the
   module to be carried, its TOP face ``predock_standoff`` from the module's face, on the
-  free side nearest the helper; the docking controller uses the same rule); a helper serving several actions of one stage goes to the first
-  one (in plan order) whose module is not docked yet, and is replanned when it docks.
+  free side nearest the helper; the docking controller uses the same rule); a helper
+  serving several actions of one stage goes to the first one (in plan order) whose module
+  is not docked yet, and is replanned when it docks.
 
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
 reported DOCKED and modules waiting to be carried. Every other tracked module is an
@@ -33,7 +34,6 @@ module lagging more than ``replan_lag_m`` behind its timed path triggers the sam
 """
 from __future__ import annotations
 
-import math
 import sys
 
 from geometry_msgs.msg import Point, PoseStamped
@@ -45,7 +45,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from smores_assembly import params
 from smores_assembly.docking.control import pickup_pose
-from smores_assembly.geometry import Face, Pose2D, predock_pose, wrap_angle
+from smores_assembly.geometry import Face, Pose2D, predock_pose
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
 from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
 from smores_assembly.ros import common, names

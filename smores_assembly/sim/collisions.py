@@ -72,9 +72,10 @@ class CollisionsMixin:
     def _try_unit(self, u: int, unit: list[int], candidates, prop: np.ndarray,
                   new_rel: dict[str, float], moved: np.ndarray, blocked_pairs: dict,
                   touching: set) -> None:
-        """Apply the proposed poses of moving unit ``u`` (module indices ``unit``) unless that makes a module of it
-        overlap another module (among ``candidates(i)``) more than before: then its wheels
-        stop and the pairs go to ``blocked_pairs`` (key -> (depth, face contact)) — except
+        """Apply the proposed poses of moving unit ``u`` (module indices ``unit``) unless that
+        makes a module of it overlap another module (among ``candidates(i)``) more than
+        before: then its wheels stop and the pairs go to ``blocked_pairs`` (key -> (depth,
+        face contact)) — except
         when every such overlap is a face contact and ``face_contact_slide`` is on: then the
         unit is pushed back out along the pressed faces' normals and slides (flush slides
         are legal motion). Pairs left overlapping by an allowed motion go to ``touching``."""

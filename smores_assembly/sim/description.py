@@ -118,16 +118,16 @@ def load_description(path: str | Path | None = None) -> ModuleDescription:
         e = links[link].find("inertial")
         if e is None or e.find("mass") is None or e.find("inertia") is None:
             raise DescriptionError(f"description {path}: link {link!r} has no inertial")
-        mass = _floats(e.find("mass").get("value"), 1, f"{link}.mass")[0]
+        mass = _floats(e.find("mass").get("value"), 1, f"{link}.mass")[0]  # type: ignore[union-attr]
         o = e.find("origin")
         com = _floats(o.get("xyz"), 3, f"{link}.inertial.xyz") if o is not None else (0, 0, 0)
         i = e.find("inertia")
-        diag = tuple(_floats(i.get(k), 1, f"{link}.inertia.{k}")[0]
+        diag = tuple(_floats(i.get(k), 1, f"{link}.inertia.{k}")[0]  # type: ignore[union-attr]
                      for k in ("ixx", "iyy", "izz"))
         if mass <= 0 or min(diag) <= 0:
             raise DescriptionError(f"description {path}: link {link!r}: mass and inertia "
                                    f"must be > 0 (mass {mass}, inertia {diag})")
-        return Inertial(mass, tuple(com), diag)
+        return Inertial(mass, tuple(com), diag)  # type: ignore[arg-type]
 
     def geometry(link: str, kind: str):
         g = links[link].find(f"collision/geometry/{kind}")
@@ -138,7 +138,7 @@ def load_description(path: str | Path | None = None) -> ModuleDescription:
 
     def origin(joint: str) -> tuple[float, float, float]:
         o = joints[joint].find("origin")
-        return _floats(o.get("xyz"), 3, f"{joint}.origin") if o is not None else (0, 0, 0)
+        return _floats(o.get("xyz"), 3, f"{joint}.origin") if o is not None else (0, 0, 0)  # type: ignore[return-value]
 
     def limit(joint: str, attr: str) -> float:
         lim = joints[joint].find("limit")
@@ -156,13 +156,13 @@ def load_description(path: str | Path | None = None) -> ModuleDescription:
     for g in root.findall("gazebo"):
         ref = g.get("reference")
         if ref and g.find("mu1") is not None:
-            friction[ref] = _floats(g.find("mu1").text, 1, f"gazebo {ref} mu1")[0]
+            friction[ref] = _floats(g.find("mu1").text, 1, f"gazebo {ref} mu1")[0]  # type: ignore[union-attr]
     for name in ("left_wheel", "right_wheel", "skid_front", "base_link"):
         if name not in friction:
             raise DescriptionError(f"description {path}: no <gazebo reference={name!r}> mu1")
     return ModuleDescription(
         body=inertial("base_link"), wheel=inertial("left_wheel"), face=inertial("top_face"),
-        body_size=tuple(body_size), wheel_radius=radius, wheel_width=width, track=yl - yr,
+        body_size=tuple(body_size), wheel_radius=radius, wheel_width=width, track=yl - yr,  # type: ignore[arg-type]
         skid_x=(origin("skid_front_joint")[0], origin("skid_back_joint")[0]),
         skid_z=origin("skid_front_joint")[2],
         skid_radius=_floats(skid.get("radius"), 1, "skid radius")[0],

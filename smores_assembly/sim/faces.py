@@ -103,11 +103,12 @@ def facing_push(pa, pb, width: float) -> tuple[float, float, float]:
     half = 0.5 * width
     ha = half * (abs(math.cos(pa[2] - pb[2])) + abs(math.sin(pa[2] - pb[2])))
     c, s = math.cos(pb[2]), math.sin(pb[2])
-    best = None
+    best: tuple[float, float, float] | None = None
     for nx, ny in ((c, s), (-s, c)):
         proj = dx * nx + dy * ny
         if best is None or abs(proj) > abs(best[0]):
             best = (proj, nx, ny)
+    assert best is not None  # two candidate normals
     proj, nx, ny = best
     sign = 1.0 if proj >= 0.0 else -1.0
     return half + ha - abs(proj), sign * nx, sign * ny

@@ -60,7 +60,7 @@ class MagnetsMixin:
         p = self.params
         w = p.module_width
         dirty = self._capture_dirty | moved
-        self._capture_dirty = np.zeros(len(self._ids), dtype=bool)
+        self._capture_dirty = np.zeros(len(self._ids), dtype=bool)  # type: ignore[type-var]
         has_mag = self._mag.any(axis=1)
         mags = np.flatnonzero(has_mag)
         if len(mags) < 2:

@@ -245,7 +245,6 @@ class MujocoWorld:
         p, mp, desc = self.params, self.mj_params, self.description
         n = len(self._ids)
         r = p.wheel_radius
-        half_w = 0.5 * p.module_width
         bx, by, bz = desc.body_size
         scale = p.module_width / bx                   # a module_width other than 0.08
         hx, hy, hz = 0.5 * bx * scale, 0.5 * by * scale, 0.5 * bz * scale
@@ -292,7 +291,8 @@ class MujocoWorld:
             for side, sy in (("l", 0.5 * p.track), ("r", -0.5 * p.track)):
                 parts += [
                     f'<body name="m{i}_w{side}" pos="0 {sy} 0">',
-                    f'<joint name="m{i}_w{side}" type="hinge" axis="0 1 0" armature="{mp.wheel_armature}"/>',
+                    f'<joint name="m{i}_w{side}" type="hinge" axis="0 1 0" '
+                    f'armature="{mp.wheel_armature}"/>',
                     inertial(desc.wheel),
                     f'<geom name="m{i}_tyre{side}" type="sphere" size="{r}" '
                     f'contype="0" conaffinity="{_FLOOR}" condim="3" '
@@ -325,14 +325,12 @@ class MujocoWorld:
             parts.append('<equality>')
         tc = max(mp.weld_timeconst, 2.0 * mp.timestep_max)
         # one weld per module pair: a dock (magnets) or a carry (helper), never both
-        self._weld = {}
-        k = 0
-        for i in range(n):
-            for j in range(i + 1, n):
-                parts.append(f'<weld name="w{i}_{j}" body1="m{i}" body2="m{j}" '
+        self._weld: dict[tuple[int, int], int] = {}
+        for lo in range(n):
+            for hi in range(lo + 1, n):
+                parts.append(f'<weld name="w{lo}_{hi}" body1="m{lo}" body2="m{hi}" '
                              f'active="false" solref="{tc} 1" relpose="0 0 0 1 0 0 0"/>')
-                self._weld[(i, j)] = k
-                k += 1
+                self._weld[(lo, hi)] = len(self._weld)
         if n > 1:
             parts.append('</equality>')
         parts.append('</mujoco>')
@@ -851,10 +849,10 @@ class MujocoWorld:
 
         # 4. carry rotation (weld relative pose)
         w = p.module_width
-        for h, c in self._carry.items():
+        for h, carry in self._carry.items():
             step_max = p.carry_yaw_rate * dt
-            c[2] = c[2] + max(-step_max, min(step_max, wrap_angle(c[1] - c[2])))
-            self._set_weld(self._idx[h], self._idx[c[0]], (w, 0.0, c[2]), True)
+            carry[2] = carry[2] + max(-step_max, min(step_max, wrap_angle(carry[1] - carry[2])))
+            self._set_weld(self._idx[h], self._idx[carry[0]], (w, 0.0, carry[2]), True)
 
         # 5. magnet attraction, held over the step
         pairs = self._magnet_pairs()

@@ -75,7 +75,7 @@ Parallel Self-assembly" (Sec. II), and the project's ``DESIGN.md``.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -147,8 +147,8 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
         self._body = np.arange(n)             # rigid-body label per module
         self._body_size = np.ones(n, dtype=int)
         self._collisions: dict[tuple[str, str], float] = {}
-        self._kin = None                                # cached wheel targets
-        self._steady = None                             # cached steady arc terms
+        self._kin: Any = None                           # cached wheel targets
+        self._steady: Any = None                        # cached steady arc terms
         self._clearance = -1.0                          # broad-phase skip margin [m]
         self._clearance_movers = None                   # movers it was measured for
         self._overlap_dirty = True                      # full overlap scan due
@@ -200,8 +200,8 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
 
     def wheel_speeds(self, module: str) -> tuple[float, float]:
         """Current (left, right) wheel speeds of ``module`` [rad/s]."""
-        l, r = self._wheel[self._i(module)]
-        return float(l), float(r)
+        left, right = self._wheel[self._i(module)]
+        return float(left), float(right)
 
     def magnets(self, module: str) -> frozenset[Face]:
         """Faces of ``module`` whose magnet is on."""

@@ -60,6 +60,7 @@ from smores_assembly.navigation.mapf.solve import ALGORITHMS, Solution, solve
 from smores_assembly.navigation.mapf.validate import validate_schedule
 
 __all__ = ["ALGORITHMS", "Cell", "DuplicateGoalError", "DuplicateStartError", "Grid",
-           "InfeasibleError", "InvalidCellError", "NavigationError", "NoSolutionError", "SearchLimitError",
+           "InfeasibleError", "InvalidCellError", "NavigationError", "NoSolutionError",
+           "SearchLimitError",
            "Solution", "UnreachableGoalError", "check_instance", "corridor_passing", "solve",
            "validate_schedule"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Mapping
+from typing import Any, Mapping
 
 from smores_assembly.navigation.mapf.conflicts import cardinal, find_conflicts, mdd
 from smores_assembly.navigation.mapf.errors import NoSolutionError
@@ -14,6 +14,7 @@ from smores_assembly.navigation.mapf.lowlevel import Budget, Constraints, Occupa
 
 class HLNode:
     __slots__ = ("cons", "paths", "lbs", "cost", "lb", "nconf", "conflicts", "closed", "id")
+    id: int  # set by the search when the node is created
 
     def __init__(self, cons, paths, lbs, k):
         self.cons = cons
@@ -83,6 +84,7 @@ def conflict_search(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[st
                     conflict, best_rank = cf, rank
                     if rank == 2:
                         break
+        branches: list[tuple[str, tuple[str, Any]]]  # (agent, (kind, constraint))
         if conflict[0] == "v":
             _, a, b, c, ta, tb = conflict
             if k == 0:
