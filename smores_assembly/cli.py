@@ -22,6 +22,8 @@ import math
 import os
 import sys
 
+from smores_assembly.errors import SmoresError
+
 PROG = "smores-assemble"
 #: Wall-clock limit of ``run`` without --timeout [s]; equals
 #: ``smores_assembly.run_job.DEFAULT_TIMEOUT_S`` (not imported here: run_job pulls in
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except ValueError as exc:  # ScenarioError, PlanningError, bad parameters
+    except SmoresError as exc:  # ScenarioError, PlanningError, bad parameters
         msg = " ".join(str(exc).split())
         print(f"{PROG}: error: {msg}", file=sys.stderr)
         return 2

@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from smores_assembly.errors import InputError
+
 Cell = tuple[int, int]
 
 #: Default distance of the pre-dock pose from the docked pose along the dock axis [m]
@@ -69,12 +71,12 @@ def corridor_length(standoff: float, width: float, helper: bool) -> int:
     moving module (at least 1: it arrives from outside) plus one for a helper's body.
 
     Raises:
-        ValueError: ``width <= 0`` or ``standoff < 0`` (names the value).
+        InputError: ``width <= 0`` or ``standoff < 0`` (names the value).
     """
     if not width > 0:
-        raise ValueError(f"width: must be > 0 m, got {width!r}")
+        raise InputError(f"width: must be > 0 m, got {width!r}")
     if not standoff >= 0:
-        raise ValueError(f"standoff: must be >= 0 m, got {standoff!r}")
+        raise InputError(f"standoff: must be >= 0 m, got {standoff!r}")
     k = max(1, math.ceil(standoff / width - 1e-9))
     return k + (1 if helper else 0)
 
@@ -89,12 +91,12 @@ def dock_corridor(node: str, parent: str, cells: Mapping[str, Cell], helper: boo
         standoff: pre-dock distance along the dock axis [m]; width: module width [m].
 
     Raises:
-        ValueError: the two cells are not 4-neighbours.
+        InputError: the two cells are not 4-neighbours.
     """
     (ci, cj), (pi, pj) = cells[node], cells[parent]
     n = (ci - pi, cj - pj)
     if abs(n[0]) + abs(n[1]) != 1:
-        raise ValueError(f"cells: {node!r} at {cells[node]} is not next to its parent "
+        raise InputError(f"cells: {node!r} at {cells[node]} is not next to its parent "
                          f"{parent!r} at {cells[parent]}")
     k = corridor_length(standoff, width, helper)
     corridor = tuple((ci + n[0] * s, cj + n[1] * s) for s in range(1, k + 1))

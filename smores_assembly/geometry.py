@@ -12,7 +12,7 @@ four connector faces. In the module frame:
 * ``RIGHT``  (wheel)     at -y.
 
 Source: SMORES-EP, a Modular Robot with Parallel Self-assembly (Liu, Yim et al.), Sec. II
-(hardware) and the project's ``DESIGN.md`` (planar unfolding rule).
+(hardware). Every convention coded here is written out in ``docs/CONVENTIONS.md``.
 """
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from smores_assembly.errors import InputError
 
 #: Centre-to-centre distance of two docked modules [m].
 MODULE_WIDTH = 0.08
@@ -59,14 +61,15 @@ class Face(str, enum.Enum):
         """Parse a face name (case-insensitive).
 
         Raises:
-            ValueError: naming ``field`` and the offending value when it is not a face.
+            InputError: naming ``field`` and the offending value when it is not a face.
         """
         if isinstance(value, Face):
             return value
         if isinstance(value, str) and value.strip().upper() in cls.__members__:
             return cls[value.strip().upper()]
-        raise ValueError(
-            f"{field}: unknown face {value!r} (expected one of TOP, BOTTOM, LEFT, RIGHT)")
+        raise InputError(
+            f"{field}: unknown face {value!r} (expected one of TOP, BOTTOM, LEFT, RIGHT)",
+            field=field)
 
 
 _FACE_ANGLE = {Face.TOP: 0.0, Face.LEFT: math.pi / 2, Face.BOTTOM: math.pi,
@@ -106,10 +109,23 @@ class Pose2D:
                       wrap_angle(self.yaw + dyaw))
 
 
+def face_frame(pose: Pose2D | tuple[float, float, float], face: Face,
+               width: float = MODULE_WIDTH) -> tuple[float, float, float]:
+    """Centre ``(x, y)`` [m] and outward normal direction [rad, wrapped to [-pi, pi)] in
+    ``world`` of ``face`` of a module at ``pose`` (a :class:`Pose2D` or ``(x, y, yaw)``).
+
+    The face is the side of the module's ``width`` square half a width out along the face
+    normal; its segment runs ``width`` long perpendicular to the normal.
+    """
+    x, y, yaw = pose.as_tuple() if isinstance(pose, Pose2D) else pose
+    a = yaw + face.angle
+    return (x + 0.5 * width * math.cos(a), y + 0.5 * width * math.sin(a), wrap_angle(a))
+
+
 def face_center(pose: Pose2D, face: Face, width: float = MODULE_WIDTH) -> tuple[float, float]:
     """World position [m] of the centre of ``face`` of a module at ``pose`` (half a width out)."""
-    a = pose.yaw + face.angle
-    return (pose.x + 0.5 * width * math.cos(a), pose.y + 0.5 * width * math.sin(a))
+    x, y, _ = face_frame(pose, face, width)
+    return (x, y)
 
 
 def face_normal_angle(pose: Pose2D, face: Face) -> float:
@@ -119,7 +135,7 @@ def face_normal_angle(pose: Pose2D, face: Face) -> float:
 
 def child_pose(parent: Pose2D, parent_face: Face, child_face: Face,
                width: float = MODULE_WIDTH) -> Pose2D:
-    """Planar unfolding of one edge (DESIGN.md, "Planar unfolding of an edge").
+    """Planar unfolding of one edge (``docs/CONVENTIONS.md``, "Unfolding rule").
 
     The child's centre lies one module width from the parent's centre along the parent's
     face normal, and the child is turned so that ``child_face`` faces ``parent_face``:
@@ -137,6 +153,28 @@ def child_pose(parent: Pose2D, parent_face: Face, child_face: Face,
     a = parent.yaw + parent_face.angle
     return Pose2D(parent.x + width * math.cos(a), parent.y + width * math.sin(a),
                   wrap_angle(a + math.pi - child_face.angle))
+
+
+def segment_projection(p: tuple[float, float], a: tuple[float, float],
+                       b: tuple[float, float]) -> tuple[float, float]:
+    """Nearest point of the segment ``a``-``b`` to the point ``p`` (all ``(x, y)`` [m]).
+
+    Returns:
+        ``(t, d)``: the nearest point is ``a + t (b - a)`` with ``t`` in [0, 1] (0 for a
+        segment shorter than 1 um), ``d`` [m] is its distance to ``p``.
+    """
+    ax, ay = a
+    dx, dy = b[0] - ax, b[1] - ay
+    l2 = dx * dx + dy * dy
+    t = 0.0 if l2 < 1e-12 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / l2))
+    return t, math.hypot(p[0] - ax - t * dx, p[1] - ay - t * dy)
+
+
+def point_segment_distance(p: tuple[float, float], a: tuple[float, float],
+                           b: tuple[float, float]) -> float:
+    """Distance [m] from the point ``p`` to the segment ``a``-``b`` (see
+    :func:`segment_projection`)."""
+    return segment_projection(p, a, b)[1]
 
 
 def _square_half_extent(rel_angle: float, half: float) -> float:

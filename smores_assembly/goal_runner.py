@@ -28,8 +28,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
+from smores_assembly.errors import InputError, SmoresError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.sequencer import ExecutiveSettings, SeqState, StageSequencer
+from smores_assembly.vocabulary import Phase
 
 
 class ErrorCode(enum.IntEnum):
@@ -98,10 +100,12 @@ class GoalPort(Protocol):
         """Latest poses of the tracked modules (None before any state arrived)."""
 
     def target_to_scenario(self, target: Any, poses: Mapping[str, Pose2D]) -> Any:
-        """Scenario of ``target`` on ``poses``; raises ``ValueError`` for an invalid one."""
+        """Scenario of ``target`` on ``poses``; raises an ``InputError`` (``ScenarioError``)
+        for an invalid one."""
 
     def plan_locally(self, scenario: Any, poses: Mapping[str, Pose2D]) -> None:
-        """Plan ``scenario``; raises ``ValueError`` when it cannot be planned."""
+        """Plan ``scenario``; raises a ``SmoresError`` (``PlanningError``) when it cannot be
+        planned."""
 
     def target_name(self, target: Any) -> str:
         """The target's name."""
@@ -115,7 +119,7 @@ class GoalPort(Protocol):
     def publish_stage(self, stage: int) -> None:
         """Publish the active stage (-1: every module stops)."""
 
-    def phases(self, stage: int) -> dict[str, str]:
+    def phases(self, stage: int) -> dict[str, Phase]:
         """Docking phase per module as last reported for ``stage`` (empty if none)."""
 
     def feedback(self, state: str, stage: int, num_stages: int, elapsed_s: float) -> None:
@@ -270,11 +274,11 @@ class GoalRunner:
         poses = dict(port.tracked_poses() or {})  # not None: waited for above
         try:
             scenario = port.target_to_scenario(target, poses)
-        except ValueError as exc:
+        except InputError as exc:
             return Outcome(ErrorCode.INVALID_TARGET, f"invalid target: {exc}")
         try:
             port.plan_locally(scenario, poses)
-        except ValueError as exc:
+        except SmoresError as exc:
             return Outcome(ErrorCode.PLANNING, f"cannot plan: {exc}")
 
         name = port.target_name(target)

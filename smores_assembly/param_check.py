@@ -16,10 +16,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from smores_assembly.params import NODE_SETTINGS, node_settings
 from smores_assembly.params_file import ParamsFileError, ParamsSection, parse_params_file
 from smores_assembly.scenario import module_id_error
-
-from smores_assembly.params import NODE_SETTINGS, node_settings
 
 #: parameters declared outside the settings dataclasses (prefix match for dotted groups).
 EXTRA_PARAMETERS: dict[str, tuple[str, ...]] = {

@@ -5,7 +5,8 @@ Core modules describe their tunables as ``@dataclass`` fields made with :func:`p
 checked ROS parameters. One description and one range per tunable, in one place.
 
 Contract of a settings class: its fields are made with :func:`param_field`; it may define
-``validate(self) -> None``, which raises ``ValueError`` (or a subclass) naming the field and
+``validate(self) -> None``, which raises :class:`~smores_assembly.errors.InputError`
+(normally its subclass ``ParamsError``) naming the field and
 the value when the settings are out of range (:func:`check_ranges`) or inconsistent across
 fields. :func:`validate_settings` applies that contract to any settings instance.
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 from typing import Any
+
+from smores_assembly.errors import ParamsError
 
 
 def param_field(default: Any, description: str, lo: float | None = None,
@@ -39,7 +42,8 @@ def param_field(default: Any, description: str, lo: float | None = None,
 
 
 def check_ranges(settings: Any) -> None:
-    """Raise ``ValueError`` naming the field and value when a field is outside its range."""
+    """Raise :class:`~smores_assembly.errors.ParamsError` naming the field and value when a
+    field is outside its range."""
     for f in dataclasses.fields(settings):
         rng = f.metadata.get("range")
         v = getattr(settings, f.name)
@@ -47,7 +51,7 @@ def check_ranges(settings: Any) -> None:
             continue
         lo, hi = rng
         if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"{f.name}: {v!r} outside [{lo}, {hi}]")
+            raise ParamsError(f"{f.name}: {v!r} outside [{lo}, {hi}]", field=f.name)
 
 
 def validate_settings(settings: Any) -> None:
@@ -55,7 +59,7 @@ def validate_settings(settings: Any) -> None:
     the ranges), else the field ranges.
 
     Raises:
-        ValueError: naming the field and the value.
+        ParamsError: naming the field and the value.
     """
     validate = getattr(settings, "validate", None)
     if callable(validate):

@@ -31,6 +31,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from smores_assembly.errors import ParamsError
 from smores_assembly.yaml_io import DuplicateKeyError, YamlError, compose_yaml
 
 PARAMS_KEY = "ros__parameters"
@@ -52,7 +53,7 @@ _FLOAT_RE = re.compile(
     r"|[nN][aA][nN](\([0-9A-Za-z_]*\))?)$")
 
 
-class ParamsFileError(ValueError):
+class ParamsFileError(ParamsError):
     """A parameter file that rcl would refuse, or that says something the stack would not
     do (duplicate key, a section for no node, unknown parameter...). The message starts
     with ``file:line``."""

@@ -29,9 +29,11 @@ from scipy.optimize import linear_sum_assignment
 
 from smores_assembly.corridors import DEFAULT_STANDOFF, DockCorridor, conflict, dock_corridor
 from smores_assembly.corridors import blockers as corridor_blockers
+from smores_assembly.edge import Edge
+from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
 from smores_assembly.params import param_field
-from smores_assembly.scenario import Edge, Scenario
+from smores_assembly.scenario import Scenario
 from smores_assembly.topology import grid_cell, rooted_edges, tree_centroid, unfold
 
 
@@ -47,10 +49,6 @@ class PlanningNodeSettings:
     sequential: bool = param_field(
         False, "task_assignment: execute one dock per stage (baseline for benchmarks) "
                "instead of the parallel schedule.")
-
-
-class PlanningError(ValueError):
-    """The scenario is valid but cannot be planned (e.g. a needed helper is missing)."""
 
 
 @dataclass

@@ -14,21 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
-
-#: Colours of the docking phases in the timeline (colour-blind-friendly palette).
-PHASE_COLOURS = {
-    "WAIT_HELPER": "#999999", "NAVIGATE": "#0072B2", "POSE_ADJUST": "#E69F00",
-    "APPROACH": "#009E73", "RETRY": "#D55E00", "PAUSED": "#CC79A7", "DOCKED": "#56B4E9",
-    "FAILED": "#000000", "IDLE": "#DDDDDD",
-}
-_ACTIVE = ("WAIT_HELPER", "NAVIGATE", "POSE_ADJUST", "APPROACH", "RETRY", "PAUSED")
-
+from smores_assembly.vocabulary import PHASE_COLOURS, Phase
 
 @dataclass
 class PhaseInterval:
     """One phase of one module: ``[start, end]`` in seconds of ROS time."""
 
-    phase: str
+    phase: Phase
     start: float
     end: float
 
@@ -42,16 +34,16 @@ class PhaseRecorder:
     capture: dict[str, dict] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)
 
-    def sample(self, t: float, module: str, phase: str, retries: int = 0,
+    def sample(self, t: float, module: str, phase: Phase, retries: int = 0,
                errors: dict | None = None, message: str = "") -> None:
         """Record that ``module`` is in ``phase`` at time ``t`` [s].
 
         ``errors`` (face gap, lateral, yaw) seen during APPROACH are kept: the last ones
         before the dock are the errors at capture.
         """
-        if message and phase in ("FAILED", "RETRY"):
+        if message and phase in (Phase.FAILED, Phase.RETRY):
             self.messages[module] = message
-        if errors is not None and phase == "APPROACH":
+        if errors is not None and phase is Phase.APPROACH:
             self.capture[module] = {k: round(float(v), 2) for k, v in errors.items()}
         iv = self.intervals.setdefault(module, [])
         self.retries[module] = max(self.retries.get(module, 0), int(retries))
@@ -63,7 +55,8 @@ class PhaseRecorder:
             iv.append(PhaseInterval(phase, t, t))
 
     def to_dict(self, module: str) -> list[dict]:
-        return [{"phase": i.phase, "start_s": round(i.start, 3), "end_s": round(i.end, 3)}
+        """The intervals of ``module`` as report entries (phase by name)."""
+        return [{"phase": i.phase.name, "start_s": round(i.start, 3), "end_s": round(i.end, 3)}
                 for i in self.intervals.get(module, [])]
 
 
@@ -165,16 +158,16 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     for r, (label, ivs) in enumerate(rows):
         y = len(rows) - 1 - r
         for iv in ivs:
-            if iv.phase == "IDLE":
+            if iv.phase is Phase.IDLE:
                 continue
             used.add(iv.phase)
             ax.barh(y, max(iv.end - iv.start, 0.05), left=iv.start, height=0.6,
-                    color=PHASE_COLOURS.get(iv.phase, "#888888"), zorder=2)
+                    color=iv.phase.colour, zorder=2)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([lab for lab, _ in reversed(rows)], fontsize=8)
     ax.set_xlabel("time [s] (simulated)")
     ax.set_title(title or "docking actions by phase")
-    handles = [Patch(color=PHASE_COLOURS[p], label=p) for p in PHASE_COLOURS if p in used]
+    handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
     if handles:
         ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
                   bbox_to_anchor=(0.5, -0.12 - 0.35 / max(len(rows), 1)), frameon=False)

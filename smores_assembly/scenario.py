@@ -1,6 +1,6 @@
 """Scenario files: a target tree topology plus the modules' initial planar poses (no ROS).
 
-Format (``../shared/scenarios/README.md``)::
+Format (``config/scenarios/README.md`` defines every field)::
 
     name: <string>
     source: <where the scenario comes from>        # optional
@@ -40,8 +40,14 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from smores_assembly.yaml_io import DuplicateKeyError, YamlError, load_yaml
+from smores_assembly.edge import Edge
+from smores_assembly.errors import InputError, ScenarioError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D, square_overlap, wrap_angle
+from smores_assembly.topology import check_tree, unfold
+from smores_assembly.yaml_io import DuplicateKeyError, YamlError, load_yaml
+
+__all__ = ["Edge", "Scenario", "ScenarioError", "check_no_overlap", "load_scenario",
+           "scenario_from_dict"]
 
 #: Keys of a scenario file (top level, ``target`` and each edge).
 TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers")
@@ -63,37 +69,6 @@ def module_id_error(mid: object) -> str | None:
 _SCENARIO_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 #: Overlaps of module bodies up to this depth are touching faces (numerical noise) [m].
 OVERLAP_TOLERANCE = 1e-6
-
-
-class ScenarioError(ValueError):
-    """Invalid scenario or target topology. ``field`` names the offending field (or "")."""
-
-    def __init__(self, message: str, field: str = ""):
-        super().__init__(message)
-        self.field = field
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One edge of the target tree: ``parent_face`` of ``parent`` mates ``child_face`` of
-    ``child``. "parent"/"child" only name the two sides; the root search picks the root."""
-
-    parent: str
-    parent_face: Face
-    child: str
-    child_face: Face
-
-    def other(self, node: str) -> tuple[str, Face, Face]:
-        """Seen from ``node``: ``(neighbour, node's face, neighbour's face)``."""
-        if node == self.parent:
-            return self.child, self.parent_face, self.child_face
-        if node == self.child:
-            return self.parent, self.child_face, self.parent_face
-        raise ValueError(f"node {node!r} is not on edge {self.parent!r}-{self.child!r}")
-
-    def to_dict(self) -> dict[str, str]:
-        return {"parent": self.parent, "parent_face": self.parent_face.value,
-                "child": self.child, "child_face": self.child_face.value}
 
 
 @dataclass
@@ -286,7 +261,7 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
                 raise _fail(f"{where}.{side}", f"unknown node {n!r} (not in target.nodes)")
             try:
                 face = Face.parse(e[f"{side}_face"], field=f"{where}.{side}_face")
-            except ValueError as exc:
+            except InputError as exc:
                 raise ScenarioError(str(exc), field=f"{where}.{side}_face") from None
             ends[side] = (n, face)
         if ends["parent"][0] == ends["child"][0]:
@@ -338,8 +313,7 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
         extra = f" ({len(helpers)} reserved as helpers)" if helpers else ""
         raise _fail("modules", f"{available} modules available for {len(nodes)} nodes{extra}")
 
-    # Tree check and planar unfolding (imported here: topology imports this module).
-    from smores_assembly.topology import check_tree, unfold
+    # Tree check and planar unfolding.
     check_tree(nodes, edges)
     unfold(nodes, edges, nodes[0], Pose2D(0.0, 0.0, 0.0), width)
     return Scenario(name=name, source=source, module_width=width, nodes=nodes, edges=edges,

@@ -12,7 +12,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from smores_assembly.errors import InputError
 from smores_assembly.params import param_field
+from smores_assembly.vocabulary import Phase
 
 
 @dataclass
@@ -71,7 +73,8 @@ class StageSequencer:
 
     def __post_init__(self) -> None:
         if any(not s for s in self.stages):
-            raise ValueError(f"stages: every stage needs at least one module, got {self.stages!r}")
+            raise InputError(f"stages: every stage needs at least one module, "
+                             f"got {self.stages!r}", field="stages")
 
     @property
     def num_stages(self) -> int:
@@ -94,11 +97,11 @@ class StageSequencer:
         self.stage = k
         self.records.append(StageRecord(k, list(self.stages[k]), now))
 
-    def update(self, phases: dict[str, str], now: float) -> int:
+    def update(self, phases: dict[str, Phase], now: float) -> int:
         """Advance on the latest docking phases.
 
         Args:
-            phases: module id -> phase name (``DOCKED``, ``FAILED``, ...), for the modules
+            phases: module id -> :class:`~smores_assembly.vocabulary.Phase`, for the modules
                 of the active stage as last reported.
             now: current time [s].
 
@@ -108,16 +111,16 @@ class StageSequencer:
         if self.state is not SeqState.EXECUTING:
             return -1
         active = self.stages[self.stage]
-        failed = [m for m in active if phases.get(m) == "FAILED"]
+        failed = [m for m in active if phases.get(m) is Phase.FAILED]
         if failed:
             return self._fail(now, f"stage {self.stage + 1}: docking failed for "
                                    f"{', '.join(sorted(failed))}")
         if now - self.records[-1].start > self.stage_timeout_s:
-            waiting = [m for m in active if phases.get(m) != "DOCKED"]
+            waiting = [m for m in active if phases.get(m) is not Phase.DOCKED]
             return self._fail(now, f"stage {self.stage + 1}: timed out after "
                                    f"{self.stage_timeout_s:.0f} s waiting for "
                                    f"{', '.join(sorted(waiting))}")
-        if all(phases.get(m) == "DOCKED" for m in active):
+        if all(phases.get(m) is Phase.DOCKED for m in active):
             self.records[-1].end = now
             if self.stage + 1 == self.num_stages:
                 self.state = SeqState.SUCCEEDED

@@ -2,10 +2,10 @@
 
 Source: "SMORES-EP, a Modular Robot with Parallel Self-assembly" (Liu, Yim et al.),
 Sec. IV-A (root search: the tree centroid minimises the depth of the assembly tree, hence
-the number of sequential docking stages) and the planar unfolding rule of ``DESIGN.md``
-(coded once in :func:`smores_assembly.geometry.child_pose`).
+the number of sequential docking stages) and the planar unfolding rule of
+``docs/CONVENTIONS.md`` (coded once in :func:`smores_assembly.geometry.child_pose`).
 
-No ROS imports. Nodes are names (``str``), edges are :class:`smores_assembly.scenario.Edge`;
+No ROS imports. Nodes are names (``str``), edges are :class:`smores_assembly.edge.Edge`;
 an edge may be traversed in either direction (its "parent"/"child" only name the sides).
 """
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Iterable, Sequence
 
 import networkx as nx
 
+from smores_assembly.edge import Edge
+from smores_assembly.errors import InputError, ScenarioError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D, child_pose
-from smores_assembly.scenario import Edge, ScenarioError
 
 
 def _adjacency(nodes: Sequence[str], edges: Iterable[Edge]) -> dict[str, list[Edge]]:
@@ -98,7 +99,7 @@ def centroids(nodes: Sequence[str], edges: Sequence[Edge]) -> list[str]:
     Source: SMORES-EP parallel self-assembly paper, Sec. IV-A (root search).
     """
     if not nodes:
-        raise ValueError("nodes: empty tree has no centroid")
+        raise InputError("nodes: empty tree has no centroid", field="nodes")
     adj = _adjacency(nodes, edges)
     order, parent = _bfs(adj, nodes[0])
     n = len(nodes)
@@ -140,7 +141,7 @@ def tree_centroid(nodes: Sequence[str], edges: Sequence[Edge]) -> str:
     name.
 
     Raises:
-        ValueError: empty node list; ScenarioError if the graph is disconnected.
+        InputError: empty node list; ScenarioError if the graph is disconnected.
     """
     cs = centroids(nodes, edges)
     if len(cs) == 1:
@@ -152,11 +153,11 @@ def depths(nodes: Sequence[str], edges: Sequence[Edge], root: str) -> dict[str, 
     """Hop distance of every node from ``root`` (root: 0). O(|V|).
 
     Raises:
-        ValueError: ``root`` is not a node.
+        InputError: ``root`` is not a node.
     """
     adj = _adjacency(nodes, edges)
     if root not in adj:
-        raise ValueError(f"root: unknown node {root!r}")
+        raise InputError(f"root: unknown node {root!r}", field="root")
     order, parent = _bfs(adj, root)
     d = {root: 0}
     for v in order[1:]:
@@ -172,7 +173,7 @@ def rooted_edges(nodes: Sequence[str], edges: Sequence[Edge], root: str) -> dict
     """
     adj = _adjacency(nodes, edges)
     if root not in adj:
-        raise ValueError(f"root: unknown node {root!r}")
+        raise InputError(f"root: unknown node {root!r}", field="root")
     out: dict[str, Edge] = {}
     seen = {root}
     q = deque([root])
@@ -205,7 +206,8 @@ def unfold(nodes: Sequence[str], edges: Sequence[Edge], root_node: str, root_pos
     Breadth-first from the root, each node is placed with
     :func:`smores_assembly.geometry.child_pose` from its already placed neighbour (edges are
     traversed in whichever direction reaches the new node; the rule is symmetric). O(|V|).
-    Source: DESIGN.md planar unfolding; paper Sec. IV-B (goal poses of the assignment).
+    Source: ``docs/CONVENTIONS.md`` (unfolding rule); paper Sec. IV-B (goal poses of the
+    assignment).
 
     Returns:
         Pose in ``world`` of every node, in BFS order from the root.
@@ -214,11 +216,11 @@ def unfold(nodes: Sequence[str], edges: Sequence[Edge], root_node: str, root_pos
         ScenarioError: two nodes land on the same grid cell (the message names both and the
             cell in the root frame, in units of ``width``); the target is not planar-
             assemblable.
-        ValueError: ``root_node`` is not a node.
+        InputError: ``root_node`` is not a node.
     """
     adj = _adjacency(nodes, edges)
     if root_node not in adj:
-        raise ValueError(f"root: unknown node {root_node!r}")
+        raise InputError(f"root: unknown node {root_node!r}", field="root")
     poses = {root_node: root_pose}
     cells = {(0, 0): root_node}
     q = deque([root_node])
@@ -252,7 +254,7 @@ def random_planar_tree(n: int, seed: int | None = None, reverse_prob: float = 0.
     stored reversed (child first) with probability ``reverse_prob``. Expected O(n).
     """
     if n < 1:
-        raise ValueError(f"n: need at least 1 node, got {n}")
+        raise InputError(f"n: need at least 1 node, got {n}", field="n")
     rng = random.Random(seed)
     faces = list(Face)
     nodes = [f"{prefix}0"]

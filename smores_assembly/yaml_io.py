@@ -12,10 +12,12 @@ from typing import Any
 
 import yaml
 
+from smores_assembly.errors import InputError
+
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class YamlError(ValueError):
+class YamlError(InputError):
     """A YAML file that cannot be read, parsed, or has a duplicate key.
 
     Attributes:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.bench_docking import HELPER, MODULE, run_trial
+from smores_assembly.errors import InputError
 from smores_assembly.docking import (DockAxis, DockingSettings, DockingSpec, DockingTask,
                                      ErrorCode, PathFollower, Phase, PoseSample, TimedPath,
                                      detour_waypoints, dock_axis, face_errors, real_command,
@@ -117,9 +118,9 @@ def test_timed_path_reference_and_untimed_paths():
     assert p.reference(99.0) == (1.0, 1.0)
     u = TimedPath.from_poses([(0.0, 0.0, 0.0), (0.0, 0.3, 0.0), (0.0, 0.3, 0.4)], 5.0, 0.1)
     assert [pt[0] for pt in u.points] == pytest.approx([5.0, 8.0, 12.0])
-    with pytest.raises(ValueError, match="points"):
+    with pytest.raises(InputError, match="points"):
         TimedPath(((1.0, 0, 0), (0.5, 0, 0)))
-    with pytest.raises(ValueError, match="nominal_speed"):
+    with pytest.raises(InputError, match="nominal_speed"):
         TimedPath.from_poses([(0, 0, 0)], 0.0, 0.0)
 
 
@@ -243,11 +244,11 @@ def test_wheel_face_dock_without_helper_fails_at_once():
 
 
 def test_spec_validation():
-    with pytest.raises(ValueError, match="parent_face"):
+    with pytest.raises(InputError, match="parent_face"):
         DockingSpec("m", "p", "UP", Face.TOP)
-    with pytest.raises(ValueError, match="parent_module"):
+    with pytest.raises(InputError, match="parent_module"):
         DockingSpec("m", "m", Face.TOP, Face.TOP)
-    with pytest.raises(ValueError, match="module"):
+    with pytest.raises(InputError, match="module"):
         DockingSpec("", "p", Face.TOP, Face.TOP)
     assert DockingSpec("m", "p", "top", "bottom").child_face is Face.BOTTOM
 

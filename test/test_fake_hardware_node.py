@@ -11,6 +11,7 @@ import yaml
 from ros_helpers import spin_until
 
 from smores_assembly.ros import names
+from smores_assembly.errors import ParamsError, ScenarioError
 
 pytestmark = pytest.mark.ros
 
@@ -480,17 +481,17 @@ def test_refused_configurations(ros_context, tmp_path):
         return FakeHardwareNode(context=ros_context, parameter_overrides=[
             Parameter(k, value=v) for k, v in p.items()])
 
-    with pytest.raises(ValueError, match="use_sim_time"):
+    with pytest.raises(ParamsError, match="use_sim_time"):
         make(scenario=scen, use_sim_time=True)
-    with pytest.raises(ValueError, match="scenario"):
+    with pytest.raises(ParamsError, match="scenario"):
         make()
-    with pytest.raises(ValueError, match="mocap_topic_format"):
+    with pytest.raises(ParamsError, match="mocap_topic_format"):
         make(scenario=scen, mocap_topic_format="/vicon/pose")
-    with pytest.raises(ValueError, match="capture_range"):
+    with pytest.raises(ParamsError, match="capture_range"):
         make(scenario=scen, capture_range=0.5)
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ntarget: {nodes: [n], edges: []}\nmodules: {m: [0, 0]}\n")
-    with pytest.raises(ValueError, match="modules"):
+    with pytest.raises(ScenarioError, match="modules"):
         make(scenario=str(bad))
     node = make(scenario=scen, real_time_factor=1e-3)
     try:

@@ -15,6 +15,7 @@ from smores_assembly.goal_runner import ErrorCode, GoalRunner, PlanInfo
 from smores_assembly.sequencer import ExecutiveSettings
 from smores_assembly.planning import plan_assembly
 from smores_assembly.scenario import scenario_from_dict
+from smores_assembly.vocabulary import Phase
 
 DATA = Path(__file__).resolve().parent / "data" / "field"
 
@@ -87,9 +88,9 @@ class FakePort:
             if a.stage != stage or start is None:
                 continue
             if a.module == self.fail_module and self.t - start > 1.0:
-                out[a.module] = "FAILED"
+                out[a.module] = Phase.FAILED
             else:
-                out[a.module] = "DOCKED" if self.t - start >= self.dock_s else "APPROACH"
+                out[a.module] = Phase.DOCKED if self.t - start >= self.dock_s else Phase.APPROACH
         return out
 
     def feedback(self, state, stage, num_stages, elapsed_s) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from smores_assembly.errors import InputError, PlanningError
 from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
                                              InfeasibleError, InvalidCellError,
                                              NavigationError, NoSolutionError,
@@ -187,7 +188,9 @@ def test_unreachable_goal_detected_before_search():
     grid = Grid(5, 5, [(2, y) for y in range(5)])
     with pytest.raises(UnreachableGoalError, match="not reachable"):
         solve(grid, {"a": (0, 0)}, {"a": (4, 4)}, max_expansions=1)
-    assert isinstance(UnreachableGoalError("x"), ValueError)
+    # a search failure is a planning failure, not bad input (callers catch PlanningError)
+    assert isinstance(UnreachableGoalError("x"), PlanningError)
+    assert not isinstance(UnreachableGoalError("x"), ValueError)
 
 
 def test_search_bound_exceeded_on_an_unsolvable_star():
@@ -262,11 +265,11 @@ def test_corridor_check_is_exact_on_corridors_and_sound_elsewhere(seed):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="algorithm"):
+    with pytest.raises(InputError, match="algorithm"):
         solve(Grid(2, 2), {"a": (0, 0)}, {"a": (1, 1)}, algorithm="astar")
-    with pytest.raises(ValueError, match="w:"):
+    with pytest.raises(InputError, match="w:"):
         solve(Grid(2, 2), {"a": (0, 0)}, {"a": (1, 1)}, w=0.9)
-    with pytest.raises(ValueError, match="obstacles"):
+    with pytest.raises(InputError, match="obstacles"):
         Grid(2, 2, [(5, 5)])
 
 

@@ -11,6 +11,7 @@ import pytest
 from ros_helpers import spin_until
 
 from smores_assembly.ros import names
+from smores_assembly.errors import ParamsError
 
 pytestmark = pytest.mark.ros
 
@@ -205,15 +206,15 @@ def test_refused_configurations(ros_context):
         ps += [Parameter(k, value=v) for k, v in p.items()]
         return MocapBridgeNode(context=ros_context, parameter_overrides=ps)
 
-    with pytest.raises(ValueError, match="mocap4r2_msgs"):
+    with pytest.raises(ParamsError, match="mocap4r2_msgs"):
         make(source="mocap4r2")
-    with pytest.raises(ValueError, match="source: 'optitrack'"):
+    with pytest.raises(ParamsError, match="source: 'optitrack'"):
         make(source="optitrack")
-    with pytest.raises(ValueError, match="mocap_to_world"):
+    with pytest.raises(ParamsError, match="mocap_to_world"):
         make(mocap_to_world=[0.0, 1.0])
-    with pytest.raises(ValueError, match=r"marker_offsets: \['marker_offsets.zz'\] name modules"):
+    with pytest.raises(ParamsError, match=r"marker_offsets: \['marker_offsets.zz'\] name modules"):
         make(**{"marker_offsets.zz": [0.0] * 6})
-    with pytest.raises(ValueError, match="marker_offsets.m1"):
+    with pytest.raises(ParamsError, match="marker_offsets.m1"):
         make(**{"marker_offsets.m1": ["a", "b"]})
     # integers given for doubles (a params file's [0, 0, 0, 0, 0, 0]) are widened
     node = make(**{"marker_offsets.m1": [0, 0, 1, 0, 0, 0], "publish_rate_hz": 20})

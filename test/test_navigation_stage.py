@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, child_pose, predock_pose)
 from smores_assembly.navigation.mapf import UnreachableGoalError
 from smores_assembly.navigation.stage import (GoalOccupiedError, NavSettings, plan_stage,
@@ -176,13 +177,13 @@ def test_random_stages_are_safe(seed):
 
 
 def test_bad_input_is_refused_with_the_field_name():
-    with pytest.raises(ValueError, match="also moving"):
+    with pytest.raises(InputError, match="also moving"):
         plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {"a": Pose2D(0, 0, 0)})
-    with pytest.raises(ValueError, match="fixed"):
+    with pytest.raises(InputError, match="fixed"):
         plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {}, fixed=["x"])
-    with pytest.raises(ValueError, match="algorithm"):
+    with pytest.raises(ParamsError, match="algorithm"):
         plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {},
                    NavSettings(algorithm="dijkstra"))
-    with pytest.raises(ValueError, match="nominal_speed"):
+    with pytest.raises(ParamsError, match="nominal_speed"):
         plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {}, NavSettings(nominal_speed=-1))
     assert plan_stage({}, {"x": Pose2D(0, 0, 0)}).paths == {}

@@ -7,8 +7,10 @@ import random
 
 import networkx as nx
 import pytest
+
 from hypothesis import given, settings, strategies as st
 
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, face_center, face_normal_angle, wrap_angle
 from smores_assembly.scenario import Edge, ScenarioError
 from smores_assembly.topology import (centroids, check_tree, depths, grid_cell,
@@ -70,7 +72,7 @@ def test_centroid_tie_break_prefers_fewer_stages():
 
 def test_centroid_single_node_and_empty():
     assert tree_centroid(["x"], []) == "x"
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="nodes"):
         tree_centroid([], [])
 
 

@@ -7,13 +7,14 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              dock_axis, goto_point, pickup_axis, pickup_pose,
                                              real_command, saturate, track_timed_path,
                                              virtual_pose)
-from smores_assembly.docking.task import (ACTIVE_PHASES, DockingSpec, DockingTask, ErrorCode,
-                                          HelperRequest, PathFollower, Phase, PoseObserver,
-                                          PoseSample, TaskOutput, TaskStatus, face_errors)
+from smores_assembly.docking.task import (DockingSpec, DockingTask, HelperRequest,
+                                          PathFollower, PoseObserver, PoseSample, TaskOutput,
+                                          TaskStatus, face_errors)
+from smores_assembly.vocabulary import ACTIVE_PHASES, ErrorCode, HelperOp, Phase
 
 __all__ = ["ACTIVE_PHASES", "DockAxis", "DockingSettings", "DockingSpec", "DockingTask",
-           "ErrorCode", "HelperRequest", "PathFollower", "Phase", "PoseObserver", "PoseRegulator",
-           "PoseSample", "TaskOutput", "TaskStatus", "TimedPath", "approach_command",
-           "detour_waypoints", "dock_axis", "face_errors", "goto_point", "pickup_axis",
-           "pickup_pose", "real_command",
+           "ErrorCode", "HelperOp", "HelperRequest", "PathFollower", "Phase", "PoseObserver",
+           "PoseRegulator", "PoseSample", "TaskOutput", "TaskStatus", "TimedPath",
+           "approach_command", "detour_waypoints", "dock_axis", "face_errors", "goto_point",
+           "pickup_axis", "pickup_pose", "real_command",
            "saturate", "track_timed_path", "virtual_pose"]

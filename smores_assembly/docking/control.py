@@ -36,7 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
+from smores_assembly.errors import InputError, ParamsError
+from smores_assembly.geometry import Face, Pose2D, face_center, segment_projection, wrap_angle
 from smores_assembly.params import check_ranges, param_field
 
 # --------------------------------------------------------------------------------------------
@@ -169,16 +170,17 @@ class DockingSettings:
         "stall [s]", 0.2, 60.0)
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the field: a value out of range, or
+        """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
+        of range, or
         ``approach_min_speed`` above ``approach_speed``, or ``approach_stop_gap`` not below
         ``capture_range``."""
         check_ranges(self)
         if self.approach_min_speed > self.approach_speed:
-            raise ValueError(f"approach_min_speed: {self.approach_min_speed} > approach_speed "
-                             f"{self.approach_speed}")
+            raise ParamsError(f"approach_min_speed: {self.approach_min_speed} > approach_speed "
+                              f"{self.approach_speed}", field="approach_min_speed")
         if self.approach_stop_gap >= self.capture_range:
-            raise ValueError(f"approach_stop_gap: {self.approach_stop_gap} must be below "
-                             f"capture_range {self.capture_range}")
+            raise ParamsError(f"approach_stop_gap: {self.approach_stop_gap} must be below "
+                              f"capture_range {self.capture_range}", field="approach_stop_gap")
 
 
 # --------------------------------------------------------------------------------------------
@@ -579,10 +581,10 @@ class TimedPath:
 
     def __post_init__(self):
         if not self.points:
-            raise ValueError("points: a TimedPath needs at least one waypoint")
+            raise InputError("points: a TimedPath needs at least one waypoint")
         for a, b in zip(self.points, self.points[1:]):
             if b[0] < a[0]:
-                raise ValueError(f"points: stamps decrease ({a[0]} -> {b[0]})")
+                raise InputError(f"points: stamps decrease ({a[0]} -> {b[0]})")
 
     @classmethod
     def from_poses(cls, poses: Sequence[tuple[float, float, float]], t_now: float,
@@ -592,12 +594,12 @@ class TimedPath:
         from ``t_now``.
 
         Raises:
-            ValueError: empty ``poses`` or non-positive ``nominal_speed``.
+            InputError: empty ``poses`` or non-positive ``nominal_speed``.
         """
         if not poses:
-            raise ValueError("poses: empty path")
+            raise InputError("poses: empty path")
         if nominal_speed <= 0:
-            raise ValueError(f"nominal_speed: {nominal_speed} must be > 0")
+            raise InputError(f"nominal_speed: {nominal_speed} must be > 0")
         stamps = [p[0] for p in poses]
         timed = all(b >= a for a, b in zip(stamps, stamps[1:])) and stamps[-1] > 0 and (
             len(stamps) == 1 or stamps[-1] > stamps[0])
@@ -691,13 +693,10 @@ def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
         # closely as those allow (or ignored when the body is already touching it)
         if min(math.hypot(sx - ox, sy - oy), math.hypot(gx - ox, gy - oy)) < 0.8 * clearance:
             continue
-        dx, dy = gx - sx, gy - sy
-        L2 = dx * dx + dy * dy
-        a = 0.0 if L2 < 1e-12 else max(0.0, min(1.0, ((ox - sx) * dx + (oy - sy) * dy) / L2))
-        px, py = sx + a * dx, sy + a * dy
+        a, d = segment_projection((ox, oy), start, goal)
         c_eff = min(clearance, 0.97 * math.hypot(sx - ox, sy - oy),
                     0.97 * math.hypot(gx - ox, gy - oy))
-        if math.hypot(px - ox, py - oy) < c_eff and (best is None or a < best[0]):
+        if d < c_eff and (best is None or a < best[0]):
             best = (a, ox, oy)
     if best is None or depth <= 0:
         return []

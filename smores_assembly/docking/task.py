@@ -1,6 +1,6 @@
 """The docking phase machine: one :class:`DockingTask` per docking action (no ROS imports).
 
-Phases (DESIGN.md, pipeline step 5; numbering = ``DockingStatus.PHASE_*``)::
+Phases (:class:`smores_assembly.vocabulary.Phase`; ``docs/CONVENTIONS.md``)::
 
     IDLE -> [WAIT_HELPER] -> NAVIGATE -> POSE_ADJUST -> APPROACH -> DOCKED
                                              ^             |
@@ -22,7 +22,6 @@ module carrying it for LEFT/RIGHT docks (see :mod:`smores_assembly.docking.contr
 """
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -33,38 +32,9 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              pickup_axis, raise_to_min_wheel_speed,
                                              real_command, saturate, track_timed_path,
                                              virtual_pose)
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
-
-
-class Phase(enum.IntEnum):
-    """Docking phases; values equal ``DockingStatus.PHASE_*``."""
-
-    IDLE = 0
-    WAIT_HELPER = 1
-    NAVIGATE = 2
-    POSE_ADJUST = 3
-    APPROACH = 4
-    RETRY = 5
-    DOCKED = 6
-    FAILED = 7
-    PAUSED = 8
-
-
-class ErrorCode(enum.IntEnum):
-    """Failure codes; values equal ``DockingStatus.ERROR_*``."""
-
-    NONE = 0
-    TIMEOUT = 1
-    MISALIGNED = 2
-    TARGET_MOVED = 3
-    RETRIES_EXHAUSTED = 4
-    NO_HELPER = 5
-    CANCELLED = 6
-    STALLED = 7
-
-
-ACTIVE_PHASES = frozenset({Phase.WAIT_HELPER, Phase.NAVIGATE, Phase.POSE_ADJUST,
-                           Phase.APPROACH, Phase.RETRY})
+from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
 
 
 @dataclass(frozen=True)
@@ -83,13 +53,13 @@ class DockingSpec:
         for name in ("module", "parent_module"):
             v = getattr(self, name)
             if not isinstance(v, str) or not v:
-                raise ValueError(f"{name}: module id must be a non-empty string, got {v!r}")
+                raise InputError(f"{name}: module id must be a non-empty string, got {v!r}")
         if self.module == self.parent_module:
-            raise ValueError(f"parent_module: {self.parent_module!r} equals module")
+            raise InputError(f"parent_module: {self.parent_module!r} equals module")
         object.__setattr__(self, "parent_face", Face.parse(self.parent_face, "parent_face"))
         object.__setattr__(self, "child_face", Face.parse(self.child_face, "child_face"))
         if self.helper in (self.module, self.parent_module):
-            raise ValueError(f"helper: {self.helper!r} must differ from module and parent")
+            raise InputError(f"helper: {self.helper!r} must differ from module and parent")
 
 
 @dataclass(frozen=True)
@@ -104,10 +74,10 @@ class PoseSample:
 
 @dataclass(frozen=True)
 class HelperRequest:
-    """A helper command to send: ``command`` in LIFT, ROTATE, RELEASE."""
+    """A helper command to send to ``helper``."""
 
     helper: str
-    command: str
+    command: HelperOp
     module: str = ""
     carry_yaw: float = 0.0
 
@@ -373,7 +343,7 @@ class DockingContext:
             v, w = real_command(v, w, self.reverse)
         self.cmd[self.driven] = saturate(v, w, self.s)
 
-    def send(self, command: str, carry_yaw: float = 0.0) -> None:
+    def send(self, command: HelperOp, carry_yaw: float = 0.0) -> None:
         """Queue a helper command (LIFT, RELEASE) about this task's module."""
         self.helper_out.append(HelperRequest(self.spec.helper, command, self.spec.module,
                                              carry_yaw))
@@ -613,7 +583,7 @@ class Docked(PhaseStep):
         if ctx.uses_helper and not ctx.s.confirm_with_connections:
             # The fake hardware hands a captured module over by itself (its connections
             # confirm the dock); on real hardware the helper lets go explicitly.
-            ctx.send("RELEASE")
+            ctx.send(HelperOp.RELEASE)
 
     def tick(self, ctx):
         if self.backoff_from is None:
@@ -737,7 +707,7 @@ class Lift(PhaseStep):
         if self.sent_t is None:
             # LIFT once; the carried module then turns to carry_yaw (confirmed below)
             self.sent_t = ctx.t
-            ctx.send("LIFT", ctx.carry_yaw)
+            ctx.send(HelperOp.LIFT, ctx.carry_yaw)
             return None
         expect = helper.compose(w, 0.0, ctx.carry_yaw)
         if (ctx.t > self.sent_t and m.distance_to(expect) <= s.lift_confirm_tolerance
@@ -746,7 +716,7 @@ class Lift(PhaseStep):
             return Phase.NAVIGATE
         if self.elapsed > s.lift_timeout_s:
             # not lifted: put down whatever may be held and go round again
-            ctx.send("RELEASE")
+            ctx.send(HelperOp.RELEASE)
             self.wh.rechoose()
         return None
 

@@ -38,13 +38,14 @@ from typing import Callable, Iterable
 
 import yaml
 
+from smores_assembly.errors import InputError
 from smores_assembly.yaml_io import YamlError, read_yaml_file
 
 PACKAGE = "smores_assembly"
 _SUBST = re.compile(r"\$\(([a-z-]+)((?:\s+[^()\s]+)*)\s*\)")
 
 
-class LaunchError(ValueError):
+class LaunchError(InputError):
     """A launch file uses something this runner does not support, or is malformed."""
 
 

@@ -46,6 +46,7 @@ import numpy as np
 import transforms3d.euler
 import transforms3d.quaternions
 
+from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import wrap_angle
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.scenario import module_id_error
@@ -77,7 +78,7 @@ def _qrot(q, v):
             vz + w * tz + (x * ty - y * tx))
 
 
-class MocapError(ValueError):
+class MocapError(InputError):
     """Invalid mocap configuration (the message names the field and the value)."""
 
 
@@ -118,8 +119,8 @@ class MocapFilterSettings:
         """Raise :class:`MocapError` for a value out of range or an empty rate band."""
         try:
             check_ranges(self)
-        except ValueError as exc:
-            raise MocapError(str(exc)) from None
+        except ParamsError as exc:
+            raise MocapError(str(exc), field=exc.field) from None
         if self.expected_rate_min_hz > self.expected_rate_max_hz:
             raise MocapError(f"expected_rate_min_hz: {self.expected_rate_min_hz} is above "
                              f"expected_rate_max_hz {self.expected_rate_max_hz}")

@@ -49,7 +49,7 @@ class BridgeSettings:
         start_only=True)
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the field: out of range, unknown source, a topic
+        """Raise :class:`MocapError` naming the field: out of range, unknown source, a topic
         format without ``{id}``, a malformed transform."""
         check_ranges(self)
         if self.source not in SOURCES:

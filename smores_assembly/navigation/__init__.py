@@ -2,8 +2,9 @@
 
 * :mod:`.mapf`: grid MAPF in space-time — CBS (optimal sum of costs, with cardinal-conflict
   selection), ECBS (bounded-suboptimal focal search), prioritized planning (fallback),
-  :func:`~.mapf.validate_schedule`, and the error classes (all ``NavigationError``, a
-  ``ValueError``).
+  :func:`~.mapf.validate_schedule`, and the error classes (all
+  :class:`~smores_assembly.errors.NavigationError`, a ``PlanningError``; arguments a
+  function refuses raise :class:`~smores_assembly.errors.InputError`).
 * :mod:`.stage`: one assembly stage in the ``world`` frame — :func:`~.stage.plan_stage`
   lays a grid over the scene, moves idle blockers aside, and returns timed waypoints.
 * ``python -m smores_assembly.navigation INPUT.yaml``: libMultiRobotPlanning-format CLI.

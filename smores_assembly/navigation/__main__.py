@@ -25,6 +25,7 @@ import yaml
 import math
 import os
 
+from smores_assembly.errors import InputError
 from smores_assembly.yaml_io import DuplicateKeyError, YamlError, read_yaml_file
 from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
                                              InvalidCellError, NavigationError, solve)
@@ -36,7 +37,7 @@ _MAP_KEYS = ("dimensions", "obstacles")
 _AGENT_KEYS = ("name", "start", "goal")
 
 
-class InvalidInput(ValueError):
+class InvalidInput(InputError):
     """The instance file is malformed (the message names the field)."""
 
 
@@ -78,7 +79,7 @@ def load_instance(data: dict) -> tuple[Grid, dict, dict]:
     """Parse a libMultiRobotPlanning instance (already loaded YAML).
 
     Raises:
-        InvalidInput: (a ValueError) naming the missing, unknown or malformed field, or a
+        InvalidInput: (an InputError) naming the missing, unknown or malformed field, or a
             map of more than :data:`MAX_CELLS` cells.
     """
     if not isinstance(data, dict):
@@ -104,7 +105,7 @@ def load_instance(data: dict) -> tuple[Grid, dict, dict]:
     except (TypeError, IndexError) as exc:
         raise InvalidInput(f"map.obstacles: expected a list of [x, y], got "
                            f"{m.get('obstacles')!r} ({exc})") from None
-    except ValueError as exc:
+    except InputError as exc:
         raise InvalidInput(f"map.{exc}") from None
     agents = data.get("agents")
     if not isinstance(agents, list):
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     except NavigationError as exc:  # unreachable goal, search bound hit, no solution
         print(f"error: no solution: {exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:  # an argument solve() refuses
+    except InputError as exc:  # an argument solve() refuses
         print(f"error: invalid argument: {exc}", file=sys.stderr)
         return 2
     out = {

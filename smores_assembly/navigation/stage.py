@@ -48,7 +48,8 @@ from typing import Collection, Mapping
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
+from smores_assembly.errors import InputError, ParamsError
+from smores_assembly.geometry import MODULE_WIDTH, Pose2D, point_segment_distance, wrap_angle
 from smores_assembly.navigation.mapf import (ALGORITHMS, Cell, Grid, NavigationError,
                                              UnreachableGoalError, solve)
 from smores_assembly.params import check_ranges, param_field
@@ -100,10 +101,12 @@ class NavSettings:
         return self.module_width + self.cell_margin
 
     def validate(self) -> None:
-        """Raise ValueError naming the field on an out-of-range or unknown value."""
+        """Raise :class:`~smores_assembly.errors.ParamsError` naming the field on an
+        out-of-range or unknown value."""
         check_ranges(self)
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm: {self.algorithm!r} not one of {ALGORITHMS}")
+            raise ParamsError(f"algorithm: {self.algorithm!r} not one of {ALGORITHMS}",
+                              field="algorithm")
 
 
 @dataclass
@@ -138,7 +141,7 @@ class StagePlan:
 def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:
     """Planned pose at time ``t`` [s] (linear interpolation; clamped to the path's ends)."""
     if not path:
-        raise ValueError("path: empty")
+        raise InputError("path: empty")
     if t <= path[0][0]:
         return path[0][1]
     for (t0, p0), (t1, p1) in zip(path, path[1:]):
@@ -218,15 +221,6 @@ def _assign(scene: _Scene, targets: dict[str, tuple[float, float]], allowed, pen
     return out
 
 
-def _seg_dist(p, a, b) -> float:
-    ax, ay = a
-    bx, by = b
-    dx, dy = bx - ax, by - ay
-    L = dx * dx + dy * dy
-    s = 0.0 if L == 0 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / L))
-    return math.hypot(p[0] - ax - s * dx, p[1] - ay - s * dy)
-
-
 def _cheapest_crossing(W: int, H: int, fixed: set, movable: dict, src: Cell, dst: Cell):
     """Path src -> dst through non-fixed cells crossing as few movable-occupied cells as
     possible (Dijkstra; a movable cell costs 1 + W*H). Returns the cells or None."""
@@ -272,10 +266,10 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
         A :class:`StagePlan` (empty when ``moving`` is empty).
 
     Raises:
-        ValueError: a module id both moving and obstacle, an unknown ``fixed`` id, bad
+        InputError: a module id both moving and obstacle, an unknown ``fixed`` id, bad
             settings (naming the field).
         GoalOccupiedError: a goal pose overlaps a ``fixed`` module.
-        NavigationError (a ValueError): no free cell near a start/goal, a goal unreachable
+        NavigationError: no free cell near a start/goal, a goal unreachable
             even after moving every movable obstacle, two goals too close, search bounds
             exceeded (see :mod:`smores_assembly.navigation.mapf`).
 
@@ -311,14 +305,14 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
 
 
 def _check_inputs(moving: Mapping, obstacles: Mapping, fixed: Collection[str]) -> None:
-    """ValueError when a module is both moving and an obstacle, or ``fixed`` names a
+    """InputError when a module is both moving and an obstacle, or ``fixed`` names a
     module that is not an obstacle."""
     both = sorted(set(moving) & set(obstacles))
     if both:
-        raise ValueError(f"obstacles: modules {both} are also moving")
+        raise InputError(f"obstacles: modules {both} are also moving")
     unknown = sorted(set(fixed) - set(obstacles))
     if unknown:
-        raise ValueError(f"fixed: {unknown} are not obstacles")
+        raise InputError(f"fixed: {unknown} are not obstacles")
 
 
 @dataclass
@@ -456,7 +450,7 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         if cell in blocked or cell in taken or cell in needed:
             return False
         cc = scene.center(cell)
-        return all(_seg_dist(cc, a0, b0) >= s.clearance for a0, b0 in legs)
+        return all(point_segment_distance(cc, a0, b0) >= s.clearance for a0, b0 in legs)
 
     ox = {o: (lay.obstacles[o].x, lay.obstacles[o].y) for o in lay.aside}
     parks = _assign(scene, ox, park_ok, lambda cell: 0.0, 3 * radius, "parking area")

@@ -33,6 +33,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
                        qos_profile_sensor_data)
 import transforms3d.euler
 
+from smores_assembly.errors import InputError, ParamsError, SmoresError
 from smores_assembly.geometry import WORLD_FRAME, Pose2D, wrap_angle  # noqa: F401
 from smores_assembly.params import param_field  # noqa: F401  (re-exported)
 from smores_assembly.params import validate_settings
@@ -143,7 +144,7 @@ def declare_given(node: Node, name: str, default: Any,
     ``declare_parameter``.
 
     Raises:
-        ValueError: ``parameter <name>: ...``, the given value has the wrong type or is out
+        ParamsError: ``parameter <name>: ...``, the given value has the wrong type or is out
             of range.
     """
     descriptor = descriptor if descriptor is not None else ParameterDescriptor()
@@ -157,12 +158,12 @@ def declare_given(node: Node, name: str, default: Any,
             if isinstance(value, (list, tuple)) and not value:
                 return node.declare_parameter(name, default, descriptor)  # [] has no type
             if not default.check(value):
-                raise ValueError(f"expected {default.name.lower()}, got {value!r}")
+                raise ParamsError(f"expected {default.name.lower()}, got {value!r}")
         return node.declare_parameter(name, value, descriptor, ignore_override=True)
     except ValueError as exc:
-        raise ValueError(f"parameter {name}: {exc}") from exc
+        raise ParamsError(f"parameter {name}: {exc}", field=name) from exc
     except Exception as exc:  # rclpy's ParameterException family
-        raise ValueError(f"parameter {name}: {exc}") from exc
+        raise ParamsError(f"parameter {name}: {exc}", field=name) from exc
 
 
 def _widen_on_set(node: Node) -> None:
@@ -217,8 +218,8 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
         ``settings``, updated with the start-up values.
 
     Raises:
-        ValueError: a start-up value has the wrong type, is out of range or is refused by
-            the settings' ``validate`` (the message names the parameter and the value).
+        InputError: (a ``ParamsError`` or the settings' own subclass) a start-up value has
+            the wrong type, is out of range or is refused by the settings' ``validate`` (the message names the parameter and the value).
     """
     _widen_on_set(node)
     fields = {prefix + f.name: f for f in dataclasses.fields(settings)}
@@ -245,7 +246,7 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
             setattr(candidate, f.name, value)
         try:
             validate_settings(candidate)
-        except ValueError as exc:
+        except InputError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
@@ -303,7 +304,8 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None,
 
     Returns:
         The process exit status (0 on a clean shutdown, 2 when the node refused its
-        configuration with a ``ValueError``, whose message is logged).
+        configuration with a :class:`~smores_assembly.errors.SmoresError`, whose message is
+        logged).
 
     Raises:
         Exception: whatever a callback raised while no stop was requested (a real fault).
@@ -315,7 +317,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None,
     try:
         try:
             node = factory()
-        except ValueError as exc:
+        except SmoresError as exc:
             rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
             return 2
         executor = SingleThreadedExecutor()

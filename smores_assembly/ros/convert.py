@@ -4,22 +4,41 @@
   (+ module poses, which travel separately on ``/modules/states``),
 * :class:`smores_assembly.planning.Plan` <-> ``smores_assembly/AssemblyPlan``,
 * :class:`smores_assembly.planning.RootChoice` <-> ``smores_assembly/RootSelection``,
-* ``smores_assembly/ModuleStateArray`` -> ``{module id: Pose2D}``.
+* ``smores_assembly/ModuleStateArray`` -> ``{module id: Pose2D}`` or
+  ``{module id: PoseSample}`` (pose, stamp, tracked),
+* ``smores_assembly/DockingAction`` -> :class:`smores_assembly.docking.DockingSpec`,
+* :class:`smores_assembly.docking.TaskStatus` -> ``smores_assembly/DockingStatus``, and
+  ``DockingStatusArray`` -> ``{module id: Phase}``,
+* :class:`smores_assembly.docking.HelperRequest` <-> ``smores_assembly/HelperCommand``,
+* timed paths ``[(t, Pose2D)]`` / :class:`smores_assembly.docking.TimedPath` <->
+  ``nav_msgs/Path`` (pose stamps = planned arrival times).
 
-Poses are planar ``(x [m], y [m], yaw [rad])`` in ``world``.
+Nodes convert through these functions instead of reading message fields themselves. Enum
+fields travel as their integer values (:mod:`smores_assembly.vocabulary`). Poses are planar
+``(x [m], y [m], yaw [rad])`` in ``world``.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Path
 
+from smores_assembly.docking import (DockingSpec, HelperRequest, PoseSample, TaskStatus,
+                                     TimedPath)
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D
-from smores_assembly.msg import (AssemblyPlan, DockingAction, ModuleStateArray,
+from smores_assembly.msg import (AssemblyPlan, DockingAction, DockingStatus,
+                                 DockingStatusArray, HelperCommand, ModuleStateArray,
                                  RootSelection, TargetEdge, TargetTopology)
 from smores_assembly.planning import DockAction, Plan, RootChoice
-from smores_assembly.ros.common import WORLD_FRAME
+from smores_assembly.ros.common import WORLD_FRAME, pose2d_to_pose, sec_to_time, time_to_sec
 from smores_assembly.scenario import Scenario, ScenarioError, scenario_from_dict
+from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
+
+#: Phases whose time is reported in ``DockingStatus.phase_durations_s``, in that order.
+DURATION_PHASES = (Phase.NAVIGATE, Phase.POSE_ADJUST, Phase.APPROACH)
 
 
 def scenario_to_target_msg(scenario: Scenario, stamp: Time | None = None) -> TargetTopology:
@@ -101,6 +120,111 @@ def states_msg_to_poses(msg: ModuleStateArray, tracked_only: bool = True
             if s.tracked or not tracked_only}
 
 
+def states_msg_to_samples(msg: ModuleStateArray) -> dict[str, PoseSample]:
+    """Every module of a ``ModuleStateArray`` as a :class:`PoseSample` (pose, measurement
+    time [s] from its ``stamp``, ``tracked`` flag), untracked ones included."""
+    return {s.id: PoseSample(Pose2D(float(s.x), float(s.y), float(s.yaw)),
+                             time_to_sec(s.stamp), bool(s.tracked)) for s in msg.modules}
+
+
+def untracked_ids(msg: ModuleStateArray) -> set[str]:
+    """Ids of the modules a ``ModuleStateArray`` reports as not tracked."""
+    return {s.id for s in msg.modules if not s.tracked}
+
+
+def action_msg_to_spec(msg: DockingAction) -> DockingSpec:
+    """One ``DockingAction`` of a plan as a :class:`DockingSpec`.
+
+    Raises:
+        InputError: empty or equal module ids, an unknown face, a helper equal to the
+            module or its parent (:class:`DockingSpec` checks).
+    """
+    return DockingSpec(msg.module, msg.parent_module, msg.parent_face, msg.child_face,
+                       msg.helper)
+
+
+def phases_from_status(msg: DockingStatusArray) -> dict[str, Phase]:
+    """Module id -> :class:`Phase` of every entry of a ``DockingStatusArray``.
+
+    An entry whose ``phase`` is no known phase value is left out (the module then counts
+    as not reported); a module reported twice keeps its last entry.
+    """
+    out = {}
+    for s in msg.modules:
+        try:
+            out[s.module] = Phase(s.phase)
+        except ValueError:
+            continue
+    return out
+
+
+def task_status_to_msg(st: TaskStatus) -> DockingStatus:
+    """A docking task's status as a ``DockingStatus`` (``phase`` and ``phase_name`` from
+    :class:`Phase`; ``phase_durations_s`` in the order of :data:`DURATION_PHASES`)."""
+    return DockingStatus(
+        module=st.module, target_module=st.target_module, face_pair=st.face_pair,
+        phase=int(st.phase), phase_name=st.phase.name,
+        face_gap_mm=float(st.face_gap_mm), lateral_error_mm=float(st.lateral_error_mm),
+        yaw_error_deg=float(st.yaw_error_deg), retries=int(st.retries),
+        phase_elapsed_s=float(st.phase_elapsed_s),
+        phase_durations_s=[float(st.phase_durations[p]) for p in DURATION_PHASES],
+        error_code=int(st.error_code), message=st.message)
+
+
+def refused_action_status(msg: DockingAction, message: str) -> DockingStatus:
+    """``DockingStatus`` of an action refused before it started: FAILED, ``CANCELLED``."""
+    return DockingStatus(module=msg.module, target_module=msg.parent_module,
+                         phase=int(Phase.FAILED), phase_name=Phase.FAILED.name,
+                         error_code=int(ErrorCode.CANCELLED), message=message)
+
+
+def helper_request_to_msg(req: HelperRequest) -> HelperCommand:
+    """A helper request as the ``HelperCommand`` for ``/<req.helper>/helper_command``."""
+    return HelperCommand(command=int(HelperOp.parse(req.command)), module=req.module,
+                         carry_yaw=float(req.carry_yaw))
+
+
+def helper_msg_to_op(msg: HelperCommand) -> HelperOp:
+    """The :class:`HelperOp` of a ``HelperCommand``.
+
+    Raises:
+        InputError: ``command`` is not LIFT(1), ROTATE(2) or RELEASE(3).
+    """
+    return HelperOp.parse(int(msg.command), "command")
+
+
+def timed_path_to_msg(path: Sequence[tuple[float, Pose2D]], t_start: float) -> Path:
+    """A timed path (``(t [s] from t_start, pose)`` pairs) as a ``nav_msgs/Path`` in
+    ``world``: ``header.stamp`` = ``t_start``, each pose stamped with its arrival time
+    ``t_start + t``; an empty sequence gives an empty Path ("no path: drive directly")."""
+    msg = Path()
+    msg.header.frame_id = WORLD_FRAME
+    msg.header.stamp = sec_to_time(t_start)
+    for t, p in path:
+        ps = PoseStamped()
+        ps.header.frame_id = WORLD_FRAME
+        ps.header.stamp = sec_to_time(t_start + t)
+        ps.pose = pose2d_to_pose(p)
+        msg.poses.append(ps)
+    return msg
+
+
+def path_msg_to_timed(msg: Path, now: float, nominal_speed: float) -> TimedPath | None:
+    """A ``nav_msgs/Path`` as a :class:`TimedPath` (None for an empty path).
+
+    All-zero stamps mean an untimed path, timed from ``now`` [s] at ``nominal_speed``
+    [m/s] (:meth:`TimedPath.from_poses`).
+
+    Raises:
+        InputError: stamps that decrease, a non-positive ``nominal_speed``.
+    """
+    if not msg.poses:
+        return None
+    pts = [(time_to_sec(p.header.stamp), p.pose.position.x, p.pose.position.y)
+           for p in msg.poses]
+    return TimedPath.from_poses(pts, now, nominal_speed)
+
+
 def root_to_msg(target_name: str, root: RootChoice, stamp: Time | None = None
                 ) -> RootSelection:
     """A root search result as a ``RootSelection`` message (frame ``world``)."""
@@ -151,16 +275,17 @@ def msg_to_plan(msg: AssemblyPlan) -> Plan:
     helper fields (order of first use), the root's goal from the root pose.
 
     Raises:
-        ValueError: inconsistent message (array lengths, faces, stage numbers).
+        InputError: inconsistent message (array lengths, faces, stage numbers).
     """
     if len(msg.assigned_nodes) != len(msg.assigned_modules):
-        raise ValueError(f"assigned_nodes/assigned_modules: lengths differ "
+        raise InputError(f"assigned_nodes/assigned_modules: lengths differ "
                          f"({len(msg.assigned_nodes)} vs {len(msg.assigned_modules)})")
     root_pose = Pose2D(msg.root.x, msg.root.y, msg.root.yaw)
     actions = []
     for i, a in enumerate(msg.actions):
         if a.stage >= msg.num_stages:
-            raise ValueError(f"actions[{i}].stage: {a.stage} >= num_stages {msg.num_stages}")
+            raise InputError(f"actions[{i}].stage: {a.stage} >= num_stages {msg.num_stages}",
+                             field=f"actions[{i}].stage")
         actions.append(DockAction(
             module=a.module, node=a.node, stage=int(a.stage), depth=int(a.depth),
             parent_module=a.parent_module, parent_node=a.parent_node,

@@ -41,33 +41,27 @@ from std_msgs.msg import Int32
 
 from smores_assembly import params
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
-                                     Phase, PoseSample, TimedPath)
+                                     PoseSample, TimedPath)
 from smores_assembly.docking.settings import DockingNodeSettings
-from smores_assembly.geometry import Face, Pose2D
+from smores_assembly.errors import InputError
+from smores_assembly.geometry import Face
 from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
                                  DockingStatusArray, HelperCommand, MagnetCommand,
                                  ModuleStateArray)
 from smores_assembly.ros import common, names
+from smores_assembly.ros.convert import (action_msg_to_spec, helper_request_to_msg,
+                                         path_msg_to_timed, refused_action_status,
+                                         states_msg_to_samples, task_status_to_msg)
+from smores_assembly.vocabulary import Phase
 
-_HELPER_CODES = {"LIFT": HelperCommand.LIFT, "ROTATE": HelperCommand.ROTATE,
-                 "RELEASE": HelperCommand.RELEASE}
-_DURATION_PHASES = (Phase.NAVIGATE, Phase.POSE_ADJUST, Phase.APPROACH)
 
-
-def path_msg_to_timed(msg: Path, now: float, nominal_speed: float) -> TimedPath | None:
-    """A nav_msgs/Path as a :class:`TimedPath` (None for an empty path)."""
-    if not msg.poses:
-        return None
-    pts = [(common.time_to_sec(p.header.stamp), p.pose.position.x, p.pose.position.y)
-           for p in msg.poses]
-    return TimedPath.from_poses(pts, now, nominal_speed)
 
 
 class DockingControllerNode(Node):
     """The ``docking_controller`` node (see the module docstring).
 
     Raises:
-        ValueError: a parameter out of range or inconsistent (at start-up).
+        ParamsError: a parameter out of range or inconsistent (at start-up).
     """
 
     def __init__(self, **kwargs) -> None:
@@ -169,16 +163,14 @@ class DockingControllerNode(Node):
         self._start_stage()
 
     def _on_states(self, msg: ModuleStateArray) -> None:
-        for st in msg.modules:
-            self._samples[st.id] = PoseSample(Pose2D(st.x, st.y, st.yaw),
-                                              common.time_to_sec(st.stamp), bool(st.tracked))
+        self._samples.update(states_msg_to_samples(msg))
 
     def _on_connections(self, msg: ConnectionArray) -> None:
         conns, faces = set(), {}
         for c in msg.connections:
             try:
                 fa, fb = Face.parse(c.face_a), Face.parse(c.face_b)
-            except ValueError:
+            except InputError:
                 continue
             conns.add(frozenset({(c.module_a, fa), (c.module_b, fb)}))
             faces.setdefault(c.module_a, set()).add(fa)
@@ -189,7 +181,7 @@ class DockingControllerNode(Node):
         now = self._now()
         try:
             path = path_msg_to_timed(msg, now, self.node_settings.nominal_path_speed)
-        except ValueError as exc:
+        except InputError as exc:
             self.get_logger().error(f"{module}/path refused: {exc}")
             return
         self._new_paths[module] = path
@@ -222,13 +214,9 @@ class DockingControllerNode(Node):
             if a.stage != self._stage:
                 continue
             try:
-                spec = DockingSpec(a.module, a.parent_module, a.parent_face, a.child_face,
-                                   a.helper)
-            except ValueError as exc:
-                st = DockingStatus(module=a.module, target_module=a.parent_module,
-                                   phase=int(Phase.FAILED), phase_name=Phase.FAILED.name,
-                                   error_code=DockingStatus.ERROR_CANCELLED,
-                                   message=f"invalid action refused: {exc}")
+                spec = action_msg_to_spec(a)
+            except InputError as exc:
+                st = refused_action_status(a, f"invalid action refused: {exc}")
                 self._bad.append(st)
                 self.get_logger().error(st.message)
                 continue
@@ -301,10 +289,9 @@ class DockingControllerNode(Node):
             for m, faces in out.magnets.items():
                 wanted.setdefault(m, set()).update(faces)
             for hc in out.helper_commands:
-                msg = HelperCommand(command=_HELPER_CODES[hc.command], module=hc.module,
-                                    carry_yaw=float(hc.carry_yaw))
+                msg = helper_request_to_msg(hc)
                 self._pub(hc.helper, names.HELPER_COMMAND, HelperCommand).publish(msg)
-                self.get_logger().info(f"{hc.helper}: {hc.command} {hc.module}")
+                self.get_logger().info(f"{hc.helper}: {hc.command.name} {hc.module}")
         # modules moved aside by the navigation: follow their paths to the end
         busy = set(cmds)
         for m, p in new_paths.items():
@@ -344,15 +331,7 @@ class DockingControllerNode(Node):
         msg.header.frame_id = common.WORLD_FRAME
         msg.stage = -1 if self._stage is None else int(self._stage)
         for task in self._tasks.values():
-            st = task.status()
-            msg.modules.append(DockingStatus(
-                module=st.module, target_module=st.target_module, face_pair=st.face_pair,
-                phase=int(st.phase), phase_name=st.phase.name,
-                face_gap_mm=float(st.face_gap_mm), lateral_error_mm=float(st.lateral_error_mm),
-                yaw_error_deg=float(st.yaw_error_deg), retries=int(st.retries),
-                phase_elapsed_s=float(st.phase_elapsed_s),
-                phase_durations_s=[float(st.phase_durations[p]) for p in _DURATION_PHASES],
-                error_code=int(st.error_code), message=st.message))
+            msg.modules.append(task_status_to_msg(task.status()))
         msg.modules.extend(self._bad)
         self._status_pub.publish(msg)
 

@@ -40,11 +40,14 @@ from smores_assembly import params
 from smores_assembly.action import Assemble
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingStatusArray,
                                  ModuleStateArray, TargetTopology)
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D
 from smores_assembly.ros import common, names
-from smores_assembly.ros.convert import states_msg_to_poses, target_msg_to_scenario
+from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
+                                         target_msg_to_scenario)
 from smores_assembly.sequencer import ExecutiveSettings
 from smores_assembly.goal_runner import ErrorCode, GoalRunner, PlanInfo
+from smores_assembly.vocabulary import Phase
 
 # The action's result codes are the core's (one list, checked here).
 for _code in ErrorCode:
@@ -52,12 +55,6 @@ for _code in ErrorCode:
         raise ImportError(f"Assemble.Result.ERROR_{_code.name} differs from "
                           f"goal_runner.ErrorCode.{_code.name} = {_code.value}")
 
-
-#: Marker colour per docking phase (RGB).
-_PHASE_RGB = {"NAVIGATE": (0.0, 0.45, 0.7), "POSE_ADJUST": (0.9, 0.6, 0.0),
-              "APPROACH": (0.0, 0.62, 0.45), "DOCKED": (0.34, 0.7, 0.91),
-              "RETRY": (0.84, 0.37, 0.0), "FAILED": (0.1, 0.1, 0.1),
-              "PAUSED": (0.8, 0.47, 0.65), "WAIT_HELPER": (0.5, 0.5, 0.5)}
 
 
 class ExecutiveNode(Node):
@@ -204,9 +201,11 @@ class ExecutiveNode(Node):
         if self._plan_count <= count or self._plan.target_name != name:
             return None
         plan = self._plan
-        stages: list[list[str]] = [[] for _ in range(plan.num_stages)]
-        for a in plan.actions:
-            stages[a.stage].append(a.module)
+        try:
+            stages = msg_to_plan(plan).stages
+        except InputError as exc:
+            self.get_logger().error(f"{names.PLAN} refused: {exc}")
+            return None
         return PlanInfo(stages, f"root {plan.root.root_module} as {plan.root.centroid_node}, "
                                 f"{len(plan.actions)} docks in {plan.num_stages} stages, "
                                 f"assignment cost {plan.total_cost_m:.3f} m", plan)
@@ -214,10 +213,10 @@ class ExecutiveNode(Node):
     def publish_stage(self, stage: int) -> None:
         self._publish_stage(stage)
 
-    def phases(self, stage: int) -> dict[str, str]:
+    def phases(self, stage: int) -> dict[str, Phase]:
         if self._status is None or self._status.stage != stage:
             return {}
-        return {s.module: s.phase_name for s in self._status.modules}
+        return self._phases()
 
     def feedback(self, state: str, stage: int, num_stages: int, elapsed_s: float) -> None:
         gh = self._goal_handle
@@ -226,8 +225,9 @@ class ExecutiveNode(Node):
         fb = Assemble.Feedback()
         fb.state, fb.stage, fb.num_stages, fb.elapsed_s = state, stage, num_stages, elapsed_s
         if self._status is not None:
-            fb.modules = [s.module for s in self._status.modules]
-            fb.phases = [s.phase_name for s in self._status.modules]
+            phases = self._phases()
+            fb.modules = list(phases)
+            fb.phases = [ph.name for ph in phases.values()]
         gh.publish_feedback(fb)
 
     def log(self, level: str, text: str) -> None:
@@ -241,6 +241,10 @@ class ExecutiveNode(Node):
             logger.info(text)
 
     # --- helpers --------------------------------------------------------------------------
+    def _phases(self) -> dict[str, Phase]:
+        """Module -> docking phase as last reported (empty before any status)."""
+        return phases_from_status(self._status) if self._status is not None else {}
+
     def _publish_stage(self, k: int) -> None:
         self._stage_pub.publish(Int32(data=int(k)))
 
@@ -255,8 +259,7 @@ class ExecutiveNode(Node):
         """Connections measured by the fake hardware, else those of confirmed docks."""
         if self._connections is not None:
             return self._connections.connections
-        docked = {s.module for s in (self._status.modules if self._status else [])
-                  if s.phase_name == "DOCKED"}
+        docked = {m for m, ph in self._phases().items() if ph is Phase.DOCKED}
         return [Connection(module_a=a.module, face_a=a.child_face, module_b=a.parent_module,
                            face_b=a.parent_face) for a in plan.actions if a.module in docked]
 
@@ -266,7 +269,7 @@ class ExecutiveNode(Node):
         if self._states is None:
             return
         stamp = self.get_clock().now().to_msg()
-        phase = {s.module: s.phase_name for s in (self._status.modules if self._status else [])}
+        phase = self._phases()
         arr = MarkerArray()
         w = MODULE_WIDTH
         centres = {}
@@ -284,7 +287,7 @@ class ExecutiveNode(Node):
             cube = marker("modules", i, Marker.CUBE)
             cube.pose = common.pose2d_to_pose(Pose2D(m.x, m.y, m.yaw), w / 2)
             cube.scale.x = cube.scale.y = cube.scale.z = w
-            r, g, b = _PHASE_RGB.get(phase.get(m.id, ""), (0.6, 0.6, 0.6))
+            r, g, b = phase[m.id].rgb if m.id in phase else (0.6, 0.6, 0.6)
             cube.color.r, cube.color.g, cube.color.b = r, g, b
             cube.color.a = 0.9 if m.tracked else 0.3
             arr.markers.append(cube)
@@ -292,7 +295,7 @@ class ExecutiveNode(Node):
             label.pose = common.pose2d_to_pose(Pose2D(m.x, m.y, 0.0), 1.5 * w)
             label.scale.z = 0.3 * w
             label.color.r = label.color.g = label.color.b = label.color.a = 1.0
-            label.text = m.id + (f" {phase[m.id]}" if m.id in phase else "")
+            label.text = m.id + (f" {phase[m.id].name}" if m.id in phase else "")
             arr.markers.append(label)
         if self._plan is not None:
             for i, a in enumerate(self._plan.actions):

@@ -54,11 +54,13 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 
 from smores_assembly import params
+from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import Face
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleState, ModuleStateArray)
 from smores_assembly.msg import Connection as ConnectionMsg
 from smores_assembly.ros import common, names
+from smores_assembly.ros.convert import helper_msg_to_op
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.settings import FakeHardwareSettings
@@ -79,22 +81,20 @@ def _set_stamp(stamp, t: float) -> None:
     stamp.sec, stamp.nanosec = divmod(ns, 1_000_000_000)
 
 
-_HELPER_NAMES = {HelperCommand.LIFT: "LIFT", HelperCommand.ROTATE: "ROTATE",
-                 HelperCommand.RELEASE: "RELEASE"}
 
 
 class FakeHardwareNode(Node):
     """The ``fake_hardware`` node (see the module docstring).
 
     Raises:
-        ValueError: missing/invalid scenario, a parameter out of range, or
+        SmoresError: missing/invalid scenario, a parameter out of range, or
             ``use_sim_time`` set (this node is the time source).
     """
 
     def __init__(self, **kwargs) -> None:
         super().__init__("fake_hardware", **common.node_kwargs(kwargs))
         if self.get_parameter("use_sim_time").value:
-            raise ValueError("use_sim_time: fake_hardware is the time source (it publishes "
+            raise ParamsError("use_sim_time: fake_hardware is the time source (it publishes "
                              "/clock); it must run with use_sim_time:=false")
         settings, sim_params = params.node_settings("fake_hardware")
         self.settings: FakeHardwareSettings = common.declare_dataclass_params(
@@ -102,7 +102,7 @@ class FakeHardwareNode(Node):
         self.sim_params: SimParams = common.declare_dataclass_params(self, sim_params)
         s = self.settings
         if not s.scenario:
-            raise ValueError("scenario: the path of a scenario YAML file is required")
+            raise ParamsError("scenario: the path of a scenario YAML file is required")
         from smores_assembly.scenario import load_scenario  # noqa: PLC0415
         scen = load_scenario(s.scenario)
         if abs(scen.module_width - self.sim_params.module_width) > 1e-12:
@@ -114,7 +114,7 @@ class FakeHardwareNode(Node):
             self.world = make_world(s.backend, scen.modules, self.sim_params,
                                     helpers=scen.helpers)
         except SimError as exc:
-            raise ValueError(f"scenario {s.scenario}: {exc}") from exc
+            raise ParamsError(f"scenario {s.scenario}: {exc}") from exc
         self.ids = self.world.modules()
         self._rng = np.random.default_rng(s.random_seed)
         n = len(self.ids)
@@ -423,16 +423,14 @@ class FakeHardwareNode(Node):
 
     def _on_helper(self, i: int, msg: HelperCommand) -> None:
         m = self.ids[i]
-        name = _HELPER_NAMES.get(msg.command)
         try:
-            if name is None:
-                raise SimError(f"command: {msg.command} is not LIFT(1), ROTATE(2) or "
-                               f"RELEASE(3)")
-            self.world.helper_command(m, name, msg.module, msg.carry_yaw)
-        except SimError as exc:
+            op = helper_msg_to_op(msg)
+            self.world.helper_command(m, op, msg.module, msg.carry_yaw)
+        except InputError as exc:  # SimError is an InputError
             self.get_logger().error(f"{m}/helper_command refused: {exc}")
             return
-        self.get_logger().info(f"helper {m}: {name} {msg.module} carry_yaw={msg.carry_yaw:.3f}")
+        self.get_logger().info(f"helper {m}: {op.name} {msg.module} "
+                               f"carry_yaw={msg.carry_yaw:.3f}")
 
 
 def main(args: list[str] | None = None) -> int:

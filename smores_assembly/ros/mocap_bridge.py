@@ -54,6 +54,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from smores_assembly import params
+from smores_assembly.errors import ParamsError
 from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
                                    RigidTransform)
 from smores_assembly.mocap.settings import BridgeSettings
@@ -65,7 +66,7 @@ class MocapBridgeNode(Node):
     """The ``mocap_bridge`` node (see the module docstring).
 
     Raises:
-        ValueError: unknown or unavailable source, no module ids, a bad transform or a
+        ParamsError: unknown or unavailable source, no module ids, a bad transform or a
             parameter out of range (message names the parameter and the value).
     """
 
@@ -86,11 +87,11 @@ class MocapBridgeNode(Node):
             from smores_assembly.scenario import load_scenario  # noqa: PLC0415
             ids = list(load_scenario(s.scenario).modules)
         if not ids:
-            raise ValueError("module_ids: no modules to track (set module_ids or scenario)")
+            raise ParamsError("module_ids: no modules to track (set module_ids or scenario)")
         for m in ids:  # names become topics and parameter names: check before any use
             err = module_id_error(m)
             if err:
-                raise ValueError(f"module_ids: {err}")
+                raise ParamsError(f"module_ids: {err}", field="module_ids")
         self.ids = [str(m) for m in ids]
         self._offset_params = {}
         given = set(self.get_parameters_by_prefix("marker_offsets"))
@@ -103,12 +104,12 @@ class MocapBridgeNode(Node):
             self._offset_params[m] = p.name
         stray = sorted(f"marker_offsets.{k}" for k in given - set(self.ids))
         if stray:
-            raise ValueError(f"marker_offsets: {stray} name modules that are not tracked "
+            raise ParamsError(f"marker_offsets: {stray} name modules that are not tracked "
                              f"(module_ids: {self.ids})")
         try:
             self.filter = MocapFilter(self.ids, self.filter_settings)
         except MocapError as exc:
-            raise ValueError(str(exc)) from exc
+            raise ParamsError(str(exc)) from exc
         self._apply_transforms()
         self.add_on_set_parameters_callback(self._on_offset_set)
         self.add_post_set_parameters_callback(self._after_set)
@@ -152,7 +153,7 @@ class MocapBridgeNode(Node):
                 try:
                     overrides[m] = self._offset_transform(m, v)
                 except MocapError as exc:
-                    raise ValueError(str(exc)) from exc
+                    raise ParamsError(str(exc)) from exc
         if hasattr(self, "filter"):
             self.filter.set_transforms(RigidTransform.from_xyzrpy(s.mocap_to_world,
                                                                   "mocap_to_world"),
@@ -188,7 +189,7 @@ class MocapBridgeNode(Node):
         try:
             from mocap4r2_msgs.msg import RigidBodies  # noqa: PLC0415
         except ImportError:
-            raise ValueError(
+            raise ParamsError(
                 "source: 'mocap4r2' needs the mocap4r2_msgs Python interface, which is not "
                 "installed here (it is not available as a wheel); build mocap4r2_msgs into "
                 "this environment or use source 'vicon' or 'vrpn'") from None

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from geometry_msgs.msg import Point, PoseStamped
+from geometry_msgs.msg import Point
 from nav_msgs.msg import Path
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, Int32
@@ -45,12 +45,15 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from smores_assembly import params
 from smores_assembly.docking.control import pickup_pose
-from smores_assembly.geometry import Face, Pose2D, predock_pose
+from smores_assembly.errors import InputError, NavigationError
+from smores_assembly.geometry import Pose2D, predock_pose
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
 from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
+from smores_assembly.planning import Plan
 from smores_assembly.ros import common, names
-
-_PHASE_DOCKED = 6
+from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
+                                         timed_path_to_msg, untracked_ids)
+from smores_assembly.vocabulary import Phase
 
 
 class NavigationNode(Node):
@@ -61,7 +64,7 @@ class NavigationNode(Node):
         super().__init__("navigation", **common.node_kwargs(node_kwargs))
         settings, = params.node_settings("navigation")
         self.settings: NavSettings = common.declare_dataclass_params(self, settings)
-        self._plan: AssemblyPlan | None = None
+        self._plan: Plan | None = None
         self._poses: dict[str, Pose2D] = {}
         self._stage = -1
         self._docked: set[str] = set()
@@ -94,18 +97,21 @@ class NavigationNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_plan(self, msg: AssemblyPlan) -> None:
-        self._plan = msg
+        try:
+            plan = msg_to_plan(msg)
+        except InputError as exc:
+            self.get_logger().error(f"{names.PLAN} refused: {exc}")
+            return
+        self._plan = plan
         self._docked.clear()
         if self._stage >= 0:
             self._pending = True
             self._try_plan("new assembly plan")
 
     def _on_states(self, msg: ModuleStateArray) -> None:
-        for m in msg.modules:
-            if m.tracked:
-                self._poses[m.id] = Pose2D(m.x, m.y, m.yaw)
-            else:
-                self._poses.pop(m.id, None)
+        self._poses.update(states_msg_to_poses(msg, tracked_only=True))
+        for m in untracked_ids(msg):
+            self._poses.pop(m, None)
         if self._pending:
             self._try_plan("module states arrived")
 
@@ -122,7 +128,8 @@ class NavigationNode(Node):
         self._try_plan(f"stage {k} active")
 
     def _on_status(self, msg: DockingStatusArray) -> None:
-        newly = {s.module for s in msg.modules if s.phase == _PHASE_DOCKED} - self._docked
+        newly = {m for m, ph in phases_from_status(msg).items()
+                 if ph is Phase.DOCKED} - self._docked
         if not newly:
             return
         self._docked |= newly
@@ -146,7 +153,7 @@ class NavigationNode(Node):
         """(moving, obstacles, fixed, missing) for the active stage from plan and poses."""
         plan, k, s = self._plan, self._stage, self.settings
         actions = list(plan.actions)
-        fixed = {plan.root.root_module} if plan.root.root_module else set()
+        fixed = {plan.root_module} if plan.root_module else set()
         fixed |= {a.module for a in actions if a.stage < k}
         fixed |= self._docked
         moving: dict[str, tuple[Pose2D, Pose2D]] = {}
@@ -155,7 +162,6 @@ class NavigationNode(Node):
         for a in actions:
             if a.stage != k or a.module in self._docked:
                 continue
-            goal = Pose2D(a.goal_x, a.goal_y, a.goal_yaw)
             if a.needs_helper:
                 fixed.add(a.module)
                 h = a.helper
@@ -175,9 +181,8 @@ class NavigationNode(Node):
                 if a.module not in self._poses:
                     missing.append(a.module)
                     continue
-                face = Face.parse(a.child_face, "child_face")
                 moving[a.module] = (self._poses[a.module],
-                                    predock_pose(goal, face, s.predock_standoff))
+                                    predock_pose(a.goal, a.child_face, s.predock_standoff))
         obstacles = {m: p for m, p in self._poses.items() if m not in moving}
         fixed = {m for m in fixed if m in obstacles}
         self._helper_targets = helper_targets
@@ -205,7 +210,7 @@ class NavigationNode(Node):
             return True
         try:
             sp = plan_stage(moving, obstacles, self.settings, fixed=fixed)
-        except ValueError as exc:  # NavigationError is a ValueError
+        except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
                                     f"for {sorted(moving)} (direct driving)")
@@ -236,24 +241,12 @@ class NavigationNode(Node):
         return pub
 
     def _publish_path(self, m: str, path: list[tuple[float, Pose2D]], t_start: float) -> None:
-        msg = Path()
-        msg.header.frame_id = common.WORLD_FRAME
-        msg.header.stamp = common.sec_to_time(t_start)
-        for t, p in path:
-            ps = PoseStamped()
-            ps.header.frame_id = common.WORLD_FRAME
-            ps.header.stamp = common.sec_to_time(t_start + t)
-            ps.pose = common.pose2d_to_pose(p)
-            msg.poses.append(ps)
-        self._pub(m).publish(msg)
+        self._pub(m).publish(timed_path_to_msg(path, t_start))
         self._published.add(m)
 
     def _publish_empty(self, modules, t_start: float) -> None:
         for m in modules:
-            msg = Path()
-            msg.header.frame_id = common.WORLD_FRAME
-            msg.header.stamp = common.sec_to_time(t_start)
-            self._pub(m).publish(msg)
+            self._pub(m).publish(timed_path_to_msg([], t_start))
 
     def _publish_markers(self, sp: StagePlan) -> None:
         arr = MarkerArray()

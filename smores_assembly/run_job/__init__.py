@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from smores_assembly.errors import ParamsError, SmoresError
 from smores_assembly.run_job.console import say
 from smores_assembly.run_job.results import expected_connections
 
@@ -45,11 +46,12 @@ def run(args) -> int:
         if getattr(args, "params_file", None):
             from smores_assembly.param_check import check_params_file, default_readers
             if not Path(args.params_file).is_file():
-                raise ValueError(f"--params-file: {args.params_file} does not exist")
+                raise ParamsError(f"--params-file: {args.params_file} does not exist",
+                                  field="--params-file")
             # the nodes run starts, as they are named (root namespace): a section for no
             # node of this run is refused
             check_params_file(args.params_file, default_readers(args.params_file))
-    except (OSError, ValueError) as exc:
+    except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out or f"out/{scenario.name}")

@@ -5,6 +5,8 @@ import select
 import sys
 import time
 
+from smores_assembly.vocabulary import Phase
+
 
 def say(msg: str) -> None:
     """Print one line to stdout at once (the run's output is read live)."""
@@ -71,7 +73,7 @@ class ProgressPrinter:
             for s in status.modules:
                 key.append((s.module, s.phase_name, s.retries))
                 extra = ""
-                if s.phase_name in ("POSE_ADJUST", "APPROACH", "RETRY"):
+                if s.phase in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
                     extra = f" gap {s.face_gap_mm:.0f} mm"
                 if s.retries:
                     extra += f" retry {s.retries}"

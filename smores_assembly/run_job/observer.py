@@ -9,6 +9,7 @@ from pathlib import Path
 
 from smores_assembly.geometry import Pose2D
 from smores_assembly.report import PhaseRecorder
+from smores_assembly.vocabulary import Phase
 
 #: A new trajectory point is kept when the module moved more than this [m].
 TRAJ_STEP_M = 0.002
@@ -43,7 +44,11 @@ class Observations:
     def on_status(self, msg, t: float) -> None:
         """Record a ``DockingStatusArray`` stamped ``t`` [s, ROS time]."""
         for s in msg.modules:
-            self.recorder.sample(t, s.module, s.phase_name, s.retries, {
+            try:
+                phase = Phase(s.phase)
+            except ValueError:
+                continue  # not a phase this version knows
+            self.recorder.sample(t, s.module, phase, s.retries, {
                 "face_gap_mm": s.face_gap_mm, "lateral_error_mm": s.lateral_error_mm,
                 "yaw_error_deg": s.yaw_error_deg}, s.message)
         self.last_status = msg

@@ -8,6 +8,7 @@ from pathlib import Path
 from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors,
                                     plot_timeline, plot_trajectories, write_json)
 from smores_assembly.run_job.console import say
+from smores_assembly.vocabulary import Phase
 
 
 def connection_key(module_a: str, face_a: str, module_b: str, face_b: str) -> frozenset:
@@ -62,7 +63,7 @@ def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
     bounds = []
     for stage in plan.stages:
         ivs = [iv for m in stage for iv in recorder.intervals.get(m, [])
-               if iv.phase not in ("IDLE", "DOCKED")]
+               if iv.phase not in (Phase.IDLE, Phase.DOCKED)]
         if ivs:
             bounds.append((min(i.start for i in ivs), max(i.end for i in ivs)))
     return bounds
@@ -71,7 +72,7 @@ def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
 def activity_start(recorder: PhaseRecorder) -> float:
     """Time of the first docking activity [s, ROS time]: t = 0 of the report and timeline."""
     return min((iv.start for ivs in recorder.intervals.values() for iv in ivs
-                if iv.phase not in ("IDLE", "DOCKED")), default=0.0)
+                if iv.phase not in (Phase.IDLE, Phase.DOCKED)), default=0.0)
 
 
 def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) -> dict:
@@ -87,7 +88,7 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
     actions = []
     for a in sorted(plan.actions, key=lambda a: (a.stage, a.module)):
         phases = [{**p, "start_s": round(p["start_s"] - t0, 3), "end_s": round(p["end_s"] - t0, 3)}
-                  for p in recorder.to_dict(a.module) if p["phase"] != "IDLE"]
+                  for p in recorder.to_dict(a.module) if p["phase"] != Phase.IDLE.name]
         actions.append({"module": a.module, "node": a.node, "stage": a.stage,
                         "parent_module": a.parent_module, "parent_face": a.parent_face.value,
                         "child_face": a.child_face.value, "needs_helper": a.needs_helper,

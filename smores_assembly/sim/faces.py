@@ -8,23 +8,14 @@ from __future__ import annotations
 
 import math
 
-from smores_assembly.geometry import wrap_angle
-from smores_assembly.sim.model import FACE_ANGLES, SimParams
+from smores_assembly.geometry import face_frame, point_segment_distance, wrap_angle
+from smores_assembly.sim.model import FACES, SimParams
 
 
 def face_geometry(pose, face_idx: int, width: float):
-    """(centre x, centre y, normal angle) of a face of a module at ``pose``."""
-    a = pose[2] + FACE_ANGLES[face_idx]
-    return (pose[0] + 0.5 * width * math.cos(a), pose[1] + 0.5 * width * math.sin(a), a)
-
-
-def point_segment_distance(px: float, py: float, cx: float, cy: float, tx: float,
-                           ty: float, half: float) -> float:
-    """Distance from point (px, py) to the segment centred at (cx, cy) with unit direction
-    (tx, ty) and half length ``half``."""
-    dx, dy = px - cx, py - cy
-    s = max(-half, min(half, dx * tx + dy * ty))
-    return math.hypot(dx - s * tx, dy - s * ty)
+    """(centre x, centre y, normal angle) of face ``FACES[face_idx]`` of a module at ``pose``
+    (:func:`smores_assembly.geometry.face_frame`)."""
+    return face_frame(pose, FACES[face_idx], width)
 
 
 def face_relation(pa, fa: int, pb, fb: int, width: float):
@@ -52,10 +43,9 @@ def face_relation(pa, fa: int, pb, fb: int, width: float):
     s4 = (a2x - bx) * nbx + (a2y - by) * nby
     if s1 * s2 <= 0.0 and s3 * s4 <= 0.0:
         return 0.0, lateral, mis
-    gap = min(point_segment_distance(b1x, b1y, ax, ay, tax, tay, half),
-              point_segment_distance(b2x, b2y, ax, ay, tax, tay, half),
-              point_segment_distance(a1x, a1y, bx, by, tbx, tby, half),
-              point_segment_distance(a2x, a2y, bx, by, tbx, tby, half))
+    a1, a2, b1, b2 = (a1x, a1y), (a2x, a2y), (b1x, b1y), (b2x, b2y)
+    gap = min(point_segment_distance(b1, a1, a2), point_segment_distance(b2, a1, a2),
+              point_segment_distance(a1, b1, b2), point_segment_distance(a2, b1, b2))
     return gap, lateral, mis
 
 

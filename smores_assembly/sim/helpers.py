@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import wrap_angle
 from smores_assembly.sim import kinematics
-from smores_assembly.sim.model import HELPER_COMMANDS, SimError, finite
+from smores_assembly.sim.model import SimError, finite
+from smores_assembly.vocabulary import HelperOp
 
 
 class HelpersMixin:
     """Commands and bookkeeping of the helping modules (``_carry``: helper -> [load,
     carry_yaw target, current relative yaw]; ``_carrier``: load -> helper)."""
 
-    def helper_command(self, helper: str, command: str, module: str = "",
+    def helper_command(self, helper: str, command: HelperOp | str | int, module: str = "",
                        carry_yaw: float = 0.0) -> None:
-        """Command a helping module: ``'LIFT'`` ``module`` (carried turned towards
+        """Command a helping module (``command``: a :class:`HelperOp`, its name or its
+        message value): ``'LIFT'`` ``module`` (carried turned towards
         ``carry_yaw`` [rad] relative to the helper's heading), ``'ROTATE'`` to a new
         ``carry_yaw``, ``'RELEASE'`` (put the load down where it is).
 
@@ -29,12 +32,13 @@ class HelpersMixin:
         if helper not in self._helpers:
             raise SimError(f"helper: {helper!r} is not a helping module "
                            f"(helpers: {sorted(self._helpers)})")
-        cmd = command.strip().upper() if isinstance(command, str) else command
-        if cmd not in HELPER_COMMANDS:
-            raise SimError(f"command: {command!r} is not one of {', '.join(HELPER_COMMANDS)}")
+        try:
+            cmd = HelperOp.parse(command)
+        except InputError as exc:
+            raise SimError(str(exc), field=exc.field) from None
         yaw = wrap_angle(finite(carry_yaw, "carry_yaw"))
         w = self.params.module_width
-        if cmd == "LIFT":
+        if cmd is HelperOp.LIFT:
             if helper in self._carry:
                 raise SimError(f"LIFT: helper {helper} already carries "
                                f"{self._carry[helper][0]}")
@@ -70,7 +74,7 @@ class HelpersMixin:
             self._overlap_dirty = True
             self._clearance_movers = None
             self._capture_dirty[j] = True
-        elif cmd == "ROTATE":
+        elif cmd is HelperOp.ROTATE:
             if helper not in self._carry:
                 raise SimError(f"ROTATE: helper {helper} carries nothing")
             self._carry[helper][1] = yaw

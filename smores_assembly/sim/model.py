@@ -10,18 +10,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import MODULE_WIDTH, Face
 from smores_assembly.params import check_ranges, param_field
+from smores_assembly.vocabulary import HelperOp
 
 #: Face order of the per-module magnet arrays.
 FACES: tuple[Face, ...] = (Face.TOP, Face.LEFT, Face.BOTTOM, Face.RIGHT)
 FACE_INDEX = {f: i for i, f in enumerate(FACES)}
 FACE_ANGLES = np.array([f.angle for f in FACES])
 
-HELPER_COMMANDS = ("LIFT", "ROTATE", "RELEASE")
+#: The helper commands (:class:`~smores_assembly.vocabulary.HelperOp`), by name.
+HELPER_COMMANDS = tuple(op.name for op in HelperOp)
 
 
-class SimError(ValueError):
+class SimError(InputError):
     """A command or query the simulated world refuses (the message says why)."""
 
 
@@ -89,8 +92,8 @@ class SimParams:
                 raise SimError(f"{f.name}: {v!r} is not a finite number")
         try:
             check_ranges(self)
-        except ValueError as exc:
-            raise SimError(str(exc)) from None
+        except ParamsError as exc:
+            raise SimError(str(exc), field=exc.field) from None
 
 
 @dataclass(frozen=True, order=True)

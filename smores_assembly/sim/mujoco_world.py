@@ -73,13 +73,14 @@ from typing import Iterable, Mapping
 import mujoco
 import numpy as np
 
+from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import Face, Pose2D, child_pose, square_overlap, wrap_angle
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.sim.description import ModuleDescription, load_description
 from smores_assembly.sim import FACES, Connection, SimError, SimEvent, SimParams
+from smores_assembly.vocabulary import HelperOp
 
 #: Helper commands (as :class:`smores_assembly.sim.SimWorld`).
-HELPER_COMMANDS = ("LIFT", "ROTATE", "RELEASE")
 
 _FACE_INDEX = {f: i for i, f in enumerate(FACES)}
 _FACE_ANGLES = np.array([f.angle for f in FACES])
@@ -120,8 +121,8 @@ class MujocoParams:
                 raise SimError(f"{f.name}: {v!r} is not a finite number")
         try:
             check_ranges(self)
-        except ValueError as exc:
-            raise SimError(str(exc)) from None
+        except ParamsError as exc:
+            raise SimError(str(exc), field=exc.field) from None
 
 
 def magnet_force(gap: float, holding: float, capture_force: float,
@@ -541,9 +542,10 @@ class MujocoWorld:
             raise SimError(f"tilt: {tilt} beyond the joint limit +-{self.params.tilt_limit}")
         self._joint_target[i] = (pan, tilt)
 
-    def helper_command(self, helper: str, command: str, module: str = "",
+    def helper_command(self, helper: str, command: HelperOp | str | int, module: str = "",
                        carry_yaw: float = 0.0) -> None:
-        """Command a helping module: ``'LIFT'`` ``module`` (carried turned towards
+        """Command a helping module (``command``: a :class:`HelperOp`, its name or its
+        message value): ``'LIFT'`` ``module`` (carried turned towards
         ``carry_yaw`` [rad] relative to the helper's heading), ``'ROTATE'`` to a new
         ``carry_yaw``, ``'RELEASE'`` (put the load down where it is).
 
@@ -556,13 +558,14 @@ class MujocoWorld:
         if helper not in self._helper_bit:
             raise SimError(f"helper: {helper!r} is not a helping module "
                            f"(helpers: {sorted(self._helpers)})")
-        cmd = command.strip().upper() if isinstance(command, str) else command
-        if cmd not in HELPER_COMMANDS:
-            raise SimError(f"command: {command!r} is not one of {', '.join(HELPER_COMMANDS)}")
+        try:
+            cmd = HelperOp.parse(command)
+        except InputError as exc:
+            raise SimError(str(exc), field=exc.field) from None
         yaw = wrap_angle(_finite(carry_yaw, "carry_yaw"))
         w = self.params.module_width
         h = self._idx[helper]
-        if cmd == "LIFT":
+        if cmd is HelperOp.LIFT:
             if helper in self._carry:
                 raise SimError(f"LIFT: helper {helper} already carries "
                                f"{self._carry[helper][0]}")
@@ -593,7 +596,7 @@ class MujocoWorld:
             self._carrier[module] = helper
             self._set_carried_contacts(module, helper)
             self._set_weld(h, j, (w, 0.0, rel), True)
-        elif cmd == "ROTATE":
+        elif cmd is HelperOp.ROTATE:
             if helper not in self._carry:
                 raise SimError(f"ROTATE: helper {helper} carries nothing")
             self._carry[helper][1] = yaw

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from smores_assembly.errors import ParamsError
 from smores_assembly.geometry import WORLD_FRAME
 from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros.names import VICON_FORMAT
@@ -54,12 +55,13 @@ class FakeHardwareSettings:
         "smores_assembly.sim.mujoco_world)", start_only=True)
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the field: a value out of range, or a
+        """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
+        of range, or a
         ``mocap_topic_format`` without ``{id}``."""
         check_ranges(self)
         from smores_assembly.sim.backend import BACKENDS  # noqa: PLC0415
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: {self.backend!r} is not one of {', '.join(BACKENDS)}")
         if "{id}" not in self.mocap_topic_format:
-            raise ValueError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
-                             "{id}")
+            raise ParamsError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
+                              "{id}", field="mocap_topic_format")

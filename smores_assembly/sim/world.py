@@ -79,6 +79,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, square_overlap, wrap_angle
 from smores_assembly.sim import kinematics
 from smores_assembly.sim.collisions import CollisionsMixin
@@ -259,7 +260,7 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
         for f in faces:
             try:
                 row[FACE_INDEX[Face.parse(f, "faces")]] = True
-            except ValueError as exc:
+            except InputError as exc:
                 raise SimError(str(exc)) from None
         if not np.array_equal(self._mag[i], row):
             self._mag[i] = row

@@ -1,9 +1,13 @@
-"""Errors of the MAPF search: every one a :class:`NavigationError` (a ``ValueError``)."""
+"""Errors of the MAPF search: every one a
+:class:`~smores_assembly.errors.NavigationError` (a ``PlanningError``: the search found no
+paths for this instance). Arguments the search refuses raise
+:class:`~smores_assembly.errors.InputError` instead."""
 from __future__ import annotations
 
+from smores_assembly.errors import NavigationError
 
-class NavigationError(ValueError):
-    """Base class of every navigation failure (bad input, unsolvable, bounds exceeded)."""
+__all__ = ["DuplicateGoalError", "DuplicateStartError", "InvalidCellError",
+           "NavigationError", "NoSolutionError", "SearchLimitError", "UnreachableGoalError"]
 
 
 class InvalidCellError(NavigationError):

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Sequence
 
+from smores_assembly.errors import InputError
+
 Cell = tuple[int, int]
 
 
@@ -15,20 +17,20 @@ class Grid:
         obstacles: blocked cells.
 
     Raises:
-        ValueError: non-positive size, or an obstacle outside the map (naming it).
+        InputError: non-positive size, or an obstacle outside the map (naming it).
     """
 
     def __init__(self, width: int, height: int, obstacles: Iterable[Sequence[int]] = ()):
         if int(width) != width or width < 1:
-            raise ValueError(f"width: must be a positive integer, got {width!r}")
+            raise InputError(f"width: must be a positive integer, got {width!r}")
         if int(height) != height or height < 1:
-            raise ValueError(f"height: must be a positive integer, got {height!r}")
+            raise InputError(f"height: must be a positive integer, got {height!r}")
         self.width, self.height = int(width), int(height)
         blocked = set()
         for o in obstacles:
             c = (int(o[0]), int(o[1]))
             if not self.inside(c):
-                raise ValueError(f"obstacles: {list(o)!r} outside the {width}x{height} map")
+                raise InputError(f"obstacles: {list(o)!r} outside the {width}x{height} map")
             blocked.add(c)
         self.obstacles: frozenset[Cell] = frozenset(blocked)
         n = self.width * self.height

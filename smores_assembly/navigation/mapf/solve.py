@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from smores_assembly.errors import InputError
 from smores_assembly.navigation.mapf.cbs import conflict_search
 from smores_assembly.navigation.mapf.errors import SearchLimitError
 from smores_assembly.navigation.mapf.grid import Cell, Grid
@@ -79,7 +80,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         A :class:`Solution`.
 
     Raises:
-        ValueError: unknown ``algorithm``, ``w < 1``, ``k_robust < 0``.
+        InputError: unknown ``algorithm``, ``w < 1``, ``k_robust < 0``.
         InvalidCellError, DuplicateStartError, DuplicateGoalError, UnreachableGoalError,
         InfeasibleError: unsolvable input, detected before the search
             (:func:`check_instance`).
@@ -88,11 +89,11 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
         NoSolutionError: the search space is exhausted.
     """
     if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm: {algorithm!r} not one of {ALGORITHMS}")
+        raise InputError(f"algorithm: {algorithm!r} not one of {ALGORITHMS}")
     if not w >= 1.0:
-        raise ValueError(f"w: suboptimality factor must be >= 1, got {w!r}")
+        raise InputError(f"w: suboptimality factor must be >= 1, got {w!r}")
     if int(k_robust) != k_robust or k_robust < 0:
-        raise ValueError(f"k_robust: must be a non-negative integer, got {k_robust!r}")
+        raise InputError(f"k_robust: must be a non-negative integer, got {k_robust!r}")
     sc, gc = check_instance(grid, starts, goals)
     budget = Budget(max_expansions, max_low_level_expansions, time_limit_s, clock)
     s = {a: grid.index(c) for a, c in sc.items()}
