@@ -71,7 +71,7 @@ module order, each checked against the poses of the units before it), captures (
 until none qualifies, the first qualifying pair in module order first), collision events.
 
 Source: SMORES-EP hardware as described in Liu et al., "SMORES-EP, a Modular Robot with
-Parallel Self-assembly" (Sec. II), and the project's ``DESIGN.md``.
+Parallel Self-assembly" (Sec. II); conventions in ``docs/CONVENTIONS.md``.
 """
 from __future__ import annotations
 
