@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from smores_assembly.errors import InputError
 from smores_assembly.launch.yaml_launch import find_pkg_share, launch_file, load_launch
 from smores_assembly.ros import gazebo_spawn
 from smores_assembly.scenario import load_scenario
@@ -89,7 +90,7 @@ def test_bridge_config_and_spawn_arguments():
     assert topics == {("/clock", "GZ_TO_ROS"), ("/a/cmd_vel", "ROS_TO_GZ"),
                       ("/b/cmd_vel", "ROS_TO_GZ"), ("/vicon/a/a", "GZ_TO_ROS"),
                       ("/vicon/b/b", "GZ_TO_ROS")}
-    with pytest.raises(ValueError, match="mocap_topic_format"):
+    with pytest.raises(InputError, match="mocap_topic_format"):
         bridge_config(["a"], "/mocap/pose")
     scen = load_scenario(SCENARIO)
     args = spawn_arguments(scen.modules, "/x/smores_ep.urdf")

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import yaml
 
-from smores_assembly.launch.yaml_launch import LaunchError, node_command
-from smores_assembly.scenario import ScenarioError, load_scenario
+from smores_assembly.errors import SmoresError
+from smores_assembly.launch.yaml_launch import node_command
+from smores_assembly.scenario import load_scenario
 from smores_assembly.sim.description import default_urdf_path
 from smores_assembly.sim.gazebo import bridge_config, spawn_arguments
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         bridge = node_command("ros_gz_bridge", "parameter_bridge")
         cfg = bridge_config(list(scen.modules),
                             params.get("mocap_topic_format", "/vicon/{id}/{id}"))
-    except (ScenarioError, LaunchError, ValueError, OSError) as exc:
+    except (SmoresError, OSError) as exc:  # ScenarioError, LaunchError, InputError
         print(f"gazebo_spawn: {exc}", file=sys.stderr)
         return 2
     world = params.get("world", "smores")

@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from smores_assembly.errors import InputError
+
 #: Links and joints the description must have.
 REQUIRED_LINKS = ("base_link", "left_wheel", "right_wheel", "skid_front", "skid_back",
                   "pan_link", "top_face")
@@ -18,7 +20,7 @@ REQUIRED_JOINTS = ("left_wheel_joint", "right_wheel_joint", "pan", "tilt", "skid
                    "skid_back_joint")
 
 
-class DescriptionError(ValueError):
+class DescriptionError(InputError):
     """The URDF is missing, malformed or lacks a required element (the message says which)."""
 
 

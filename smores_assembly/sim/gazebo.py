@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from smores_assembly.errors import InputError
 from smores_assembly.geometry import Pose2D
 
 
@@ -28,12 +29,13 @@ def bridge_config(modules: list[str], mocap_topic_format: str = "/vicon/{id}/{id
     """``ros_gz_bridge`` YAML config entries (``config_file`` format) for ``modules``.
 
     Raises:
-        ValueError: ``mocap_topic_format`` without ``{id}``, or no modules.
+        InputError: ``mocap_topic_format`` without ``{id}``, or no modules.
     """
     if "{id}" not in mocap_topic_format:
-        raise ValueError(f"mocap_topic_format: {mocap_topic_format!r} must contain {{id}}")
+        raise InputError(f"mocap_topic_format: {mocap_topic_format!r} must contain {{id}}",
+                         field="mocap_topic_format")
     if not modules:
-        raise ValueError("modules: at least one module is needed")
+        raise InputError("modules: at least one module is needed", field="modules")
     out = [{"ros_topic_name": "/clock", "gz_topic_name": "/clock",
             "ros_type_name": "rosgraph_msgs/msg/Clock", "gz_type_name": "gz.msgs.Clock",
             "direction": "GZ_TO_ROS"}]

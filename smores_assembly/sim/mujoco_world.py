@@ -523,7 +523,7 @@ class MujocoWorld:
         for f in faces:
             try:
                 row[_FACE_INDEX[Face.parse(f, "faces")]] = True
-            except ValueError as exc:
+            except InputError as exc:
                 raise SimError(str(exc)) from None
         self._mag[i] = row
 
