@@ -12,6 +12,7 @@ from ros_helpers import spin_until
 
 from smores_assembly.ros import names
 from smores_assembly.errors import ParamsError
+from smores_assembly.mocap import MocapError
 
 pytestmark = pytest.mark.ros
 
@@ -208,9 +209,9 @@ def test_refused_configurations(ros_context):
 
     with pytest.raises(ParamsError, match="mocap4r2_msgs"):
         make(source="mocap4r2")
-    with pytest.raises(ParamsError, match="source: 'optitrack'"):
+    with pytest.raises(MocapError, match="source: 'optitrack'"):
         make(source="optitrack")
-    with pytest.raises(ParamsError, match="mocap_to_world"):
+    with pytest.raises(MocapError, match="mocap_to_world"):
         make(mocap_to_world=[0.0, 1.0])
     with pytest.raises(ParamsError, match=r"marker_offsets: \['marker_offsets.zz'\] name modules"):
         make(**{"marker_offsets.zz": [0.0] * 6})
