@@ -219,7 +219,8 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
 
     Raises:
         InputError: (a ``ParamsError`` or the settings' own subclass) a start-up value has
-            the wrong type, is out of range or is refused by the settings' ``validate`` (the message names the parameter and the value).
+            the wrong type, is out of range or is refused by the settings' ``validate``
+            (the message names the parameter and the value).
     """
     _widen_on_set(node)
     fields = {prefix + f.name: f for f in dataclasses.fields(settings)}

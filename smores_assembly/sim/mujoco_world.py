@@ -33,9 +33,10 @@ Model (built from the one module description, ``description/smores_ep.urdf``, re
   coaxial magnetic dipoles, ``3 mu0 m1 m2 / (2 pi z^4)``, with the dipoles an effective depth
   ``d0 / 2`` behind each face (``z = d + d0``); ``F_hold`` = ``magnet_holding_force`` (90 N,
   the EP-Face holding force: Tosun et al., "Design and characterization of the EP-Face
-  connector", IROS 2016; ``docs/CONVENTIONS.md``) and ``d0`` is fitted so that at the capture range the
-  pull equals ``magnet_capture_force`` (default: the module's weight, ~4.9 N: the pull
-  that can drag a module across the floor, which is what "captures from ~4 mm" means).
+  connector", IROS 2016; ``docs/CONVENTIONS.md``) and ``d0`` is fitted so that at the
+  capture range the pull equals ``magnet_capture_force`` (default: the module's weight,
+  ~4.9 N: the pull that can drag a module across the floor, which is what "captures from
+  ~4 mm" means).
   With the defaults d0 = 3.6 mm; the pull is 0.5 N at 10 mm and 0.05 N at 20 mm.
   The capture rule is the kinematic world's: both magnets on, gap <= ``capture_range``,
   face centres within ``capture_lateral_max`` along the face, antiparallel within
