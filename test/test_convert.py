@@ -2,6 +2,7 @@
 (message classes only, no ROS graph)."""
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -84,3 +85,20 @@ def test_states_to_poses_samples_and_untracked():
     assert not samples["b"].tracked and samples["b"].pose == Pose2D(3.0, 4.0, -1.0)
     assert convert.untracked_ids(msg) == {"b"}
     assert math.isfinite(samples["b"].stamp)
+
+
+def test_magnet_faces_round_trip_every_subset():
+    for k in range(5):
+        for faces in itertools.combinations(list(Face), k):
+            msg = convert.faces_to_magnet_msg(faces)
+            assert set(convert.magnet_msg_to_faces(msg)) == set(faces)
+
+
+def test_connections_round_trip_and_bad_faces_left_out():
+    pairs = [(("a", Face.TOP), ("b", Face.BOTTOM)), (("b", Face.LEFT), ("c", Face.RIGHT))]
+    msg = convert.connections_to_msg(pairs)
+    assert [(c.module_a, c.face_a, c.module_b, c.face_b) for c in msg.connections] == [
+        ("a", "TOP", "b", "BOTTOM"), ("b", "LEFT", "c", "RIGHT")]
+    assert convert.connections_from_msg(msg) == {frozenset(p) for p in pairs}
+    msg.connections[0].face_a = "FRONT"
+    assert convert.connections_from_msg(msg) == {frozenset(pairs[1])}

@@ -11,7 +11,9 @@
   ``DockingStatusArray`` -> ``{module id: Phase}``,
 * :class:`smores_assembly.docking.HelperRequest` <-> ``smores_assembly/HelperCommand``,
 * timed paths ``[(t, Pose2D)]`` / :class:`smores_assembly.docking.TimedPath` <->
-  ``nav_msgs/Path`` (pose stamps = planned arrival times).
+  ``nav_msgs/Path`` (pose stamps = planned arrival times),
+* magnet faces <-> ``smores_assembly/MagnetCommand``; connections (``module.FACE`` pairs)
+  <-> ``smores_assembly/ConnectionArray``.
 
 Nodes convert through these functions instead of reading message fields themselves. Enum
 fields travel as their integer values (:mod:`smores_assembly.vocabulary`). Poses are planar
@@ -19,7 +21,7 @@ fields travel as their integer values (:mod:`smores_assembly.vocabulary`). Poses
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
@@ -29,9 +31,10 @@ from smores_assembly.docking import (DockingSpec, HelperRequest, PoseSample, Tas
                                      TimedPath)
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D
-from smores_assembly.msg import (AssemblyPlan, DockingAction, DockingStatus,
-                                 DockingStatusArray, HelperCommand, ModuleStateArray,
-                                 RootSelection, TargetEdge, TargetTopology)
+from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingAction,
+                                 DockingStatus, DockingStatusArray, HelperCommand,
+                                 MagnetCommand, ModuleStateArray, RootSelection, TargetEdge,
+                                 TargetTopology)
 from smores_assembly.planning import DockAction, Plan, RootChoice
 from smores_assembly.ros.common import WORLD_FRAME, pose2d_to_pose, sec_to_time, time_to_sec
 from smores_assembly.scenario import Scenario, ScenarioError, scenario_from_dict
@@ -191,6 +194,50 @@ def helper_msg_to_op(msg: HelperCommand) -> HelperOp:
         InputError: ``command`` is not LIFT(1), ROTATE(2) or RELEASE(3).
     """
     return HelperOp.parse(int(msg.command), "command")
+
+
+def faces_to_magnet_msg(faces: Iterable[Face]) -> MagnetCommand:
+    """A ``MagnetCommand`` with the magnets of ``faces`` on and the others off."""
+    fs = set(faces)
+    return MagnetCommand(top=Face.TOP in fs, bottom=Face.BOTTOM in fs, left=Face.LEFT in fs,
+                         right=Face.RIGHT in fs)
+
+
+def magnet_msg_to_faces(msg: MagnetCommand) -> list[Face]:
+    """The faces whose magnet a ``MagnetCommand`` switches on (TOP, BOTTOM, LEFT, RIGHT)."""
+    return [f for f, on in ((Face.TOP, msg.top), (Face.BOTTOM, msg.bottom),
+                            (Face.LEFT, msg.left), (Face.RIGHT, msg.right)) if on]
+
+
+#: One connection end: (module id, face).
+End = tuple[str, Face]
+
+
+def connections_to_msg(connections: Iterable[tuple[End, End]], stamp: Time | None = None
+                       ) -> ConnectionArray:
+    """Connections, each a pair of (module, face) ends, as a ``ConnectionArray`` (frame
+    ``world``) in the given order."""
+    msg = ConnectionArray()
+    msg.header.frame_id = WORLD_FRAME
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.connections = [Connection(module_a=a[0], face_a=Face.parse(a[1]).value,
+                                  module_b=b[0], face_b=Face.parse(b[1]).value)
+                       for a, b in connections]
+    return msg
+
+
+def connections_from_msg(msg: ConnectionArray) -> set[frozenset[End]]:
+    """The connections of a ``ConnectionArray`` as unordered pairs of (module, face) ends;
+    an entry with an unknown face name is left out."""
+    out = set()
+    for c in msg.connections:
+        try:
+            out.add(frozenset({(c.module_a, Face.parse(c.face_a)),
+                               (c.module_b, Face.parse(c.face_b))}))
+        except InputError:
+            continue
+    return out
 
 
 def timed_path_to_msg(path: Sequence[tuple[float, Pose2D]], t_start: float) -> Path:

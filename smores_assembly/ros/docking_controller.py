@@ -49,7 +49,8 @@ from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
                                  DockingStatusArray, HelperCommand, MagnetCommand,
                                  ModuleStateArray)
 from smores_assembly.ros import common, names
-from smores_assembly.ros.convert import (action_msg_to_spec, helper_request_to_msg,
+from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_msg,
+                                         faces_to_magnet_msg, helper_request_to_msg,
                                          path_msg_to_timed, refused_action_status,
                                          states_msg_to_samples, task_status_to_msg)
 from smores_assembly.vocabulary import Phase
@@ -166,15 +167,11 @@ class DockingControllerNode(Node):
         self._samples.update(states_msg_to_samples(msg))
 
     def _on_connections(self, msg: ConnectionArray) -> None:
-        conns, faces = set(), {}
-        for c in msg.connections:
-            try:
-                fa, fb = Face.parse(c.face_a), Face.parse(c.face_b)
-            except InputError:
-                continue
-            conns.add(frozenset({(c.module_a, fa), (c.module_b, fb)}))
-            faces.setdefault(c.module_a, set()).add(fa)
-            faces.setdefault(c.module_b, set()).add(fb)
+        conns = connections_from_msg(msg)
+        faces: dict[str, set] = {}
+        for pair in conns:
+            for m, f in pair:
+                faces.setdefault(m, set()).add(f)
         self._connections, self._conn_faces = conns, faces
 
     def _on_path(self, module: str, msg: Path) -> None:
@@ -319,9 +316,7 @@ class DockingControllerNode(Node):
             if sent is not None and sent[0] == fs and (
                     not fs or now - sent[1] < self.node_settings.magnet_refresh_s):
                 continue
-            self._pub(m, names.MAGNETS, MagnetCommand).publish(MagnetCommand(
-                top=Face.TOP in fs, bottom=Face.BOTTOM in fs, left=Face.LEFT in fs,
-                right=Face.RIGHT in fs))
+            self._pub(m, names.MAGNETS, MagnetCommand).publish(faces_to_magnet_msg(fs))
             self._mag_sent[m] = (fs, now)
 
     # ------------------------------------------------------------------ status

@@ -55,12 +55,11 @@ from sensor_msgs.msg import JointState
 
 from smores_assembly import params
 from smores_assembly.errors import InputError, ParamsError
-from smores_assembly.geometry import Face
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  MagnetCommand, ModuleState, ModuleStateArray)
-from smores_assembly.msg import Connection as ConnectionMsg
 from smores_assembly.ros import common, names
-from smores_assembly.ros.convert import helper_msg_to_op
+from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
+                                         magnet_msg_to_faces)
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.settings import FakeHardwareSettings
@@ -379,13 +378,9 @@ class FakeHardwareNode(Node):
             self._publish_connections()
 
     def _publish_connections(self) -> None:
-        msg = ConnectionArray()
-        msg.header.stamp = common.sec_to_time(self.world.t)
-        msg.header.frame_id = common.WORLD_FRAME
-        for c in sorted(self.world.connections()):
-            msg.connections.append(ConnectionMsg(module_a=c.module_a, face_a=c.face_a.value,
-                                                 module_b=c.module_b, face_b=c.face_b.value))
-        self._conn_pub.publish(msg)
+        self._conn_pub.publish(connections_to_msg(
+            (((c.module_a, c.face_a), (c.module_b, c.face_b))
+             for c in sorted(self.world.connections())), common.sec_to_time(self.world.t)))
 
     # --- callbacks -----------------------------------------------------------------------
     def _on_cmd_vel(self, i: int, msg: Twist) -> None:
@@ -417,9 +412,7 @@ class FakeHardwareNode(Node):
                                    throttle_duration_sec=1.0)
 
     def _on_magnets(self, i: int, msg: MagnetCommand) -> None:
-        faces = [f for f, on in ((Face.TOP, msg.top), (Face.BOTTOM, msg.bottom),
-                                 (Face.LEFT, msg.left), (Face.RIGHT, msg.right)) if on]
-        self.world.set_magnets(self.ids[i], faces)
+        self.world.set_magnets(self.ids[i], magnet_msg_to_faces(msg))
 
     def _on_helper(self, i: int, msg: HelperCommand) -> None:
         m = self.ids[i]
