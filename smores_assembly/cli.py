@@ -41,6 +41,26 @@ def _positive(text: str) -> float:
     return v
 
 
+def _non_negative(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 0.0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= v <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2^31-1], got {text!r}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands ``plan`` and ``run``)."""
     p = argparse.ArgumentParser(
@@ -71,9 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"give up after S seconds of wall-clock time (default: "
                          f"{RUN_DEFAULT_TIMEOUT_S:g} s, "
                          f"smores_assembly.run_job.DEFAULT_TIMEOUT_S)")
-    pr.add_argument("--real-time-factor", metavar="F", type=_positive, default=None,
+    pr.add_argument("--real-time-factor", metavar="F", type=_non_negative, default=None,
                     dest="real_time_factor",
-                    help="simulated seconds per wall-clock second (default: the job's own)")
+                    help="upper bound on simulated seconds per wall-clock second; 0: as fast "
+                         "as possible (default: 0 in lockstep, 4 with --free-running)")
+    pr.add_argument("--seed", metavar="N", type=_seed, default=0,
+                    help="seed of every random source (mocap noise, dropouts); the same "
+                         "scenario, parameters and seed give the same trace_sha256 "
+                         "(default: 0)")
+    pr.add_argument("--free-running", action="store_true", dest="free_running",
+                    help="step the simulation on the wall clock instead of in lockstep with "
+                         "the controllers (latency realism; results then depend on the "
+                         "machine's load)")
+    pr.add_argument("--single-process", action="store_true", dest="single_process",
+                    help="run every node in one process under one executor (like a "
+                         "component container) instead of one process per node")
     pr.add_argument("--backend", choices=("kinematic", "mujoco"), default=None,
                     help="physics of the fake hardware (default: kinematic; mujoco: rigid "
                          "bodies, see README 'Physics')")

@@ -138,8 +138,11 @@ def stack(ros_domain, ros_context, tmp_path):
 
     from smores_assembly.launch import LaunchRunner, launch_file, load_launch
 
+    # free-running: simulated time passes while the approval is pending and after the
+    # cancel (in lockstep the executive holds the simulation then; see test_lockstep.py)
     specs = load_launch(launch_file("fake_assembly"), {
-        "scenario": str(SCEN / "mobile_manipulator.yaml"), "real_time_factor": "5"})
+        "scenario": str(SCEN / "mobile_manipulator.yaml"), "real_time_factor": "5",
+        "lockstep": "false"})
     log = open(tmp_path / "nodes.log", "w")
     runner = LaunchRunner(specs, sink=lambda line: (log.write(line + "\n"), log.flush()))
     runner.start()

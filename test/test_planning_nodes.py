@@ -21,7 +21,7 @@ from rclpy.node import Node  # noqa: E402
 
 from smores_assembly.msg import (AssemblyPlan, ModuleState, ModuleStateArray,  # noqa: E402
                                  RootSelection, TargetTopology)
-from smores_assembly.ros.common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
+from smores_assembly.ros.common import LATCHED_QOS, STATES_PUB_QOS  # noqa: E402
 from smores_assembly.ros.convert import (msg_to_plan, msg_to_root, plan_to_msg,  # noqa: E402
                                          root_to_msg, scenario_to_target_msg,
                                          states_msg_to_poses, target_msg_to_scenario,
@@ -90,8 +90,10 @@ class Harness:
         self.io = Node("planning_test_io", context=ctx)
         self.nodes.append(self.io)
         self.target_pub = self.io.create_publisher(TargetTopology, names.TARGET, LATCHED_QOS)
+        # the mocap bridge's QoS: the planning nodes subscribe on demand and get the
+        # latest (latched) states at once
         self.states_pub = self.io.create_publisher(ModuleStateArray, names.STATES,
-                                                   SENSOR_QOS)
+                                                   STATES_PUB_QOS)
         self.roots: list[RootSelection] = []
         self.plans: list[AssemblyPlan] = []
         self.io.create_subscription(RootSelection, names.ROOT, self.roots.append, LATCHED_QOS)

@@ -11,7 +11,7 @@ share lives here, once:
   descriptors and ranges, validated in the on-set callback and applied to the dataclass
   instance in the post-set callback; :data:`NODE_OPTIONS` and :func:`declare_given` take
   start-up values over with the public parameter API.
-* :func:`run_node`: spin a node with a single-threaded executor and shut down cleanly on
+* :func:`run_node`: spin a node (:func:`make_executor`) and shut down cleanly on
   Ctrl-C / SIGTERM, whenever the signal comes.
 """
 from __future__ import annotations
@@ -44,6 +44,15 @@ LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: Sensor QoS for high-rate pose streams (mocap, module states).
 SENSOR_QOS = qos_profile_sensor_data
+#: ``/modules/states`` publisher: reliable and transient local with depth 1, so that a node
+#: that subscribes only when it needs poses (root search, task assignment) gets the latest
+#: states at once; best-effort subscribers still match.
+STATES_PUB_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                            reliability=ReliabilityPolicy.RELIABLE,
+                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: Subscription of a node that needs the poses only now and then: it subscribes when it
+#: needs them (and receives the latest states at once) and unsubscribes afterwards.
+STATES_ON_DEMAND_QOS = STATES_PUB_QOS
 #: Reliable, volatile QoS for commands (cmd_vel, magnets, joints, helper commands).
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
@@ -272,6 +281,23 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+def make_executor(events: bool = False):
+    """The executor that spins the nodes: a ``SingleThreadedExecutor``, or with ``events``
+    rclpy's ``EventsExecutor`` when available (no wait-set rebuild per callback: the
+    per-message overhead does not grow with the number of entities, which matters when one
+    process holds every node). ``SMORES_EXECUTOR=single|events`` overrides ``events``."""
+    import os  # noqa: PLC0415
+    events = os.environ.get("SMORES_EXECUTOR", "events" if events else "single") == "events"
+    if events:
+        try:
+            from rclpy.experimental import EventsExecutor  # noqa: PLC0415
+            return EventsExecutor()
+        except ImportError:
+            pass
+    return SingleThreadedExecutor()
+
+
+
 class StopRequest:
     """SIGINT/SIGTERM handlers that only record the request (installed by :func:`run_node`).
 
@@ -321,7 +347,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None,
         except SmoresError as exc:
             rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
             return 2
-        executor = SingleThreadedExecutor()
+        executor = make_executor()
         executor.add_node(node)
         while stop.requested is None and rclpy.ok():
             executor.spin_once(timeout_sec=poll_s)

@@ -26,7 +26,10 @@ change and every ``magnet_refresh_s``, ``/<id>/helper_command`` (HelperCommand),
 so that the face is vertical) and ``/assembly/docking_status`` (DockingStatusArray,
 reliable) at ``status_rate_hz``.
 
-Timers use the node clock, so the node runs on simulated time with ``use_sim_time``.
+Timers use the node clock, so the node runs on simulated time with ``use_sim_time``. With
+``lockstep:=true`` the node is a participant of the fake hardware's lockstep simulation
+(:mod:`smores_assembly.ros.lockstep`): its timers run at its turns, and a turn with an
+active stage but no plan yet is held until the plan arrives.
 """
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ from smores_assembly.geometry import Face
 from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
                                  DockingStatusArray, HelperCommand, MagnetCommand,
                                  ModuleStateArray)
-from smores_assembly.ros import common, names
+from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_msg,
                                          faces_to_magnet_msg, helper_request_to_msg,
                                          path_msg_to_timed, refused_action_status,
@@ -67,6 +70,7 @@ class DockingControllerNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("docking_controller", **common.node_kwargs(kwargs))
+        self.lockstep = lp = lockstep.declare(self)
         node_settings, settings = params.node_settings("docking_controller")
         self.node_settings: DockingNodeSettings = common.declare_dataclass_params(
             self, node_settings, on_change=lambda _s: self._make_timers())
@@ -88,15 +92,17 @@ class DockingControllerNode(Node):
         self._pubs: dict[tuple[str, str], object] = {}
         self._path_subs: dict[str, object] = {}
 
-        self.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
-                                 common.LATCHED_QOS)
-        self.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
-                                 common.LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
-                                 common.SENSOR_QOS)
-        self.create_subscription(ConnectionArray, names.CONNECTIONS,
-                                 self._on_connections, common.LATCHED_QOS)
-        self._status_pub = self.create_publisher(
+        lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
+                               common.LATCHED_QOS, counted=False)
+        lp.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
+                               common.LATCHED_QOS)
+        lp.create_subscription(ModuleStateArray, names.STATES, self._on_states,
+                               common.SENSOR_QOS)
+        lp.create_subscription(ConnectionArray, names.CONNECTIONS,
+                               self._on_connections, common.LATCHED_QOS)
+        # an active stage needs its plan (published by task_assignment, not a participant)
+        lp.hold(lambda: self._stage is not None and self._stage >= 0 and self._plan is None)
+        self._status_pub = lp.create_publisher(
             DockingStatusArray, names.DOCKING_STATUS,
             QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self._control_timer = self._status_timer = None
@@ -108,19 +114,20 @@ class DockingControllerNode(Node):
 
     # ------------------------------------------------------------------ plumbing
     def _make_timers(self) -> None:
+        lp = self.lockstep
         for tmr in (self._control_timer, self._status_timer):
             if tmr is not None:
-                self.destroy_timer(tmr)
+                lp.destroy_timer(tmr)
         ns = self.node_settings
-        self._control_timer = self.create_timer(1.0 / ns.control_rate_hz, self._tick)
-        self._status_timer = self.create_timer(1.0 / ns.status_rate_hz, self._publish_status)
+        self._control_timer = lp.create_timer(1.0 / ns.control_rate_hz, self._tick)
+        self._status_timer = lp.create_timer(1.0 / ns.status_rate_hz, self._publish_status)
 
     def _pub(self, module: str, name: str, typ):
         key = (module, name)
         pub = self._pubs.get(key)
         if pub is None:
-            pub = self.create_publisher(typ, names.module_topic(module, name),
-                                        common.COMMAND_QOS)
+            pub = self.lockstep.create_publisher(typ, names.module_topic(module, name),
+                                                 common.COMMAND_QOS)
             self._pubs[key] = pub
         return pub
 
@@ -129,7 +136,7 @@ class DockingControllerNode(Node):
 
     def _watch_path(self, module: str) -> None:
         if module and module not in self._path_subs:
-            self._path_subs[module] = self.create_subscription(
+            self._path_subs[module] = self.lockstep.create_subscription(
                 Path, names.module_topic(module, names.PATH),
                 lambda msg, m=module: self._on_path(m, msg), common.LATCHED_QOS)
 

@@ -19,6 +19,12 @@ Every goal ends with a result (code and message), also when something raises ins
 handling (``ERROR_INTERNAL``), and the server is then ready for the next goal.
 
 The sequencing logic is :class:`smores_assembly.sequencer.StageSequencer` (no ROS).
+
+With ``lockstep:=true`` the executive is a participant of the fake hardware's lockstep
+simulation (:mod:`smores_assembly.ros.lockstep`): the stage loop runs at its turns every
+0.05 s of simulated time, a goal is prepared (states, target, plan, approval) while the
+simulation waits, and while no goal runs the simulation is held at the executive's first
+turn with every module tracked, so that an assembly always starts from the same state.
 """
 from __future__ import annotations
 
@@ -42,12 +48,15 @@ from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, Dock
                                  ModuleStateArray, TargetTopology)
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D
-from smores_assembly.ros import common, names
+from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          target_msg_to_scenario)
 from smores_assembly.sequencer import ExecutiveSettings
 from smores_assembly.goal_runner import ErrorCode, GoalRunner, PlanInfo
 from smores_assembly.vocabulary import Phase
+
+#: Lockstep: period of the executive's turns (stage loop) [s, simulated time].
+TURN_PERIOD_S = 0.05
 
 # The action's result codes are the core's (one list, checked here).
 for _code in ErrorCode:
@@ -67,6 +76,9 @@ class ExecutiveNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("executive", **common.node_kwargs(kwargs))
+        self.lockstep = lp = lockstep.declare(self)
+        self._waiter = lp.waiter()
+        self._target_sent = False
         settings, = params.node_settings("executive")
         self.settings: ExecutiveSettings = common.declare_dataclass_params(self, settings)
         cb = ReentrantCallbackGroup()
@@ -79,21 +91,25 @@ class ExecutiveNode(Node):
         self._goal_handle = None
         self.runner = GoalRunner(self, self.settings)
 
-        self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
-                                 common.SENSOR_QOS)
-        self.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
-                                 common.LATCHED_QOS)
-        self.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
-                                 self._on_status, 10)
-        self.create_subscription(ConnectionArray, names.CONNECTIONS,
-                                 self._on_connections, common.LATCHED_QOS)
-        self._target_pub = self.create_publisher(TargetTopology, names.TARGET,
-                                                 common.LATCHED_QOS)
-        self._stage_pub = self.create_publisher(Int32, names.ACTIVE_STAGE,
-                                                common.LATCHED_QOS)
+        lp.create_subscription(ModuleStateArray, names.STATES, self._on_states,
+                               common.SENSOR_QOS)
+        lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
+                               common.LATCHED_QOS, counted=False)
+        lp.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
+                               self._on_status, common.COMMAND_QOS)
+        lp.create_subscription(ConnectionArray, names.CONNECTIONS,
+                               self._on_connections, common.LATCHED_QOS)
+        self._target_pub = lp.create_publisher(TargetTopology, names.TARGET,
+                                               common.LATCHED_QOS)
+        self._stage_pub = lp.create_publisher(Int32, names.ACTIVE_STAGE,
+                                              common.LATCHED_QOS)
         self._marker_pub = self.create_publisher(MarkerArray, names.MODULE_MARKERS,
                                                  common.LATCHED_QOS)
-        self.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
+        lp.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
+        # lockstep: turns every 0.05 s; with no goal the simulation is held at the first turn
+        # with every module tracked, and a goal always starts at that turn
+        lp.create_timer(TURN_PERIOD_S, lambda: None)
+        lp.hold(lambda: not self.runner.busy and self._all_tracked())
         self.create_service(Trigger, names.APPROVE, self._on_approve, callback_group=cb)
         self.create_service(Trigger, names.CANCEL, self._on_cancel, callback_group=cb)
         # /assembly/cancel goes through the action's own cancel service, so that a goal
@@ -106,6 +122,9 @@ class ExecutiveNode(Node):
             cancel_callback=self._on_action_cancel, callback_group=cb)
         self._publish_stage(-1)
         self.get_logger().info(f"executive ready: action {names.ASSEMBLE}")
+
+    def _all_tracked(self) -> bool:
+        return self._states is not None and all(m.tracked for m in self._states.modules)
 
     # --- inputs ---------------------------------------------------------------------------
     def _on_states(self, msg: ModuleStateArray) -> None:
@@ -165,7 +184,20 @@ class ExecutiveNode(Node):
     def monotonic(self) -> float:
         return time.monotonic()
 
+    def _all_tracked(self) -> bool:
+        return self._states is not None and all(m.tracked for m in self._states.modules)
+
     async def sleep(self, period_s: float) -> None:
+        """Wait ``period_s`` of wall time; in lockstep, while the goal waits for states or
+        executes its stages, until this node's next turn ``period_s`` of simulated time
+        later (the simulation runs on), else holding the simulation (target, plan and
+        approval are handled while it stands still)."""
+        goal = self.runner.goal
+        phase = goal.phase if goal is not None else ""
+        if self.lockstep.enabled and (phase == "EXECUTING" or
+                                      (phase == "PLANNING" and not self._target_sent)):
+            await self._waiter.next(period_s)
+            return
         fut = Future()
         timer = self.create_timer(period_s, lambda: fut.done() or fut.set_result(True),
                                   clock=self._wall_clock)
@@ -177,6 +209,8 @@ class ExecutiveNode(Node):
     def tracked_poses(self):
         if self._states is None:
             return None
+        if self.lockstep.enabled and not self._all_tracked():
+            return None  # lockstep: a goal starts at the first turn with all tracked
         return states_msg_to_poses(self._states, tracked_only=True)
 
     def target_to_scenario(self, target, poses):
@@ -192,6 +226,7 @@ class ExecutiveNode(Node):
     def publish_target(self, target) -> None:
         target.header.stamp = self.get_clock().now().to_msg()
         self._plan_wanted = (self._plan_count, target.name)
+        self._target_sent = True
         self._target_pub.publish(target)
 
     def received_plan(self) -> PlanInfo | None:
@@ -318,7 +353,14 @@ class ExecutiveNode(Node):
     # --- the action -----------------------------------------------------------------------
     async def _execute(self, goal_handle):
         """Run the goal with the runner, then give it its result and one terminal state."""
-        outcome = await self.runner.execute(goal_handle.request.target)
+        self._target_sent = False
+        # lockstep: start at a turn of this node; the simulation then waits for the goal's
+        # preparation (target, plan, approval) until the stages start
+        await self._waiter.enter()
+        try:
+            outcome = await self.runner.execute(goal_handle.request.target)
+        finally:
+            self._waiter.release()
         res = Assemble.Result()
         res.success = outcome.success
         res.error_code = int(outcome.code)

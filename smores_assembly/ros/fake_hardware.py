@@ -3,11 +3,30 @@
 Thin ROS adapter over :class:`smores_assembly.sim.SimWorld` (the physics is documented
 there). Run it as ``python -m smores_assembly.ros.fake_hardware --ros-args -p scenario:=...``.
 
-Time: this node is the time source. It steps the physics on a **wall-clock** (steady) timer
-at ``physics_rate_hz`` in simulated time, ``real_time_factor`` times faster than wall time
-(``0``: as fast as possible, still servicing callbacks between batches of steps), and
-publishes ``/clock`` (when ``publish_clock``) so that the rest of the stack runs with
-``use_sim_time``. It refuses ``use_sim_time:=true`` for itself. All stamps are simulated time.
+Time: this node is the time source and publishes ``/clock`` (when ``publish_clock``) so
+that the rest of the stack runs with ``use_sim_time``. It refuses ``use_sim_time:=true`` for
+itself. All stamps are simulated time. Two modes:
+
+* ``lockstep: true`` (the fake stack's default): a discrete-event scheduler
+  (:mod:`smores_assembly.ros.lockstep`). After each physics step of ``1/physics_rate_hz``
+  it gives a turn to every participant of ``lockstep_participants`` that is due (in that
+  order) and steps again only when all have answered and every command they sent has
+  arrived. The results do not depend on the machine's load: the same seed gives the same
+  ``trace_sha256``. ``real_time_factor`` is an upper bound on the pace (``0``: as fast as
+  possible).
+* ``lockstep: false``: free-running on a **wall-clock** (steady) timer,
+  ``real_time_factor`` times faster than wall time (``0``: as fast as possible, still
+  servicing callbacks between batches of steps); late consumers see stale data, as on real
+  hardware.
+
+The stepping loop only uses the world's :class:`smores_assembly.sim.SimWorld` interface
+(``step(dt) -> events``, ``pose_array()``, ``t``, the command methods), so another backend
+(:func:`smores_assembly.sim.backend.make_world`) can sit behind it.
+
+Service ``/fake_hardware/trace`` (std_srvs/Trigger): ``message`` is JSON
+``{"sha256", "steps", "t", "waiting_for"}``: the SHA-256 of the ground-truth poses and the
+commands applied at every step so far (``trace_sha256`` of the run report), and the
+participant whose turn is awaited (lockstep).
 
 Subscribes (per module ``<id>`` of the scenario):
 
@@ -34,12 +53,17 @@ Publishes:
 * ``/fake_hardware/collisions`` (CollisionEvent, reliable) + a warning log per contact start.
 * ``/fake_hardware/ground_truth`` (ModuleStateArray, exact poses, all tracked) at
   ``ground_truth_rate_hz``.
-* ``/clock`` (rosgraph_msgs/Clock) after every physics step when ``publish_clock``.
+* ``/clock`` (rosgraph_msgs/Clock) when ``publish_clock``: after every physics step, in
+  lockstep at ``lockstep_clock_rate_hz`` (the participants do not use it).
 """
 from __future__ import annotations
 
 import collections
+import hashlib
+import json
 import math
+import os
+import struct
 import sys
 import time
 
@@ -52,16 +76,19 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 from smores_assembly import params
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
-                                 MagnetCommand, ModuleState, ModuleStateArray)
-from smores_assembly.ros import common, names
+                                 LockstepAck, LockstepTurn, MagnetCommand, ModuleState,
+                                 ModuleStateArray)
+from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
+from smores_assembly.sim.lockstep import LockstepSchedule
 from smores_assembly.sim.settings import FakeHardwareSettings
 
 
@@ -128,17 +155,20 @@ class FakeHardwareNode(Node):
         # wait-set entry, and with 50 modules the executor's wait-set rebuild dominated
         pev = PublisherEventCallbacks(use_default_callbacks=False)
         sev = SubscriptionEventCallbacks(use_default_callbacks=False)
+        mocap_qos = lockstep.counted(common.SENSOR_QOS) if s.lockstep else common.SENSOR_QOS
         self._mocap_pubs = [self.create_publisher(
-            PoseStamped, names.mocap_topic(s.mocap_topic_format, m), common.SENSOR_QOS,
+            PoseStamped, names.mocap_topic(s.mocap_topic_format, m), mocap_qos,
             event_callbacks=pev) for m in self.ids]
+        self._mocap_topics = [p.topic_name for p in self._mocap_pubs]
         self._joint_pubs = [self.create_publisher(
             JointState, names.module_topic(m, names.JOINT_STATES), 10, event_callbacks=pev)
             for m in self.ids]
-        self._conn_pub = self.create_publisher(ConnectionArray, names.CONNECTIONS,
-                                               common.LATCHED_QOS)
-        self._coll_pub = self.create_publisher(
-            CollisionEvent, names.COLLISIONS,
-            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        conn_qos, coll_qos = common.LATCHED_QOS, QoSProfile(
+            depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        if s.lockstep:
+            conn_qos, coll_qos = lockstep.counted(conn_qos), lockstep.counted(coll_qos)
+        self._conn_pub = self.create_publisher(ConnectionArray, names.CONNECTIONS, conn_qos)
+        self._coll_pub = self.create_publisher(CollisionEvent, names.COLLISIONS, coll_qos)
         self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH, 100)
         self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10)
         # outgoing high-rate messages, built once and refilled before every publish
@@ -151,27 +181,39 @@ class FakeHardwareNode(Node):
         self._joint_msg = JointState(name=["pan", "tilt"], position=[0.0, 0.0])
         self._clock_msg = ClockMsg()
 
-        # subscriptions
+        # subscriptions (commands). In lockstep they are applied at the next step in a
+        # fixed order (kind, module, arrival), whatever order they arrived in.
+        cmd_qos = lockstep.counted(common.COMMAND_QOS) if s.lockstep else common.COMMAND_QOS
+        self._cmd_received: dict[str, int] = {}
+        self._cmd_queue: list[tuple[int, int, int, object]] = []
+        handlers = ((Twist, names.CMD_VEL, self._on_cmd_vel),
+                    (JointState, names.JOINT_COMMANDS, self._on_joints),
+                    (MagnetCommand, names.MAGNETS, self._on_magnets),
+                    (HelperCommand, names.HELPER_COMMAND, self._on_helper))
+        self._cmd_handlers = [h for _, _, h in handlers]
+        self._cmd_topics: list[list[str]] = []
         for i, m in enumerate(self.ids):
-            self.create_subscription(Twist, names.module_topic(m, names.CMD_VEL),
-                                     lambda msg, i=i: self._on_cmd_vel(i, msg),
-                                     common.COMMAND_QOS, event_callbacks=sev)
-            self.create_subscription(JointState, names.module_topic(m, names.JOINT_COMMANDS),
-                                     lambda msg, i=i: self._on_joints(i, msg),
-                                     common.COMMAND_QOS, event_callbacks=sev)
-            self.create_subscription(MagnetCommand, names.module_topic(m, names.MAGNETS),
-                                     lambda msg, i=i: self._on_magnets(i, msg),
-                                     common.COMMAND_QOS, event_callbacks=sev)
-            self.create_subscription(HelperCommand,
-                                     names.module_topic(m, names.HELPER_COMMAND),
-                                     lambda msg, i=i: self._on_helper(i, msg),
-                                     common.COMMAND_QOS, event_callbacks=sev)
+            topics = []
+            for kind, (typ, name, handler) in enumerate(handlers):
+                sub = self.create_subscription(
+                    typ, names.module_topic(m, name),
+                    lambda msg, i=i, kind=kind: self._on_command(kind, i, msg), cmd_qos,
+                    event_callbacks=sev)
+                self._cmd_received[sub.topic_name] = 0
+                topics.append(sub.topic_name)
+            self._cmd_topics.append(topics)
+        self._trace = hashlib.sha256()
+        dump = os.environ.get("SMORES_TRACE_DUMP")  # debugging: every step's trace input
+        self._trace_dump = open(dump, "w") if dump else None
+        self._step_cmds: list[bytes] = []
+        self.create_service(Trigger, names.TRACE_SERVICE, self._on_trace)
 
         # schedules (simulated time)
         # next due instants: on the grid k / rate (first at t = 1 / rate)
         self._next_mocap = 1.0 / s.mocap_rate_hz
         self._next_gt = 1.0 / s.ground_truth_rate_hz
         self._next_joint = 1.0 / s.joint_state_rate_hz
+        self._next_clock = 0.0
         self._latency_queue: collections.deque = collections.deque()
         #: mocap sampling instants so far, and per module the samples not dropped
         self.mocap_samples = 0
@@ -183,12 +225,16 @@ class FakeHardwareNode(Node):
         self._tick_end: float | None = None
         self._wall_start = time.monotonic()
         self._anchor()
+        if s.lockstep:
+            self._init_lockstep()
         self._make_timer()
         self.get_logger().info(
             f"fake hardware: {n} modules ({', '.join(self.ids)}), helpers "
             f"{sorted(self.world.helpers) or '[]'}, physics {s.physics_rate_hz} Hz, mocap "
             f"{s.mocap_rate_hz} Hz on {s.mocap_topic_format}, real_time_factor "
-            f"{s.real_time_factor}")
+            f"{s.real_time_factor}"
+            + (f", lockstep with {', '.join(s.lockstep_participants)}" if s.lockstep else
+               ", free-running"))
 
 
     # --- timing --------------------------------------------------------------------------
@@ -201,8 +247,163 @@ class FakeHardwareNode(Node):
             self.destroy_timer(self._timer)
         s = self.settings
         rtf = s.real_time_factor
+        if s.lockstep:
+            # paces the steps (rtf > 0); otherwise a watchdog: acks drive the stepping
+            period = 0.02 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
+            self._timer = self.create_timer(period, self._advance, clock=self._steady)
+            return
         period = 0.0 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
         self._timer = self.create_timer(period, self._tick, clock=self._steady)
+
+    # --- lockstep ------------------------------------------------------------------------
+    def _init_lockstep(self) -> None:
+        s = self.settings
+        names = [str(n) for n in s.lockstep_participants]
+        self._sched = LockstepSchedule(names)
+        self._turn_pubs = {n: self.create_publisher(LockstepTurn, lockstep.turn_topic(n),
+                                                    lockstep.TURN_QOS) for n in names}
+        self._ack_sub = self.create_subscription(LockstepAck, lockstep.TOPIC_ACK,
+                                                 self._on_ack, lockstep.ACK_SUB_QOS)
+        self._last_poll = 0.0
+        # the connections published at start-up (before the schedule existed) count too:
+        # every participant receives them (transient local)
+        self._sched.count_sent(self._conn_pub.topic_name)
+        self._awaiting: tuple[str, int] | None = None
+        self._awaiting_since = 0.0
+        self._hello_at: float | None = None
+        self._started = False
+        self._cmd_wait_since: float | None = None
+        # one-shot "go on after servicing the other callbacks" (a timer made on demand: the
+        # EventsExecutor has no guard conditions and mishandles a cancelled timer)
+        self._kick = None
+
+    def _on_ack(self, msg: LockstepAck) -> None:
+        self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,
+                           dict(zip(msg.topics, msg.counts)),
+                           list(msg.subscribed) or None, list(msg.wake))
+        t_ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        if self._awaiting == (msg.node, t_ns):
+            self._awaiting = None
+            self._advance()
+
+    def _commands_complete(self) -> bool:
+        sent, recv = self._sched.sent, self._cmd_received
+        missing = {t: (recv[t], n) for t, n in sent.items() if t in recv and recv[t] < n}
+        if not missing:
+            self._cmd_wait_since = None
+            return True
+        now = time.monotonic()
+        if self._cmd_wait_since is None:
+            self._cmd_wait_since = now
+        if now - self._cmd_wait_since < self.settings.lockstep_count_timeout_s:
+            return False
+        self.get_logger().warning(
+            f"lockstep: stepping at t={self.world.t:.3f} s without commands announced but "
+            f"not received: {missing}; the run is no longer deterministic")
+        for t, (_, n) in missing.items():
+            recv[t] = n
+        self._cmd_wait_since = None
+        return True
+
+    def _give_turn(self, name: str) -> None:
+        expected = self._sched.expected(name)
+        msg = LockstepTurn()
+        _set_stamp(msg.stamp, self.world.t)
+        msg.topics = list(expected)
+        msg.counts = list(expected.values())
+        self._awaiting = (name, msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec)
+        self._awaiting_since = time.monotonic()
+        self._turn_pubs[name].publish(msg)
+
+    def _advance(self) -> None:
+        """Lockstep: give the due turns, step when they are answered (see the module doc)."""
+        try:
+            self._advance_impl()
+        except Exception:
+            if not self.context.ok():
+                return
+            raise
+
+    def _advance_impl(self) -> None:
+        now = time.monotonic()
+        if now - self._last_poll > 1.0 and (self._awaiting is not None or not self._started):
+            # answers whose arrival event an executor missed (see lockstep.poll)
+            self._last_poll = now
+            lockstep.poll(self._ack_sub, self._on_ack)
+        if self._awaiting is not None:
+            return
+        s, sched = self.settings, self._sched
+        if not self._started:
+            if not sched.all_hello():
+                self.get_logger().info(
+                    f"lockstep: waiting for {', '.join(sched.missing())}",
+                    throttle_duration_sec=10.0)
+                return
+            if self._hello_at is None:
+                self._hello_at = now
+            if now - self._hello_at < s.lockstep_settle_s:
+                return
+            self._started = True
+            self.get_logger().info("lockstep: every participant is there; stepping")
+            self._anchor()
+        dt = 1.0 / s.physics_rate_hz
+        rtf = s.real_time_factor
+        while True:
+            name = sched.next_turn()
+            if name is not None:
+                self._give_turn(name)
+                return
+            if not self._commands_complete():
+                return
+            if rtf > 0:
+                wall = time.monotonic()
+                due = self._wall0 + (self.world.t + dt - self._sim0) / rtf
+                if wall < due:
+                    return
+                if wall - due > 1.0:  # fell behind the bound: do not catch up
+                    self._anchor()
+            self._apply_commands()
+            self.step_once(dt)
+            sched.start_step(self.world.t)
+            if time.monotonic() - now > s.max_tick_wall_s:
+                if self._kick is None:  # service the other callbacks, then go on
+                    self._kick = self.create_timer(0.0, self._on_kick, clock=self._steady)
+                return
+
+    def _on_kick(self) -> None:
+        if self._kick is not None:
+            self.destroy_timer(self._kick)
+            self._kick = None
+        self._advance()
+
+    def _on_command(self, kind: int, i: int, msg) -> None:
+        topic = self._cmd_topics[i][kind]
+        self._cmd_received[topic] += 1
+        if self.settings.lockstep:
+            self._cmd_queue.append((kind, i, len(self._cmd_queue), msg))
+            if self._awaiting is None and self._started:
+                self._advance()
+            return
+        self._cmd_handlers[kind](i, msg)
+
+    def _apply_commands(self) -> None:
+        if not self._cmd_queue:
+            return
+        queue, self._cmd_queue = sorted(self._cmd_queue, key=lambda c: c[:3]), []
+        for kind, i, _, msg in queue:
+            self._cmd_handlers[kind](i, msg)
+
+    def _on_trace(self, _req, resp):
+        waiting = ""
+        if self.settings.lockstep and self._awaiting is not None:
+            waiting = self._awaiting[0]
+        resp.success = True
+        resp.message = json.dumps({"sha256": self._trace.copy().hexdigest(),
+                                   "steps": self.steps, "t": round(self.world.t, 9),
+                                   "waiting_for": waiting,
+                                   "waiting_s": round(time.monotonic() - self._awaiting_since, 3)
+                                   if waiting else 0.0})
+        return resp
 
     def _on_settings_change(self) -> None:
         self._anchor()
@@ -261,10 +462,24 @@ class FakeHardwareNode(Node):
         events = world.step(dt)
         self.steps += 1
         t = world.t
+        trace = self._trace
+        trace.update(struct.pack("<q", self.steps))
+        if self._step_cmds:
+            cmds = b"".join(self._step_cmds)
+            trace.update(cmds)
+            self._step_cmds.clear()
+        else:
+            cmds = b""
+        poses = world.pose_array().tobytes()
+        trace.update(poses)
+        if self._trace_dump is not None:
+            self._trace_dump.write(f"{self.steps} {cmds.hex()} {poses.hex()}\n")
         if events:
             self._handle_events(events)
         s = self.settings
-        if s.publish_clock:
+        if s.publish_clock and (not s.lockstep or t >= self._next_clock - 1e-9):
+            if s.lockstep:
+                self._next_clock = _next_due(self._next_clock, s.lockstep_clock_rate_hz, t)
             _set_stamp(self._clock_msg.clock, t)
             self._clock_pub.publish(self._clock_msg)
         if t >= self._next_mocap - 1e-9:
@@ -328,10 +543,15 @@ class FakeHardwareNode(Node):
         xs, ys, zs = poses[:, 0].tolist(), poses[:, 1].tolist(), z.tolist()
         pos, ori = msg.pose.position, msg.pose.orientation   # x, y of ori stay 0
         pubs = self._mocap_pubs
-        for i in np.flatnonzero(visible).tolist():
+        shown = np.flatnonzero(visible).tolist()
+        for i in shown:
             pos.x, pos.y, pos.z = xs[i], ys[i], zs[i]
             ori.z, ori.w = qz[i], qw[i]
             pubs[i].publish(msg)
+        if self.settings.lockstep:
+            count, topics = self._sched.count_sent, self._mocap_topics
+            for i in shown:
+                count(topics[i])
 
     def _publish_ground_truth(self, t: float) -> None:
         msg = self._gt_msg
@@ -366,6 +586,8 @@ class FakeHardwareNode(Node):
                 msg.module_a, msg.module_b = e.modules
                 msg.penetration_m = float(e.penetration_m or 0.0)
                 self._coll_pub.publish(msg)
+                if self.settings.lockstep:
+                    self._sched.count_sent(self._coll_pub.topic_name)
                 self.get_logger().warning(
                     f"collision at t={e.t:.3f} s: {e.modules[0]} and {e.modules[1]} "
                     f"(overlap {1000 * msg.penetration_m:.2f} mm); motion blocked")
@@ -381,6 +603,8 @@ class FakeHardwareNode(Node):
         self._conn_pub.publish(connections_to_msg(
             (((c.module_a, c.face_a), (c.module_b, c.face_b))
              for c in sorted(self.world.connections())), common.sec_to_time(self.world.t)))
+        if self.settings.lockstep and hasattr(self, "_sched"):
+            self._sched.count_sent(self._conn_pub.topic_name)
 
     # --- callbacks -----------------------------------------------------------------------
     def _on_cmd_vel(self, i: int, msg: Twist) -> None:
@@ -390,6 +614,7 @@ class FakeHardwareNode(Node):
             self.get_logger().warning(f"{self.ids[i]}/cmd_vel ignored: {exc}",
                                    throttle_duration_sec=1.0)
             return
+        self._step_cmds.append(struct.pack("<Bidd", 0, i, msg.linear.x, msg.angular.z))
         self._cmd_time[i] = self.world.t
         self._cmd_active[i] = msg.linear.x != 0.0 or msg.angular.z != 0.0
         self._update_expiry()
@@ -405,6 +630,7 @@ class FakeHardwareNode(Node):
                     tilt = pos
         elif len(msg.position) >= 2:
             pan, tilt = msg.position[0], msg.position[1]
+        self._step_cmds.append(struct.pack("<Bidd", 1, i, pan, tilt))
         try:
             self.world.set_joints(m, pan, tilt)
         except SimError as exc:
@@ -412,10 +638,14 @@ class FakeHardwareNode(Node):
                                    throttle_duration_sec=1.0)
 
     def _on_magnets(self, i: int, msg: MagnetCommand) -> None:
+        self._step_cmds.append(struct.pack("<BiBBBB", 2, i, msg.top, msg.bottom, msg.left,
+                                           msg.right))
         self.world.set_magnets(self.ids[i], magnet_msg_to_faces(msg))
 
     def _on_helper(self, i: int, msg: HelperCommand) -> None:
         m = self.ids[i]
+        self._step_cmds.append(struct.pack("<BiBd", 3, i, msg.command, msg.carry_yaw)
+                               + msg.module.encode())
         try:
             op = helper_msg_to_op(msg)
             self.world.helper_command(m, op, msg.module, msg.carry_yaw)

@@ -33,9 +33,12 @@ Parameters besides those of :class:`BridgeSettings` and
           marker_offsets:
             m3: [0.005, 0.0, -0.045, 0.0, 0.0, 0.1]
 
-Publishes ``/modules/states`` (smores_assembly/ModuleStateArray, sensor QoS, frame
-``world``) at ``publish_rate_hz`` (node clock: simulated time with ``use_sim_time``): every
-module, ``tracked`` false when its last valid sample is older than ``stale_timeout_s``.
+Publishes ``/modules/states`` (smores_assembly/ModuleStateArray, reliable, transient local
+depth 1 (:data:`common.STATES_PUB_QOS`), frame ``world``) at ``publish_rate_hz`` (node clock:
+simulated time with ``use_sim_time``): every module, ``tracked`` false when its last valid
+sample is older than ``stale_timeout_s``. With ``lockstep:=true`` the node is a participant
+of the fake hardware's lockstep simulation (:mod:`smores_assembly.ros.lockstep`): the
+samples of a step are applied at its next turn, its subscriptions are reliable.
 Warns (throttled) when a body's sample rate leaves ``[expected_rate_min_hz,
 expected_rate_max_hz]`` and when no sample at all arrived for ``no_data_warn_s`` (wall time).
 """
@@ -59,7 +62,7 @@ from smores_assembly.mocap import (MocapError, MocapFilter, MocapFilterSettings,
                                    RigidTransform)
 from smores_assembly.mocap.settings import BridgeSettings
 from smores_assembly.msg import ModuleState, ModuleStateArray
-from smores_assembly.ros import common, names
+from smores_assembly.ros import common, lockstep, names
 from smores_assembly.scenario import module_id_error
 
 class MocapBridgeNode(Node):
@@ -72,6 +75,7 @@ class MocapBridgeNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("mocap_bridge", **common.node_kwargs(kwargs))
+        self.lockstep = lockstep.declare(self)
         settings, filter_settings = params.node_settings("mocap_bridge")
         self.settings: BridgeSettings = common.declare_dataclass_params(
             self, settings, on_change=lambda _s: self._apply_transforms())
@@ -122,13 +126,13 @@ class MocapBridgeNode(Node):
         self._clock = self.get_clock()
         self._wall_start = time.monotonic()
         self._subscribe(s.source)
-        self._pub = self.create_publisher(ModuleStateArray, names.STATES,
-                                          common.SENSOR_QOS)
+        self._pub = self.lockstep.create_publisher(ModuleStateArray, names.STATES,
+                                                   common.STATES_PUB_QOS, history=False)
         # built once, refilled before every publish (publish() serialises synchronously)
         self._states_msg = ModuleStateArray()
         self._states_msg.header.frame_id = common.WORLD_FRAME
         self._states_msg.modules = [ModuleState(id=m) for m in self.ids]
-        self._pub_timer = self.create_timer(1.0 / s.publish_rate_hz, self._publish)
+        self._pub_timer = self.lockstep.create_timer(1.0 / s.publish_rate_hz, self._publish)
         self._diag_timer = self.create_timer(
             s.diagnostics_period_s, self._diagnose,
             clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -181,10 +185,15 @@ class MocapBridgeNode(Node):
             self.topics = [names.mocap_topic(fmt, m) for m in self.ids]
             qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)
+            ev = SubscriptionEventCallbacks(use_default_callbacks=False)
             for m, topic in zip(self.ids, self.topics):
-                self.create_subscription(
-                    PoseStamped, topic, lambda msg, m=m: self._on_pose(m, msg), qos,
-                    event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+                if self.lockstep.enabled:
+                    self.lockstep.create_subscription(
+                        PoseStamped, topic, lambda msg, m=m: self._on_pose(m, msg), qos)
+                else:
+                    self.create_subscription(
+                        PoseStamped, topic, lambda msg, m=m: self._on_pose(m, msg), qos,
+                        event_callbacks=ev)
             return
         try:
             from mocap4r2_msgs.msg import RigidBodies  # noqa: PLC0415
@@ -245,6 +254,8 @@ class MocapBridgeNode(Node):
 
     def _diagnose(self) -> None:
         fs = self.filter_settings
+        if self.lockstep.enabled:
+            return  # samples come with the turns; the simulation may stand still (held)
         wall = time.monotonic()
         last = self._wall_last_any if self._wall_last_any is not None else self._wall_start
         if wall - last > fs.no_data_warn_s:

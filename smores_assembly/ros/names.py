@@ -41,6 +41,11 @@ COLLISIONS = "fake_hardware/collisions"
 GROUND_TRUTH = "fake_hardware/ground_truth"
 #: rosgraph_msgs/Clock from fake_hardware: absolute (see the module docstring).
 CLOCK = "/clock"
+#: std_srvs/Trigger, fake_hardware: the run's trace (SHA-256 of poses and commands per step)
+TRACE_SERVICE = "fake_hardware/trace"
+#: Lockstep (smores_assembly.ros.lockstep): answers of the participants, and each one's turns
+LOCKSTEP_ACK = "lockstep/ack"
+LOCKSTEP_TURN = "lockstep/turn"
 
 # --- per-module topics: module_topic(id, ...) ----------------------------------------------
 CMD_VEL = "cmd_vel"                    #: geometry_msgs/Twist, docking_controller -> module

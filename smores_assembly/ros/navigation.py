@@ -31,6 +31,11 @@ controller then drives directly).
 
 Service ``/navigation/replan`` (std_srvs/Trigger) replans from the current poses; a moving
 module lagging more than ``replan_lag_m`` behind its timed path triggers the same.
+
+With ``lockstep:=true`` the node is a participant of the fake hardware's lockstep simulation
+(:mod:`smores_assembly.ros.lockstep`): a new active stage or docking status gives it a turn,
+the simulation waits while it plans, and a turn with an active stage but no plan yet is held
+until the plan arrives.
 """
 from __future__ import annotations
 
@@ -50,7 +55,7 @@ from smores_assembly.geometry import Pose2D, predock_pose
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
 from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
 from smores_assembly.planning import Plan
-from smores_assembly.ros import common, names
+from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.vocabulary import Phase
@@ -62,6 +67,7 @@ class NavigationNode(Node):
     def __init__(self, **node_kwargs) -> None:
         """``node_kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, overrides)."""
         super().__init__("navigation", **common.node_kwargs(node_kwargs))
+        self.lockstep = lp = lockstep.declare(self)
         settings, = params.node_settings("navigation")
         self.settings: NavSettings = common.declare_dataclass_params(self, settings)
         self._plan: Plan | None = None
@@ -78,18 +84,19 @@ class NavigationNode(Node):
         self._published: set[str] = set()
         self.plan_count = 0  # number of planning attempts (tests, diagnostics)
         self.last_error = ""
-        self.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
-                                 common.LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, names.STATES, self._on_states,
-                                 common.SENSOR_QOS)
-        self.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
-                                 common.LATCHED_QOS)
-        self.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
-                                 self._on_status, 10)
+        lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
+                               common.LATCHED_QOS, counted=False)
+        lp.create_subscription(ModuleStateArray, names.STATES, self._on_states,
+                               common.SENSOR_QOS)
+        lp.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
+                               common.LATCHED_QOS, wake=True)
+        lp.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
+                               self._on_status, common.COMMAND_QOS, wake=True)
+        lp.hold(lambda: self._stage >= 0 and self._plan is None)
         self._marker_pub = self.create_publisher(MarkerArray, names.MARKERS,
                                                  common.LATCHED_QOS)
         self.create_service(Trigger, names.REPLAN, self._on_replan)
-        self._timer = self.create_timer(self.settings.monitor_period_s, self._monitor)
+        self._timer = lp.create_timer(self.settings.monitor_period_s, self._monitor)
         self.get_logger().info("navigation ready")
 
     # --- inputs ---------------------------------------------------------------------------
@@ -235,8 +242,8 @@ class NavigationNode(Node):
     def _pub(self, m: str):
         pub = self._path_pubs.get(m)
         if pub is None:
-            pub = self.create_publisher(Path, names.module_topic(m, names.PATH),
-                                        common.LATCHED_QOS)
+            pub = self.lockstep.create_publisher(Path, names.module_topic(m, names.PATH),
+                                                 common.LATCHED_QOS)
             self._path_pubs[m] = pub
         return pub
 

@@ -5,7 +5,10 @@ A thin adapter over :func:`smores_assembly.planning.search_root`.
 
 Subscribes:
     ``/assembly/target`` (smores_assembly/TargetTopology, latched)
-    ``/modules/states`` (smores_assembly/ModuleStateArray, sensor QoS)
+    ``/modules/states`` (smores_assembly/ModuleStateArray), only while a target waits for
+    its root: the node subscribes when a target arrives (the latched latest states arrive at
+    once) and unsubscribes when the root is published, so that an idle node does not decode
+    the 50-100 Hz pose stream
 Publishes:
     ``/assembly/root`` (smores_assembly/RootSelection, latched), once per received target,
     as soon as module states are available. ``target_name`` and ``header.stamp`` are copied
@@ -28,7 +31,7 @@ from smores_assembly.msg import ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.params import node_settings
 from smores_assembly.planning import PlanningError, PlanningNodeSettings, search_root
 from smores_assembly.ros import names
-from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, declare_dataclass_params,
+from smores_assembly.ros.common import (LATCHED_QOS, STATES_ON_DEMAND_QOS, declare_dataclass_params,
                                         node_kwargs, run_node)
 from smores_assembly.ros.convert import (root_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
@@ -49,8 +52,18 @@ class RootSearchNode(Node):
         #: Names of the targets refused as invalid (for introspection and tests).
         self.rejected: list[str] = []
         self._pub = self.create_publisher(RootSelection, names.ROOT, LATCHED_QOS)
+        self._states_sub = None
         self.create_subscription(TargetTopology, names.TARGET, self._on_target, LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, names.STATES, self._on_states, SENSOR_QOS)
+
+    def _want_states(self, on: bool) -> None:
+        """Subscribe to the module states (fresh ones only) or drop the subscription."""
+        if on and self._states_sub is None:
+            self._states = None
+            self._states_sub = self.create_subscription(
+                ModuleStateArray, names.STATES, self._on_states, STATES_ON_DEMAND_QOS)
+        elif not on and self._states_sub is not None:
+            self.destroy_subscription(self._states_sub)
+            self._states_sub = None
 
     def _on_target(self, msg: TargetTopology) -> None:
         try:
@@ -59,8 +72,10 @@ class RootSearchNode(Node):
             self.get_logger().error(f"invalid target {msg.name!r}: {exc}")
             self.rejected.append(msg.name)
             self._target, self._pending = None, False
+            self._want_states(False)
             return
         self._target, self._pending = msg, True
+        self._want_states(True)
         self._try_compute()
 
     def _on_states(self, msg: ModuleStateArray) -> None:
@@ -82,6 +97,7 @@ class RootSearchNode(Node):
             return
         msg = root_to_msg(self._target.name, root, stamp=self._target.header.stamp)
         self._pending = False
+        self._want_states(False)
         self.last_root = msg
         self._pub.publish(msg)
         self.get_logger().info(

@@ -6,7 +6,9 @@ Sec. IV-B (task assignment) and IV-C (parallel assembly). A thin adapter over
 
 Subscribes:
     ``/assembly/target`` (TargetTopology, latched), ``/assembly/root`` (RootSelection,
-    latched), ``/modules/states`` (ModuleStateArray, sensor QoS).
+    latched), ``/modules/states`` (ModuleStateArray) only while a plan is pending: subscribed
+    when a matching root arrives (the latched latest states arrive at once), dropped when the
+    plan is published (an idle node does not decode the pose stream).
 Publishes:
     ``/assembly/plan`` (AssemblyPlan, latched): once per root selection that matches the
     current target (same ``target_name`` and ``header.stamp``), planned on the latest module
@@ -28,7 +30,7 @@ from smores_assembly.params import node_settings
 from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
                                       sequential)
 from smores_assembly.ros import names
-from smores_assembly.ros.common import (LATCHED_QOS, SENSOR_QOS, declare_dataclass_params,
+from smores_assembly.ros.common import (LATCHED_QOS, STATES_ON_DEMAND_QOS, declare_dataclass_params,
                                         node_kwargs, run_node)
 from smores_assembly.ros.convert import (msg_to_root, plan_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
@@ -54,7 +56,17 @@ class TaskAssignmentNode(Node):
         self._pub = self.create_publisher(AssemblyPlan, names.PLAN, LATCHED_QOS)
         self.create_subscription(TargetTopology, names.TARGET, self._on_target, LATCHED_QOS)
         self.create_subscription(RootSelection, names.ROOT, self._on_root, LATCHED_QOS)
-        self.create_subscription(ModuleStateArray, names.STATES, self._on_states, SENSOR_QOS)
+        self._states_sub = None
+
+    def _want_states(self, on: bool) -> None:
+        """Subscribe to the module states (fresh ones only) or drop the subscription."""
+        if on and self._states_sub is None:
+            self._states = None
+            self._states_sub = self.create_subscription(
+                ModuleStateArray, names.STATES, self._on_states, STATES_ON_DEMAND_QOS)
+        elif not on and self._states_sub is not None:
+            self.destroy_subscription(self._states_sub)
+            self._states_sub = None
 
     def _on_target(self, msg: TargetTopology) -> None:
         try:
@@ -82,7 +94,11 @@ class TaskAssignmentNode(Node):
                 and _same_stamp(r.header.stamp, t.header.stamp))
 
     def _try_plan(self) -> None:
-        if not self._pending or self._states is None or not self._matches():
+        if not self._pending or not self._matches():
+            self._want_states(False)
+            return
+        self._want_states(True)
+        if self._states is None:
             return
         target = self._target
         poses = states_msg_to_poses(self._states, self.settings.tracked_only)
@@ -94,6 +110,7 @@ class TaskAssignmentNode(Node):
                 throttle_duration_sec=self.settings.wait_warning_period_s)
             return
         self._pending = False
+        self._want_states(False)
         try:
             plan = plan_assembly(scenario, root=msg_to_root(self._root))
             if self.settings.sequential:

@@ -58,6 +58,8 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = os.environ
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    # the nodes iterate over sets of module names: a fixed hash seed keeps that order
+    env.setdefault("PYTHONHASHSEED", "0")
     if "ROS_DOMAIN_ID" not in env:
         env["ROS_DOMAIN_ID"] = str(random.Random().randint(1, 100))
     if not any(k in env for k in ("ROS_LOG_DIR", "ROS_HOME")):
@@ -95,6 +97,10 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     try:
         outcome = run_goal(observer, signals.interrupted, scenario, plan,
                            approve=bool(args.approve), timeout=timeout)
+        lockstep = not getattr(args, "free_running", False)
+        trace = None
+        if not signals.interrupted.is_set():
+            trace = observer.fetch_trace(wait_for_hold=lockstep)
     finally:
         observer.close_recording()
         codes = runner.shutdown()
@@ -105,8 +111,13 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
 
     wall = time.monotonic() - t_wall0
     verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error)
+    run_info = {"seed": int(getattr(args, "seed", 0) or 0), "lockstep": lockstep,
+                "single_process": bool(getattr(args, "single_process", False)),
+                "trace_sha256": trace["sha256"] if trace else "",
+                "trace_steps": trace["steps"] if trace else 0,
+                "trace_end_s": trace["t"] if trace else 0.0}
     write_up(out, scenario, outcome.result, verdict, wall, observer.obs, codes,
-             recorded=bool(args.record))
+             recorded=bool(args.record), extra=run_info)
     if signals.interrupted.is_set():
         return 130
     return 0 if verdict.success else 1

@@ -99,6 +99,9 @@ class ObserverNode:
         if record_path is not None:
             from smores_assembly.record import McapRecorder
             self.mcap = McapRecorder(node, record_path)
+        from std_srvs.srv import Trigger
+        # made now so that it is discovered while the stack runs
+        self._trace_cli = node.create_client(Trigger, names.TRACE_SERVICE)
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(node)
 
@@ -119,6 +122,31 @@ class ObserverNode:
             if dead:
                 raise RuntimeError(f"node(s) exited early: {dead}; see {self.out}/nodes.log")
         return pred()
+
+    def fetch_trace(self, wait_for_hold: bool, timeout: float = 10.0) -> dict | None:
+        """The fake hardware's trace (``/fake_hardware/trace``: ``sha256``, ``steps``,
+        ``t``), or None when the service does not answer. With ``wait_for_hold`` (lockstep)
+        it is read once the simulation stands still (the executive holds it after the
+        goal), so that it covers a deterministic number of steps."""
+        import json
+
+        from std_srvs.srv import Trigger
+        cli = self._trace_cli
+        if not self.spin_until(cli.service_is_ready, timeout, interruptible=False):
+            return None
+        last = None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            fut = cli.call_async(Trigger.Request())
+            if not self.spin_until(fut.done, timeout, interruptible=False):
+                return last
+            info = json.loads(fut.result().message)
+            if not wait_for_hold or (last is not None and info["steps"] == last["steps"]):
+                return info
+            last = info
+            t_next = time.monotonic() + 0.3
+            self.spin_until(lambda: time.monotonic() > t_next, 1.0, interruptible=False)
+        return last
 
     def close_recording(self) -> None:
         if self.mcap is not None:

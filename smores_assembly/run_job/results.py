@@ -138,9 +138,11 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
 
 
 def write_up(out: Path, scenario, result, verdict: Verdict, wall: float, obs, codes,
-             recorded: bool) -> None:
-    """Write the report and pictures to ``out`` and print the verdict lines."""
+             recorded: bool, extra: dict | None = None) -> None:
+    """Write the report and pictures to ``out`` and print the verdict lines. ``extra``:
+    keys added to the report (seed, lockstep, ``trace_sha256``…)."""
     report = build_report(scenario, result, verdict, wall, obs, codes)
+    report.update(extra or {})
     write_json(out / "report.json", report)
     draw_pictures(out, scenario, verdict.plan, obs)
     formed, expected, error = verdict.formed, verdict.expected, verdict.error

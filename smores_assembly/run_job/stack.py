@@ -13,16 +13,28 @@ WATCH = ("WARN", "ERROR", "FATAL")
 
 def launch_specs(args) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
-    (scenario, ``--params-file``, ``--real-time-factor``)."""
+    (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
+    ``--single-process``: then one process, :mod:`smores_assembly.ros.container`, runs
+    every node)."""
     from smores_assembly.launch import launch_file, load_launch
     launch_args = {"scenario": str(Path(args.scenario).resolve())}
     if getattr(args, "params_file", None):
         launch_args["params_file"] = str(Path(args.params_file).resolve())
-    if args.real_time_factor is not None:
-        launch_args["real_time_factor"] = str(args.real_time_factor)
+    free = bool(getattr(args, "free_running", False))
+    launch_args["lockstep"] = "false" if free else "true"
+    launch_args["random_seed"] = str(int(getattr(args, "seed", 0) or 0))
+    rtf = args.real_time_factor
+    if rtf is None and not free:
+        rtf = 0.0  # lockstep: as fast as possible (the results do not depend on the pace)
+    if rtf is not None:
+        launch_args["real_time_factor"] = str(float(rtf))
     if getattr(args, "backend", None):
         launch_args["backend"] = args.backend
-    return load_launch(launch_file("fake_assembly"), launch_args)
+    specs = load_launch(launch_file("fake_assembly"), launch_args)
+    if getattr(args, "single_process", False):
+        from smores_assembly.ros.container import container_spec
+        specs = [container_spec(specs)]
+    return specs
 
 
 class NodeLog:

@@ -13,6 +13,12 @@ from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros.names import VICON_FORMAT
 
 
+#: Lockstep participants of the fake stack in turn order: the bridge turns the step's mocap
+#: samples into states, the executive sequences, the navigation plans, the controller
+#: commands.
+DEFAULT_PARTICIPANTS = ["mocap_bridge", "executive", "navigation", "docking_controller"]
+
+
 @dataclass
 class FakeHardwareSettings:
     """Tunables of the fake hardware node besides the physics (:class:`SimParams`)."""
@@ -53,6 +59,21 @@ class FakeHardwareSettings:
         "kinematic", "physics of the simulated world: kinematic (smores_assembly.sim.SimWorld, "
         "the controllers' own model) or mujoco (rigid bodies, "
         "smores_assembly.sim.mujoco_world)", start_only=True)
+    lockstep: bool = param_field(
+        False, "step only when every lockstep participant has answered the last step "
+               "(deterministic); false: free-running on the wall clock", start_only=True)
+    lockstep_participants: list = param_field(
+        list(DEFAULT_PARTICIPANTS), "lockstep: node names of the participants, in turn order",
+        start_only=True)
+    lockstep_settle_s: float = param_field(
+        0.5, "lockstep: wall time between the last participant's hello and the first step "
+             "(endpoint discovery) [s]", 0.0, 60.0)
+    lockstep_clock_rate_hz: float = param_field(
+        10.0, "lockstep: rate of /clock [Hz, simulated time] (participants take their time "
+              "from the turns; /clock only serves the other nodes and tools)", 0.1, 10000.0)
+    lockstep_count_timeout_s: float = param_field(
+        30.0, "lockstep: wall time to wait for commands announced but not received before "
+              "stepping without them (with a warning) [s]", 0.1, 3600.0)
 
     def validate(self) -> None:
         """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
@@ -65,3 +86,6 @@ class FakeHardwareSettings:
         if "{id}" not in self.mocap_topic_format:
             raise ParamsError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
                               "{id}", field="mocap_topic_format")
+        if self.lockstep:
+            from smores_assembly.sim.lockstep import LockstepSchedule  # noqa: PLC0415
+            LockstepSchedule([str(n) for n in self.lockstep_participants])

@@ -1,0 +1,191 @@
+"""CPU cost and pace of a whole ``smores-assemble run`` (lockstep, one process per node and
+single process).
+
+For each case the run is started as ``smores-assemble run ... --seed 0`` and every process
+of the stack is sampled from ``/proc`` twice a second. Reported:
+
+* ``cpu/sim``: CPU seconds of all processes (nodes and the run's own) spent while the
+  simulation runs, per simulated second (start-up and the report are excluded: they are
+  shown as ``startup CPU``);
+* ``pace``: simulated seconds per wall second while it runs (real_time_factor 0: as fast as
+  the machine allows; on a shared machine this depends on the load, CPU time does not);
+* ``per node``: the share of the CPU of each node process (multi-process runs).
+
+Cases: Task 1 (mobile_manipulator), holonomic_vehicle, and random 25- and 50-module targets
+(:func:`bench.bench_planning.make_scenario_dict`). Goal: Task 1 at most 0.1 CPU s per
+simulated s.
+
+    python -m bench.bench_lockstep [--cases task1,holonomic,random25,random50]
+        [--modes multi,single] [--timeout S] [--out DIR]
+
+What was measured and changed (issue 10), on the 2-core machine: before, one run of Task 1
+kept 8 processes at ~1.9 cores (~0.5 CPU s per simulated s at real_time_factor 4); the two
+planning nodes spent ~17 % each decoding the 100 Hz ``/modules/states`` they only need when
+planning. Changes: the planning nodes subscribe to the (latched) states only while they
+plan; the simulation runs in lockstep, so a node only wakes for its own turns (the bridge
+and the controller at 50 Hz, the executive at 20 Hz, the navigation on a new stage or
+status), instead of free-running timers racing a wall clock; ``--single-process`` saves the
+per-process interpreters and inter-process transport.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = {"task1": "mobile_manipulator", "holonomic": "holonomic_vehicle",
+         "random25": 25, "random50": 50}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(d))
+        except OSError:
+            continue
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def _cpu(pid: int) -> tuple[str, float] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline") as f:
+            cmd = f.read().split("\0")
+    except OSError:
+        return None
+    name = "run"
+    for i, a in enumerate(cmd):
+        if a == "-m" and i + 1 < len(cmd) and cmd[i + 1].startswith("smores_assembly.ros."):
+            name = cmd[i + 1].rsplit(".", 1)[1]
+    return name, (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _sample(root: int) -> dict[int, tuple[str, float]]:
+    return {p: c for p in _descendants(root) if (c := _cpu(p)) is not None}
+
+
+def _scenario_path(case: str, workdir: Path) -> Path:
+    what = CASES[case]
+    if isinstance(what, str):
+        return REPO / "config" / "scenarios" / f"{what}.yaml"
+    from bench.bench_planning import make_scenario_dict
+    path = workdir / f"{case}.yaml"
+    path.write_text(yaml.safe_dump(make_scenario_dict(what, seed=what)))
+    return path
+
+
+def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
+    """One ``smores-assemble run`` of ``case`` in ``mode`` (multi | single) with CPU
+    sampling; returns the measured numbers."""
+    out = workdir / f"{case}_{mode}"
+    cmd = [sys.executable, "-m", "smores_assembly.cli", "run",
+           str(_scenario_path(case, workdir)), "--out", str(out), "--seed", "0",
+           "--real-time-factor", "0", "--timeout", str(timeout)]
+    if mode == "single":
+        cmd.append("--single-process")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.Random().randint(101, 200)),
+               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, cwd=REPO)
+    import threading
+    lines: list[str] = []
+    marks: dict[str, float] = {}
+
+    def pump():
+        for line in proc.stdout:
+            lines.append(line)
+            if "stage 1/" in line and "start" not in marks:
+                marks["start"] = time.monotonic()
+            if line.startswith(("ASSEMBLED", "FAILED")):
+                marks["end"] = time.monotonic()
+    th = threading.Thread(target=pump, daemon=True)
+    th.start()
+    per_pid: dict[int, tuple[str, float]] = {}
+    at_start: dict[int, tuple[str, float]] | None = None
+    while proc.poll() is None:
+        snap = _sample(proc.pid)
+        if "start" in marks and at_start is None:
+            at_start = dict(snap)
+        if "end" not in marks:
+            per_pid.update(snap)
+        time.sleep(0.5)
+    th.join(timeout=5)
+    wall = time.monotonic() - t0
+    try:
+        report = json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        report = {}
+    at_start = at_start or {}
+    run_cpu: dict[str, float] = {}
+    startup = 0.0
+    for pid, (name, cpu) in per_pid.items():
+        base = at_start.get(pid, (name, 0.0))[1]
+        run_cpu[name] = run_cpu.get(name, 0.0) + cpu - base
+        startup += base
+    sim = float(report.get("assembly_time_s", 0.0))
+    run_wall = marks.get("end", t0) - marks.get("start", t0)
+    total = sum(run_cpu.values())
+    return {"case": case, "mode": mode, "success": report.get("success"),
+            "error": report.get("error", "".join(lines[-3:]).strip()),
+            "sim_s": sim, "run_wall_s": round(run_wall, 1), "wall_s": round(wall, 1),
+            "cpu_run_s": round(total, 2), "cpu_startup_s": round(startup, 2),
+            "cpu_per_sim_s": round(total / sim, 3) if sim > 0 else None,
+            "pace": round(sim / run_wall, 2) if run_wall > 0 else None,
+            "per_node": {k: round(v, 2) for k, v in sorted(run_cpu.items())},
+            "connections": len(report.get("connections", [])),
+            "missing": len(report.get("missing_connections", [])),
+            "trace_sha256": report.get("trace_sha256", "")[:12]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_lockstep")
+    ap.add_argument("--cases", default="task1,holonomic,random25,random50")
+    ap.add_argument("--modes", default="multi,single")
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    workdir = Path(a.out or tempfile.mkdtemp(prefix="bench_lockstep_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    print(f"{'case':10} {'mode':6} {'result':9} {'sim s':>7} {'wall s':>7} {'pace':>5} "
+          f"{'CPU s':>7} {'CPU/sim':>8} {'startup':>8}  per node (CPU s while running)")
+    for case in a.cases.split(","):
+        for mode in a.modes.split(","):
+            r = run_case(case, mode, workdir, a.timeout)
+            rows.append(r)
+            res = "ok" if r["success"] else f"{r['connections']}/{r['connections'] + r['missing']}"
+            print(f"{case:10} {mode:6} {res:9} {r['sim_s']:7.1f} {r['run_wall_s']:7.1f} "
+                  f"{r['pace'] or 0:5.2f} {r['cpu_run_s']:7.1f} {r['cpu_per_sim_s'] or 0:8.3f} "
+                  f"{r['cpu_startup_s']:8.1f}  "
+                  + ", ".join(f"{k} {v}" for k, v in r["per_node"].items()), flush=True)
+            if not r["success"]:
+                print(f"           {r['error'][:200]}", flush=True)
+    (workdir / "bench_lockstep.json").write_text(json.dumps(rows, indent=1))
+    print(f"results: {workdir}/bench_lockstep.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

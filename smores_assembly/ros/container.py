@@ -1,0 +1,126 @@
+"""Every node of a launch in one process under one executor (like a component container).
+
+``smores-assemble run --single-process`` starts this module instead of one process per
+node: the same node classes, each with its own command-line parameters and remappings
+(``cli_args``), spun by one single-threaded executor. It saves the per-process cost (one
+Python interpreter, one DDS participant and one executor per node) and the inter-process
+message transport. Launch files keep one process per node.
+
+Run: ``python -m smores_assembly.ros.container SPEC.json`` where the JSON file (or the
+argument itself) is a list of ``{"name", "module", "ros_args"}`` (see
+:func:`container_spec`).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+#: Node class of each executable of this package.
+NODE_CLASSES = {
+    "fake_hardware": "FakeHardwareNode",
+    "mocap_bridge": "MocapBridgeNode",
+    "root_search": "RootSearchNode",
+    "task_assignment": "TaskAssignmentNode",
+    "navigation": "NavigationNode",
+    "docking_controller": "DockingControllerNode",
+    "executive": "ExecutiveNode",
+}
+_MODULE_PREFIX = "smores_assembly.ros."
+
+
+def container_spec(specs: list, name: str = "container"):
+    """One :class:`~smores_assembly.launch.ProcessSpec` running every node of ``specs``
+    (``python -m smores_assembly.ros.<exec> --ros-args ...`` commands of this package).
+
+    Raises:
+        ValueError: a spec that is not one of this package's nodes.
+    """
+    from smores_assembly.launch.yaml_launch import ProcessSpec  # noqa: PLC0415
+    nodes, env = [], {}
+    for spec in specs:
+        cmd = list(spec.cmd)
+        try:
+            module = cmd[cmd.index("-m") + 1]
+            ros = cmd[cmd.index("--ros-args"):]
+        except ValueError:
+            raise ValueError(f"{spec.name}: not a node of this package: {cmd}") from None
+        exe = module[len(_MODULE_PREFIX):] if module.startswith(_MODULE_PREFIX) else ""
+        if exe not in NODE_CLASSES:
+            raise ValueError(f"{spec.name}: {module} has no node class for a container")
+        nodes.append({"name": spec.name, "module": exe, "ros_args": ros})
+        env.update(spec.env)
+    return ProcessSpec(name=name, cmd=[sys.executable, "-m", __name__, json.dumps(nodes)],
+                       env=env, output="screen")
+
+
+def _split_log_level(ros_args: list[str]) -> tuple[list[str], list[str]]:
+    """(node arguments, global ``--log-level`` arguments): the log level is a process-wide
+    setting, not a node's argument."""
+    node, glob, i = [], [], 0
+    while i < len(ros_args):
+        if ros_args[i] == "--log-level" and i + 1 < len(ros_args):
+            glob += ros_args[i:i + 2]
+            i += 2
+            continue
+        node.append(ros_args[i])
+        i += 1
+    return node, glob
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Create every node of the spec list and spin them in one single-threaded executor.
+
+    Returns 0 on a clean shutdown, 2 when a node refused its configuration.
+    """
+    import rclpy  # noqa: PLC0415
+    from rclpy.executors import ExternalShutdownException  # noqa: PLC0415
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m smores_assembly.ros.container SPEC.json|JSON", file=sys.stderr)
+        return 2
+    text = Path(argv[0]).read_text() if Path(argv[0]).is_file() else argv[0]
+    entries = json.loads(text)
+    split = [_split_log_level(e["ros_args"]) for e in entries]
+    glob = next((g for _, g in split if g), [])
+    rclpy.init(args=["--ros-args", *glob[-2:]] if glob else None)
+    nodes = []
+    try:
+        for e, (node_args, _) in zip(entries, split):
+            mod = importlib.import_module(_MODULE_PREFIX + e["module"])
+            cls = getattr(mod, NODE_CLASSES[e["module"]])
+            nodes.append(cls(cli_args=node_args, use_global_arguments=False))
+    except ValueError as exc:
+        rclpy.logging.get_logger("smores_assembly").fatal(f"{e['name']}: {exc}")
+        for n in nodes:
+            n.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    from smores_assembly.ros.common import make_executor  # noqa: PLC0415
+    executor = make_executor()
+    for n in nodes:
+        executor.add_node(n)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if rclpy.ok():
+            raise
+    finally:
+        for n in nodes:
+            on_shutdown = getattr(n, "on_shutdown", None)
+            if callable(on_shutdown):
+                try:
+                    on_shutdown()
+                except Exception:
+                    pass
+            n.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,463 @@
+"""Lockstep simulation: the participant side (a node that the fake hardware waits for).
+
+In lockstep mode (``lockstep: true``, the default of the fake-hardware stack) the fake
+hardware is a discrete-event scheduler: after every physics step it gives a **turn** to each
+participant that is due, one after the other in a fixed order, and steps again only when
+every turn has been answered. A participant therefore sees exactly the data of the steps
+before its turn and its outputs reach the others before their next turn, whatever the load
+of the machine: the same seed gives bit-identical runs (like Gazebo's lockstep or Webots'
+synchronous mode, here across processes).
+
+Protocol (all reliable):
+
+* ``lockstep/turn/<node>`` (smores_assembly/LockstepTurn, transient local): the turn at
+  simulated time ``stamp``, with the number of messages published so far by participants on
+  each topic the node counts. The node waits until it has received that many on each topic.
+* ``lockstep/ack`` (smores_assembly/LockstepAck): the answer, with the counts of what the
+  node published, its next due timer and (first message: ``hello``) the topics it counts.
+
+Inside a node, :class:`LockstepParticipant` replaces ``create_subscription``,
+``create_publisher`` and ``create_timer`` for the topics and timers that take part. A turn
+sets the node's clock to the turn's time (the node does not listen to ``/clock``), then
+delivers the messages buffered since the last turn (in subscription order, each
+subscription's messages in arrival order), then runs the timers that are due (in creation
+order); the turn ends when no :meth:`hold` predicate is true and every :class:`TurnWaiter`
+that was woken has waited again. While a turn is held, messages are delivered at once (e.g.
+a plan from a node that is not a participant). Without lockstep every method is the plain
+rclpy call, so the nodes' logic is the same in both modes.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+from rosgraph_msgs.msg import Clock as ClockMsg
+
+from smores_assembly.msg import LockstepAck, LockstepTurn
+from smores_assembly.ros import names
+
+TOPIC_ACK = names.LOCKSTEP_ACK
+#: Participants' answers: reliable; transient local so that a hello sent before the fake
+#: hardware's subscription matched still arrives.
+ACK_PUB_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+ACK_SUB_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: Turns: the latest one reaches a participant whose subscription matched late.
+TURN_QOS = ACK_PUB_QOS
+#: Depth of counted subscriptions and publishers (messages are never dropped between turns).
+COUNTED_DEPTH = 100
+#: Longest wall time a participant waits for the publishers of its counted topics before
+#: its hello [s].
+HELLO_MATCH_TIMEOUT_S = 20.0
+
+
+def declare(node: Node, count_timeout_s: float = 30.0) -> "LockstepParticipant":
+    """Declare the node's read-only ``lockstep`` parameter (default false) and return its
+    :class:`LockstepParticipant`.
+
+    Raises:
+        ValueError: ``lockstep`` without ``use_sim_time``.
+    """
+    from rcl_interfaces.msg import ParameterDescriptor  # noqa: PLC0415
+
+    from smores_assembly.ros.common import declare_given  # noqa: PLC0415
+    enabled = declare_given(
+        node, "lockstep", False, ParameterDescriptor(
+            description="take part in the fake hardware's lockstep simulation (turns set "
+                        "the clock; needs use_sim_time)", read_only=True)).value
+    if not isinstance(enabled, bool):
+        raise ValueError(f"lockstep: expected a bool, got {enabled!r}")
+    return LockstepParticipant(node, enabled, count_timeout_s)
+
+
+def turn_topic(node_name: str) -> str:
+    """Topic of ``node_name``'s turns: ``lockstep/turn/<node_name>`` (relative)."""
+    return f"{names.LOCKSTEP_TURN}/{node_name}"
+
+
+def reliable(qos: QoSProfile, depth: int = COUNTED_DEPTH) -> QoSProfile:
+    """``qos`` made reliable with at least ``depth`` of history (durability kept)."""
+    return QoSProfile(depth=max(depth, qos.depth), history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE, durability=qos.durability)
+
+
+def counted(qos: QoSProfile, depth: int = COUNTED_DEPTH) -> QoSProfile:
+    """QoS of a counted topic: reliable and transient local with ``depth`` of history, so
+    that a reader that matches its writer late (endpoint discovery on a loaded machine)
+    still receives every message it is counted for."""
+    return QoSProfile(depth=max(depth, qos.depth), history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def poll(sub, callback: Callable[[Any], None]) -> int:
+    """Take every message waiting in ``sub`` and pass it to ``callback``; returns how many.
+
+    A fallback for executors that can miss the arrival event of a message delivered as
+    history of a transient-local topic (rclpy's EventsExecutor under load)."""
+    n = 0
+    while True:
+        try:
+            with sub.handle:
+                got = sub.handle.take_message(sub.msg_type, sub.raw)
+        except Exception:  # destroyed
+            return n
+        if got is None:
+            return n
+        n += 1
+        callback(got[0])
+
+
+def _counted_qos(qos: QoSProfile) -> QoSProfile:
+    return counted(qos)
+
+
+def _ns(t_s: float) -> int:
+    return int(round(t_s * 1e9))
+
+
+class _CountingPublisher:
+    """A publisher that counts what it publishes (lockstep); other attributes delegate."""
+
+    def __init__(self, lp: "LockstepParticipant", pub, topic: str):
+        self._lp, self._pub, self._topic = lp, pub, topic
+
+    def publish(self, msg) -> None:
+        self._pub.publish(msg)
+        lp = self._lp
+        lp._sent[self._topic] = lp._sent.get(self._topic, 0) + 1
+        lp._published.add(self._topic)
+
+    def __getattr__(self, name):
+        return getattr(self._pub, name)
+
+
+class _SimTimer:
+    __slots__ = ("period_ns", "due_ns", "callback", "cancelled")
+
+    def __init__(self, period_s: float, now_ns: int, callback: Callable[[], None]):
+        self.period_ns = max(1, _ns(period_s))
+        self.due_ns = now_ns + self.period_ns
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class TurnWaiter:
+    """Lets a coroutine (an action's execute callback) run in step with the simulation.
+
+    ``await waiter.next(period_s)`` waits for the participant's next turn at least
+    ``period_s`` of simulated time later; from then until the next ``next()`` or
+    :meth:`release` the turn is held (the simulation waits for the coroutine). Without
+    lockstep ``next`` waits ``period_s`` of wall time.
+    """
+
+    def __init__(self, lp: "LockstepParticipant"):
+        self._lp = lp
+        self.held = False
+
+    def hold(self) -> None:
+        """Hold the current turn until :meth:`release` or :meth:`next`."""
+        if not self.held and self._lp.enabled:
+            self.held = True
+            self._lp._holds += 1
+
+    def release(self) -> None:
+        """Stop holding; the participant answers its turn if nothing else holds it."""
+        if self.held:
+            self.held = False
+            self._lp._holds -= 1
+            self._lp._try_finish()
+
+    async def enter(self) -> None:
+        """Continue in the current turn (held) or, outside a turn, at the next one."""
+        lp = self._lp
+        if not lp.enabled:
+            return
+        if lp.in_turn:
+            self.hold()
+            return
+        fut = Future()
+        lp._wishes.append((lp._now_ns, fut, self))
+        await fut
+
+    async def next(self, period_s: float) -> None:
+        lp = self._lp
+        fut = Future()
+        if not lp.enabled:
+            timer = lp.node.create_timer(period_s, lambda: fut.set_result(True),
+                                         clock=lp._steady)
+            try:
+                await fut
+            finally:
+                lp.node.destroy_timer(timer)
+            return
+        lp._wishes.append((lp._now_ns + _ns(period_s), fut, self))
+        self.release()
+        await fut
+
+
+class LockstepParticipant:
+    """The lockstep side of a node (see the module docstring).
+
+    Args:
+        node: the node; in lockstep it must run with ``use_sim_time`` (its clock is then set
+            by the turns instead of ``/clock``).
+        enabled: lockstep mode; False makes every method the plain rclpy call.
+
+    Raises:
+        ValueError: lockstep without ``use_sim_time``.
+    """
+
+    def __init__(self, node: Node, enabled: bool, count_timeout_s: float = 30.0):
+        self.node = node
+        self.enabled = bool(enabled)
+        self.count_timeout_s = count_timeout_s
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._subs: list[tuple[str, Callable, bool]] = []   # topic, callback, counted
+        self._buffer: list[list] = []                       # per subscription
+        self._received: dict[str, int] = {}
+        self._subscribed: dict[str, bool] = {}              # counted topic -> wakes
+        self._announced: tuple | None = None
+        self._sent: dict[str, int] = {}
+        self._published: set[str] = set()
+        self._timers: list[_SimTimer] = []
+        self._wishes: list[tuple[int, Future, TurnWaiter]] = []
+        self._holds = 0
+        self._hold_preds: list[Callable[[], bool]] = []
+        self._pending: tuple[int, dict[str, int]] | None = None
+        self._pending_since = 0.0
+        self._in_turn = False
+        self._turn_ns = -1
+        self._turn_start = 0.0
+        self._now_ns = 0
+        self.turns = 0
+        if not self.enabled:
+            return
+        if not node.get_parameter("use_sim_time").value:
+            raise ValueError("lockstep: needs use_sim_time:=true (the turns set the clock)")
+        ts = node._time_source
+        if ts._clock_sub is not None:  # the turns are this node's clock, not /clock
+            node.destroy_subscription(ts._clock_sub)
+            ts._clock_sub = None
+        self._time_source = ts
+        self._ack_pub = node.create_publisher(LockstepAck, TOPIC_ACK, ACK_PUB_QOS)
+        self._turn_sub = node.create_subscription(LockstepTurn, turn_topic(node.get_name()),
+                                                  self._on_turn, TURN_QOS)
+        self._sub_objs: list = []
+        self._hello_since: float | None = None
+        self._hello_timer = node.create_timer(0.05, self._hello, clock=self._steady)
+        node.create_timer(1.0, self._watchdog, clock=self._steady)
+
+    # --- the node's API ------------------------------------------------------------------
+    def create_subscription(self, msg_type, topic: str, callback: Callable[[Any], None],
+                            qos, counted: bool = True, wake: bool = False):
+        """A subscription whose messages are delivered at the node's turns.
+
+        ``counted``: published by participants; the node waits for all of them before a
+        turn (use False for topics of other nodes, e.g. the plan). ``wake``: a new message
+        gives the node a turn at the next opportunity (else it waits for its timers).
+        """
+        if not self.enabled:
+            return self.node.create_subscription(msg_type, topic, callback, qos)
+        i = len(self._subs)
+        sub = self.node.create_subscription(msg_type, topic,
+                                            lambda msg, i=i: self._on_msg(i, msg),
+                                            _counted_qos(qos) if counted else qos)
+        name = sub.topic_name
+        self._sub_objs.append(sub)
+        self._subs.append((name, callback, counted))
+        self._buffer.append([])
+        if counted:
+            self._subscribed[name] = self._subscribed.get(name, False) or wake
+            self._received.setdefault(name, 0)
+        return sub
+
+    def create_publisher(self, msg_type, topic: str, qos, history: bool = True):
+        """A publisher whose messages are counted (lockstep: reliable, transient local with
+        a history of :data:`COUNTED_DEPTH` messages; ``history=False`` keeps ``qos``'s depth,
+        e.g. depth 1 for the latest states)."""
+        if not self.enabled:
+            return self.node.create_publisher(msg_type, topic, qos)
+        pub = self.node.create_publisher(
+            msg_type, topic, counted(qos) if history else counted(qos, depth=qos.depth))
+        return _CountingPublisher(self, pub, pub.topic_name)
+
+    def create_timer(self, period_s: float, callback: Callable[[], None]):
+        """A timer on simulated time; in lockstep it runs at the node's turns."""
+        if not self.enabled:
+            return self.node.create_timer(period_s, callback)
+        tmr = _SimTimer(period_s, self._now_ns, callback)
+        self._timers.append(tmr)
+        return tmr
+
+    def destroy_timer(self, tmr) -> None:
+        if isinstance(tmr, _SimTimer):
+            tmr.cancel()
+            self._timers = [t for t in self._timers if t is not tmr]
+        elif tmr is not None:
+            self.node.destroy_timer(tmr)
+
+    def hold(self, predicate: Callable[[], bool]) -> None:
+        """Hold every turn while ``predicate()`` is true (re-checked after each message
+        delivered during the turn and on :meth:`poke`)."""
+        self._hold_preds.append(predicate)
+
+    def poke(self) -> None:
+        """Re-check the holds (call when a hold predicate may have become false)."""
+        self._try_finish()
+
+    def waiter(self) -> TurnWaiter:
+        return TurnWaiter(self)
+
+    @property
+    def in_turn(self) -> bool:
+        return self._in_turn
+
+    # --- protocol ------------------------------------------------------------------------
+    def _hello(self) -> None:
+        """Announce the node once its counted subscriptions have found their publishers
+        (or after ``HELLO_MATCH_TIMEOUT_S``), so that the first steps are not missed."""
+        unmatched = [self._subs[i][0] for i, sub in enumerate(self._sub_objs)
+                     if self._subs[i][2] and sub.get_publisher_count() == 0]
+        if self._hello_since is None:
+            self._hello_since = time.monotonic()
+        if unmatched and time.monotonic() - self._hello_since < HELLO_MATCH_TIMEOUT_S:
+            return  # the 0.05 s timer tries again
+        self.node.destroy_timer(self._hello_timer)
+        self._hello_timer = None
+        if unmatched:
+            self.node.get_logger().warning(
+                f"lockstep: no publisher yet on {', '.join(unmatched)}; announcing anyway")
+        self._send_ack(hello=True)
+
+    def _watchdog(self) -> None:
+        """Once a second (wall): repeat the hello until the first turn, take turns and
+        counted messages whose arrival event was missed, and start a turn that waited
+        ``count_timeout_s`` for messages that never came."""
+        if self.turns == 0 and not self._in_turn and self._hello_timer is None:
+            self._send_ack(hello=True)
+        poll(self._turn_sub, self._on_turn)
+        if self._pending is not None:
+            for i, sub in enumerate(self._sub_objs):
+                if self._subs[i][2]:
+                    poll(sub, lambda msg, i=i: self._on_msg(i, msg))
+            if self._pending is not None:
+                self._try_run()
+
+    def _on_msg(self, i: int, msg) -> None:
+        topic, callback, counted = self._subs[i]
+        if counted:
+            self._received[topic] += 1
+        if self._in_turn:
+            callback(msg)
+            self._try_finish()
+            return
+        self._buffer[i].append(msg)
+        if self._pending is not None:
+            self._try_run()
+
+    def _on_turn(self, msg: LockstepTurn) -> None:
+        t_ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        if t_ns <= self._turn_ns:
+            return  # the latched copy of a turn already answered
+        self._pending = (t_ns, dict(zip(msg.topics, msg.counts)))
+        self._pending_since = time.monotonic()
+        self._try_run()
+
+    def _missing(self, expected: dict[str, int]) -> dict[str, tuple[int, int]]:
+        return {t: (self._received.get(t, 0), n) for t, n in expected.items()
+                if self._received.get(t, 0) < n}
+
+    def _try_run(self) -> None:
+        t_ns, expected = self._pending
+        missing = self._missing(expected)
+        if missing:
+            if time.monotonic() - self._pending_since < self.count_timeout_s:
+                return
+            self.node.get_logger().warning(
+                f"lockstep: turn at t={t_ns * 1e-9:.3f} s started without "
+                f"{', '.join(f'{t} ({r}/{n})' for t, (r, n) in missing.items())}; "
+                "the run is no longer deterministic")
+            for t, (r, n) in missing.items():
+                self._received[t] = n
+        self._pending = None
+        self._run_turn(t_ns)
+
+    def _run_turn(self, t_ns: int) -> None:
+        self._in_turn = True
+        self._turn_ns = self._now_ns = t_ns
+        self._turn_start = time.monotonic()
+        self.turns += 1
+        self._time_source.clock_callback(ClockMsg(clock=_time_msg(t_ns)))
+        for (_, callback, _), buf in zip(self._subs, self._buffer):
+            if buf:
+                msgs = list(buf)
+                buf.clear()
+                for m in msgs:
+                    callback(m)
+        for tmr in list(self._timers):
+            if tmr.cancelled or tmr.due_ns > t_ns:
+                continue
+            while tmr.due_ns <= t_ns:
+                tmr.due_ns += tmr.period_ns
+            tmr.callback()
+        wishes, self._wishes = self._wishes, []
+        for due, fut, waiter in wishes:
+            if due <= t_ns:
+                waiter.hold()
+                fut.set_result(True)
+            else:
+                self._wishes.append((due, fut, waiter))
+        self._try_finish()
+
+    def _held(self) -> bool:
+        if self._holds > 0:
+            return True
+        if any(p() for p in self._hold_preds):
+            return True
+        return False
+
+    def _try_finish(self) -> None:
+        if not self._in_turn or self._held():
+            return
+        self._in_turn = False
+        self._send_ack()
+
+    def _next_turn_s(self) -> float:
+        dues = [t.due_ns for t in self._timers if not t.cancelled]
+        dues += [d for d, _, _ in self._wishes]
+        return min(dues) * 1e-9 if dues else math.inf
+
+    def _send_ack(self, hello: bool = False) -> None:
+        msg = LockstepAck(node=self.node.get_name(), hello=hello)
+        msg.stamp = _time_msg(max(self._turn_ns, 0))
+        msg.next_turn_s = self._next_turn_s()
+        topics = sorted(self._sent) if hello else sorted(self._published)
+        self._published = set()
+        msg.topics = topics
+        msg.counts = [self._sent[t] for t in topics]
+        announced = tuple(sorted(self._subscribed.items()))
+        if hello or announced != self._announced:
+            self._announced = announced
+            msg.subscribed = [t for t, _ in announced]
+            msg.wake = [t for t, w in announced if w]
+            if not msg.subscribed:
+                msg.subscribed = [""]  # "" = announced, none counted
+        self._ack_pub.publish(msg)
+
+
+def _time_msg(t_ns: int):
+    from builtin_interfaces.msg import Time
+    sec, nsec = divmod(int(t_ns), 1_000_000_000)
+    return Time(sec=sec, nanosec=nsec)
