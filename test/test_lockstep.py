@@ -106,7 +106,7 @@ def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, p
     """
     from rclpy.node import Node
 
-    from smores_assembly.msg import ModuleState, ModuleStateArray
+    from smores_assembly.msg import ModuleState, ModuleStateArray, TargetTopology
     from smores_assembly.ros import common, names
     from ros_helpers import spin_until
 
@@ -129,10 +129,13 @@ def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, p
         ex.add_node(io)
         pub = io.create_publisher(ModuleStateArray, names.STATES,
                                   common.STATES_PUB_QOS)
+        # the planning node subscribes to the target at start-up: matched = constructed
+        target_pub = io.create_publisher(TargetTopology, names.TARGET, common.LATCHED_QOS)
         msg = ModuleStateArray()
         msg.modules = [ModuleState(id=f"m{i}", x=0.1 * i, tracked=True) for i in range(50)]
-        # wait until both processes are up (the decoder matched; the node had time to start)
-        assert spin_until(ex, lambda: pub.get_subscription_count() >= 1, 60.0)
+        # wait until both processes are up and idle (the start-up's CPU is not counted)
+        assert spin_until(ex, lambda: pub.get_subscription_count() >= 1
+                          and target_pub.get_subscription_count() >= 1, 60.0)
         time.sleep(3.0)
         node_cpu0, dec_cpu0 = _cpu_s(proc.pid), _cpu_s(decoder.pid)
         io.create_timer(0.01, lambda: pub.publish(msg))
