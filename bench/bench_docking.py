@@ -106,7 +106,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               path: TimedPath | None = None, parent_magnets: bool = True,
               kick_parent: tuple[Phase, float, float] | None = None,
               latency: float = 0.0, backend: str = "kinematic",
-              sim_params: SimParams | None = None) -> TrialResult:
+              sim_params: SimParams | None = None,
+              neighbours: dict[str, Pose2D] | None = None) -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -140,13 +141,14 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     w = s.module_width
     parent = Pose2D(0.0, 0.0, 0.0)
     goal = child_pose(parent, parent_face, child_face, w)
+    others = dict(neighbours or {})
     if start is None:
-        start = random_start(rng, goal, [parent])
-    poses = {PARENT: parent, MODULE: start}
+        start = random_start(rng, goal, [parent, *others.values()])
+    poses = {PARENT: parent, MODULE: start, **others}
     helpers = ()
     if use_helper:
         if helper_start is None:
-            helper_start = random_start(rng, goal, [parent, start])
+            helper_start = random_start(rng, goal, [parent, start, *others.values()])
         poses[HELPER] = helper_start
         helpers = (HELPER,)
     world = make_world(backend, poses, sim_params, helpers=helpers)
@@ -185,7 +187,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         while len(queue) > 1 and queue[1][MODULE].stamp <= t - latency + 1e-9:
             queue.pop(0)
         samples = queue[0]
-        out = task.tick(t, samples, connected, path if t == 0.0 else None)
+        out = task.tick(t, samples, connected, path if t == 0.0 else None,
+                        [(samples[o].pose.x, samples[o].pose.y) for o in others])
         if out.status.message:
             messages.add(out.status.message)
         if trace is not None:

@@ -747,3 +747,31 @@ def test_stall_is_reported_when_commands_may_not_be_raised():
     assert r.phase is Phase.FAILED and r.error_code is ErrorCode.RETRIES_EXHAUSTED
     assert "(STALLED)" in r.message and "did not move" in r.message
     assert r.time_s < 100.0
+
+
+# --------------------------------------------------------------- corners and slots (issue 11)
+
+def _lane_neighbours(pf: Face, cf: Face, sides: int) -> dict[str, Pose2D]:
+    """Modules flush beside the final cell of a dock onto ``pf`` of the parent at the
+    origin: one side (a corner) or both (a slot one module wide)."""
+    goal = child_pose(Pose2D(0.0, 0.0, 0.0), pf, cf, W)
+    L = math.hypot(goal.x, goal.y)
+    tx, ty = -goal.y / L, goal.x / L
+    out = {"n1": Pose2D(goal.x + W * tx, goal.y + W * ty, 0.0)}
+    if sides == 2:
+        out["n2"] = Pose2D(goal.x - W * tx, goal.y - W * ty, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("sides", [1, 2], ids=["corner", "slot"])
+@pytest.mark.parametrize("pf,cf", NON_HELPER_CASES,
+                         ids=[f"{c.value}-onto-{p.value}" for p, c in NON_HELPER_CASES])
+def test_docks_into_a_corner_and_a_slot(pf, cf, sides):
+    """The final cell lies beside placed modules (flush on one or both sides): the module
+    turns at its staging pose out on the axis and slides straight in along the lane, no
+    collision, no retry; it used to time out in POSE_ADJUST against the neighbour."""
+    s = DockingSettings()
+    nb = _lane_neighbours(pf, cf, sides)
+    for seed in range(4):
+        r = run_trial(pf, cf, seed, dt=DT, settings=s, neighbours=nb)
+        _assert_docked(r, 0)

@@ -187,3 +187,21 @@ def test_bad_input_is_refused_with_the_field_name():
     with pytest.raises(ParamsError, match="nominal_speed"):
         plan_stage({"a": (Pose2D(0, 0, 0), Pose2D(1, 0, 0))}, {}, NavSettings(nominal_speed=-1))
     assert plan_stage({}, {"x": Pose2D(0, 0, 0)}).paths == {}
+
+
+def test_clear_predock_moves_a_corner_goal_out_along_the_axis():
+    """Pocket (issue 11): m3 docks at (0.08, 0.08) onto the face of m1 at (0, 0.08) with m2
+    flush below at (0.08, 0); its pre-dock pose (0.14, 0.08) is 0.10 m from m2, so the goal
+    moves out along +x to the first 5 mm step at least 0.13 m from every module."""
+    from smores_assembly.geometry import Face, predock_pose
+    from smores_assembly.navigation.stage import clear_predock
+    goal = Pose2D(0.08, 0.08, math.pi)          # TOP face (angle 0) towards -x, onto m1
+    others = [(0.0, 0.08), (0.08, 0.0), (0.0, 0.0)]
+    assert predock_pose(goal, Face.TOP, 0.06).distance_to(Pose2D(0.14, 0.08, math.pi)) < 1e-12
+    p = clear_predock(goal, Face.TOP.angle, 0.06, others, 0.13)
+    # brute force: smallest e = 5 mm * k with hypot(0.06 + e, 0.08) >= 0.13 -> e = 0.045
+    e = next(0.005 * k for k in range(100) if math.hypot(0.06 + 0.005 * k, 0.08) >= 0.13)
+    assert abs(p.x - (0.14 + e)) < 1e-9 and abs(p.y - 0.08) < 1e-12 and p.yaw == goal.yaw
+    # nothing near: the plain pre-dock pose
+    assert clear_predock(goal, Face.TOP.angle, 0.06, [(0.0, 0.08)], 0.13).distance_to(
+        predock_pose(goal, Face.TOP, 0.06)) < 1e-12

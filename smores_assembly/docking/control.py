@@ -373,6 +373,55 @@ def on_approach_line(axis: DockAxis, body: Pose2D, face_offset: float, s: Dockin
             and abs(yaw) <= math.radians(s.adjust_yaw_tolerance_deg))
 
 
+def lane_neighbours(axis: DockAxis, face_offset: float, standoff: float, width: float,
+                    obstacles: Sequence[tuple[float, float]], reach: float
+                    ) -> list[tuple[float, float]]:
+    """The modules standing flush beside the approach lane of a dock (issue 11: corners).
+
+    The lane is the strip swept by the driven body (and what it carries) sliding along the
+    axis from its pre-dock pose (face gap ``standoff`` [m], face ``face_offset`` [m] ahead
+    of the body's centre) onto the target face: ``width`` wide, from the face to the back
+    of the body at the pre-dock pose. A module whose centre lies ``>= 0.9 width`` (a flush
+    neighbour, with a few mm of pose error) but less than ``reach`` [m] off the axis,
+    alongside the lane, is passed face to face by the straight slide: legal motion, but
+    closer than the usual clearance of direct moves, so the body must reach the lane
+    aligned (:func:`staging_extra`) and must not flee from such a neighbour once in it.
+
+    Args:
+        obstacles: centres of the other modules [m] (``world``).
+
+    Returns:
+        The centres (a subset of ``obstacles``) of the lane's flush neighbours.
+    """
+    c, s_ = math.cos(axis.heading), math.sin(axis.heading)
+    end = face_offset + standoff + 0.5 * width
+    out = []
+    for ox, oy in obstacles:
+        dx, dy = ox - axis.tx, oy - axis.ty
+        u = -(dx * c + dy * s_)              # outward from the target face along the axis
+        lat = -s_ * dx + c * dy
+        if 0.9 * width <= abs(lat) < reach and -0.5 * width < u < end + 0.5 * width:
+            out.append((ox, oy))
+    return out
+
+
+def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
+                  obstacles: Sequence[tuple[float, float]], clearance: float,
+                  step: float = 0.005, limit: float = 0.4) -> float:
+    """Extra distance [m] beyond ``standoff`` of the staging pose on the docking axis: the
+    nearest pose ``axis.body_pose(face_offset, standoff + extra)`` whose centre is at least
+    ``clearance`` [m] from every obstacle centre, so the body can turn there and then slide
+    straight in along the lane (``0`` when the pre-dock pose itself is clear; ``limit``
+    when none within it is)."""
+    extra = 0.0
+    while extra < limit:
+        p = axis.body_pose(face_offset, standoff + extra)
+        if all(math.hypot(p.x - ox, p.y - oy) >= clearance for ox, oy in obstacles):
+            return extra
+        extra += step
+    return limit
+
+
 # --------------------------------------------------------------------------------------------
 # helper pick-up (the one rule, used by the docking task and by the navigation)
 
@@ -706,15 +755,22 @@ def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
     others = [o for o in obstacles if o != (ox, oy)]
     short = wrap_angle(a1 - a0)
     arc = []
-    # go round the shorter way unless that arc runs into another obstacle
-    for da in (short, short - math.copysign(2.0 * math.pi, short)):
-        n = max(1, int(math.ceil(abs(da) / math.radians(max_step_deg))))
-        arc = [(ox + r_wp * math.cos(a0 + da * k / n), oy + r_wp * math.sin(a0 + da * k / n))
-               for k in range(0, n + 1)]
-        if all(math.hypot(px - qx, py - qy) >= 0.9 * clearance
-               for px, py in arc[1:] for qx, qy in others):
+    # go round the shorter way unless that arc runs into another obstacle; when both ways
+    # do (a cluster: the target with a module flush beside it), go round wider
+    found = False
+    for scale in (1.0, 1.5, 2.0, 2.5):
+        r = r_wp * scale
+        for da in (short, short - math.copysign(2.0 * math.pi, short)):
+            n = max(1, int(math.ceil(abs(da) / math.radians(max_step_deg))))
+            arc = [(ox + r * math.cos(a0 + da * k / n), oy + r * math.sin(a0 + da * k / n))
+                   for k in range(0, n + 1)]
+            if all(math.hypot(px - qx, py - qy) >= 0.9 * clearance
+                   for px, py in arc[1:] for qx, qy in others):
+                found = True
+                break
+        if found:
             break
-    else:
+    if not found:
         n = max(1, int(math.ceil(abs(short) / math.radians(max_step_deg))))
         arc = [(ox + r_wp * math.cos(a0 + short * k / n),
                 oy + r_wp * math.sin(a0 + short * k / n)) for k in range(0, n + 1)]

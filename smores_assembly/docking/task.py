@@ -28,9 +28,10 @@ from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
-                                             StallMonitor, dock_axis, on_approach_line,
-                                             pickup_axis, raise_to_min_wheel_speed,
-                                             real_command, saturate, track_timed_path,
+                                             StallMonitor, dock_axis, lane_neighbours,
+                                             on_approach_line, pickup_axis,
+                                             raise_to_min_wheel_speed, real_command,
+                                             saturate, staging_extra, track_timed_path,
                                              virtual_pose)
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
@@ -322,6 +323,21 @@ class DockingContext:
             obs.append((self.target_est.x, self.target_est.y))
         return obs
 
+    def lane_neighbours(self, axis: DockAxis, obstacles) -> list[tuple[float, float]]:
+        """Modules flush beside this dock's approach lane
+        (:func:`~smores_assembly.docking.control.lane_neighbours`)."""
+        return lane_neighbours(axis, self.face_offset, self.s.standoff, self.s.module_width,
+                               obstacles, self.clearance())
+
+    def in_lane(self, axis: DockAxis) -> bool:
+        """The body stands in the approach lane: axle within 1 cm of the axis, heading
+        within 10 deg, its face no farther from the target face than the stand-off plus
+        one module width."""
+        body = self.body_virtual()
+        gap, _lat, yaw = axis.errors(body, self.face_offset)
+        return (abs(axis.axle_lateral(body)) <= 0.01 and abs(yaw) <= math.radians(10.0)
+                and gap <= self.s.standoff + self.s.module_width)
+
     def clearance(self) -> float:
         """Clearance of direct moves (one width more while carrying a module)."""
         extra = self.s.module_width if (self.uses_helper and self.lifted) else 0.0
@@ -468,7 +484,16 @@ class Navigate(PhaseStep):
 class PoseAdjust(PhaseStep):
     """Direct move (round the target and obstacles) to the pre-dock pose -> APPROACH, at
     once when the body already stands on the approach line (at the pre-dock pose, or
-    between it and the face, aligned: :meth:`DockingContext.on_approach_line`)."""
+    between it and the face, aligned: :meth:`DockingContext.on_approach_line`).
+
+    Corners and slots (issue 11): when modules stand flush beside the approach lane
+    (:func:`~smores_assembly.docking.control.lane_neighbours`) and the pre-dock pose is
+    closer than the direct-move clearance to some module, the body first regulates to a
+    staging pose further out on the axis (:func:`~smores_assembly.docking.control.staging_extra`:
+    clear enough to turn there), aligned with the axis, then drives straight along the
+    lane to the pre-dock pose; inside the lane (aligned, on the axis) it does not flee
+    from the lane's flush neighbours.
+    """
 
     phase = Phase.POSE_ADJUST
 
@@ -476,6 +501,8 @@ class PoseAdjust(PhaseStep):
         self.escape = Escape()
         self.reg: PoseRegulator | None = None
         self.goal_key: Pose2D | None = None
+        self.extra = 0.0        # staging distance beyond the stand-off [m]
+        self.staging = False    # regulating to the staging pose (not yet the pre-dock)
 
     def tick(self, ctx):
         s = ctx.s
@@ -484,7 +511,11 @@ class PoseAdjust(PhaseStep):
         if ctx.on_approach_line():
             return Phase.APPROACH
         ax = ctx.axis()
-        if self.escape.step(ctx, ctx.body_obs.est, ctx.obstacles_for_body()):
+        obs = ctx.obstacles_for_body()
+        neigh = ctx.lane_neighbours(ax, obs)
+        in_lane = bool(neigh) and ctx.in_lane(ax)
+        flee = [o for o in obs if o not in neigh] if in_lane else obs
+        if self.escape.step(ctx, ctx.body_obs.est, flee):
             self.reg = None   # plan the direct move again once clear
             return None
         body = ctx.body_virtual()
@@ -494,16 +525,28 @@ class PoseAdjust(PhaseStep):
                 or abs(wrap_angle(self.goal_key.yaw - goal.yaw)) > math.radians(0.2)):
             # (re)plan on a target that moved: keep the detour progress and sub-step
             if self.reg is None:
-                wps = detour_waypoints((body.x, body.y), (goal.x, goal.y),
-                                       ctx.obstacles_for_body(), ctx.clearance())
+                self.extra = (staging_extra(ax, ctx.face_offset, s.standoff, obs,
+                                            ctx.clearance()) if neigh else 0.0)
+                self.staging = self.extra > 0.0 and not in_lane
+                aim = ax.body_pose(ctx.face_offset, s.standoff + self.extra) \
+                    if self.staging else goal
+                wps = ([] if in_lane else
+                       detour_waypoints((body.x, body.y), (aim.x, aim.y), obs,
+                                        ctx.clearance()))
                 aligning = False
             else:
+                aim = ax.body_pose(ctx.face_offset, s.standoff + self.extra) \
+                    if self.staging else goal
                 wps, aligning = self.reg.waypoints, self.reg.aligning
-            self.reg = PoseRegulator(goal, wps)
+            self.reg = PoseRegulator(aim, wps)
             self.reg.aligning = aligning
             self.goal_key = goal
         if self.reg.done(body, s):
-            return Phase.APPROACH
+            if not self.staging:
+                return Phase.APPROACH
+            # aligned at the staging pose: straight along the lane to the pre-dock pose
+            self.staging = False
+            self.reg = PoseRegulator(goal, [])
         v, w = self.reg.command(body, s, ctx.speed_limit(body, ax))
         ctx.set_cmd(v, w)
         return None

@@ -90,6 +90,10 @@ class NavSettings:
     predock_standoff: float = param_field(
         0.06, "distance of the pre-dock pose from the docked pose along the dock axis [m]",
         0.0, 1.0)
+    predock_clearance: float = param_field(
+        0.13, "a pre-dock goal closer than this (centre distance) to another module is moved "
+        "out along the dock axis until it is not (a corner: the docking controller turns "
+        "there and slides in along the lane) [m]", 0.0, 1.0)
     replan_lag_m: float = param_field(
         0.12, "replan when a moving module is this far behind its timed path [m]", 0.0, 10.0)
     monitor_period_s: float = param_field(0.5, "period of the path-following check [s]",
@@ -136,6 +140,28 @@ class StagePlan:
     def duration_s(self) -> float:
         """Time of the last waypoint of all paths [s]."""
         return max((p[-1][0] for p in self.paths.values() if p), default=0.0)
+
+
+def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
+                  others: Collection[tuple[float, float]], clearance: float,
+                  step: float = 0.005, limit: float = 0.4) -> Pose2D:
+    """The pre-dock goal of a dock, moved out along its dock axis until clear (issue 11).
+
+    ``goal`` is the docked pose, ``face_angle`` [rad] the moving face's angle in the
+    module frame (:attr:`smores_assembly.geometry.Face.angle`); the pose ``standoff + e``
+    [m] out along the face normal is returned for the smallest ``e`` (in ``step``, at most
+    ``limit``; as :func:`smores_assembly.geometry.predock_pose`) whose centre is at least ``clearance`` [m] from every centre in ``others``
+    (the docking controller's staging pose: there the module can turn, then slide straight
+    along the lane past modules flush beside it). Heading = ``goal``'s.
+    """
+    a = goal.yaw + face_angle
+    e = 0.0
+    while True:
+        d = standoff + e
+        p = Pose2D(goal.x - d * math.cos(a), goal.y - d * math.sin(a), goal.yaw)
+        if e >= limit or all(math.hypot(p.x - ox, p.y - oy) >= clearance for ox, oy in others):
+            return p
+        e += step
 
 
 def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:

@@ -11,7 +11,9 @@ When the active stage ``k >= 0`` is set or changes (and a plan and states are kn
 plans for every action of stage ``k``:
 
 * an action without helper: the moving body is the action's module, its goal the pre-dock
-  pose ``predock_pose(goal, child_face, predock_standoff)``;
+  pose ``predock_pose(goal, child_face, predock_standoff)``, moved out along the dock axis
+  until ``predock_clearance`` from every other module (:func:`clear_predock`: in a corner
+  the docking controller turns there and slides in along the lane);
 * an action with ``needs_helper``: the moving body is the helper, its goal the pick-up pose
   of the docking core (:func:`smores_assembly.docking.control.pickup_pose`: facing the
   module to be carried, its TOP face ``predock_standoff`` from the module's face, on the
@@ -51,9 +53,10 @@ from visualization_msgs.msg import Marker, MarkerArray
 from smores_assembly import params
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import InputError, NavigationError
-from smores_assembly.geometry import Pose2D, predock_pose
+from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.stage import NavSettings, StagePlan, plan_stage, pose_at
+from smores_assembly.navigation.stage import (NavSettings, StagePlan, clear_predock, plan_stage,
+                                              pose_at)
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
@@ -188,8 +191,11 @@ class NavigationNode(Node):
                 if a.module not in self._poses:
                     missing.append(a.module)
                     continue
+                others = [(p.x, p.y) for m, p in self._poses.items() if m != a.module]
                 moving[a.module] = (self._poses[a.module],
-                                    predock_pose(a.goal, a.child_face, s.predock_standoff))
+                                    clear_predock(a.goal, a.child_face.angle,
+                                                  s.predock_standoff, others,
+                                                  s.predock_clearance))
         obstacles = {m: p for m, p in self._poses.items() if m not in moving}
         fixed = {m for m in fixed if m in obstacles}
         self._helper_targets = helper_targets
