@@ -132,6 +132,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             (:func:`smores_assembly.sim.backend.make_world`).
         sim_params: the kinematic world's parameters (e.g. its wheel deadband, gains and
             slip); defaults when None.
+        neighbours: further modules standing still (e.g. flush beside the approach lane:
+            a corner or a slot), passed to the task as obstacles; random starts avoid them.
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).

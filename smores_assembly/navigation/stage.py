@@ -150,7 +150,8 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     ``goal`` is the docked pose, ``face_angle`` [rad] the moving face's angle in the
     module frame (:attr:`smores_assembly.geometry.Face.angle`); the pose ``standoff + e``
     [m] out along the face normal is returned for the smallest ``e`` (in ``step``, at most
-    ``limit``; as :func:`smores_assembly.geometry.predock_pose`) whose centre is at least ``clearance`` [m] from every centre in ``others``
+    ``limit``; as :func:`smores_assembly.geometry.predock_pose`) whose centre is at
+    least ``clearance`` [m] from every centre in ``others``
     (the docking controller's staging pose: there the module can turn, then slide straight
     along the lane past modules flush beside it). Heading = ``goal``'s.
     """
