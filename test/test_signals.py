@@ -31,13 +31,22 @@ NODES = {
 
 
 def _start(exe: str, installed: bool = False) -> subprocess.Popen:
-    """The node as ``python -m``, or as the installed launcher (``ros2 run``'s)."""
+    """The node as ``python -m``, or as the installed launcher (``ros2 run``'s), started
+    the way the project's launch runner starts it: SIGINT/SIGTERM blocked from the fork,
+    so that a stop asked for while the interpreter itself is still starting (before any
+    code of the package can run; under load that window exceeds a second) is held until
+    ``run_node`` unblocks and acts on it. A node started bare from a terminal and
+    interrupted inside that window gets Python's default KeyboardInterrupt (documented
+    limit: nothing of the node exists yet)."""
     from smores_assembly.launch.yaml_launch import node_command
     head = (node_command("smores_assembly", exe) if installed
             else [sys.executable, "-m", f"smores_assembly.ros.{exe}"])
     cmd = [*head, "--ros-args", "-r", f"__node:={exe}", *NODES[exe]]
+    stops = {signal.SIGINT, signal.SIGTERM}
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, cwd=REPO)
+                            stdin=subprocess.DEVNULL, text=True, cwd=REPO,
+                            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK,
+                                                                      stops))
 
 
 @pytest.mark.parametrize("exe,sig,delay,installed", [

@@ -12,6 +12,8 @@ SERVER_WAIT_S = 60.0
 ANSWER_WAIT_S = 30.0
 APPROVAL_WAIT_S = 60.0
 CANCEL_WAIT_S = 5.0
+#: Longest wait [s wall] for the fake hardware's connections to show what the result says.
+RESULT_CONNECTIONS_WAIT_S = 15.0
 
 
 @dataclass
@@ -79,13 +81,33 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                 out.result = res_future.result().result
             if interrupted.is_set():
                 out.error = "interrupted (Ctrl-C): assembly cancelled, every module stopped"
-        # let the last ground truth / connections arrive
-        t_end = time.monotonic() + 0.5
+        # Let the last ground truth / connections arrive: wait until the fake hardware's
+        # connections seen here include every connection the result reports (an event,
+        # not a fixed delay: on a loaded machine the latched message can come late).
+        if out.result is not None:
+            spin_until(lambda: _has_connections(observer.obs.connections,
+                                                out.result.connections),
+                       RESULT_CONNECTIONS_WAIT_S, interruptible=False)
+        t_end = time.monotonic() + 0.2
         spin_until(lambda: time.monotonic() > t_end, 1.0, interruptible=False)
     except RuntimeError as exc:
         out.error = out.error or ("interrupted (Ctrl-C) before the assembly started"
                                   if interrupted.is_set() else str(exc))
     return out
+
+
+def _has_connections(connections_msg, reported) -> bool:
+    """True when the observed ``ConnectionArray`` holds every connection in ``reported``
+    (a sequence of ``Connection`` messages, as in the Assemble result)."""
+    from smores_assembly.run_job.results import connection_key
+    want = {connection_key(c.module_a, c.face_a, c.module_b, c.face_b) for c in reported}
+    if not want:
+        return True
+    if connections_msg is None:
+        return False
+    have = {connection_key(c.module_a, c.face_a, c.module_b, c.face_b)
+            for c in connections_msg.connections}
+    return want <= have
 
 
 def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type,
