@@ -22,7 +22,7 @@ import math
 import os
 import sys
 
-from smores_assembly.errors import SmoresError
+from smores_assembly.errors import InputError, SmoresError
 
 PROG = "smores-assemble"
 #: Wall-clock limit of ``run`` without --timeout [s]; equals
@@ -138,6 +138,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    try:
+        import rclpy  # noqa: F401  (run needs ROS 2; plan does not)
+    except ImportError as exc:
+        raise InputError(f"run needs ROS 2 (rclpy could not be imported: {exc}); set it "
+                         f"up with `make setup` (README) or source a ROS 2 install") from None
     from smores_assembly import run_job
 
     return run_job.run(args)

@@ -159,3 +159,16 @@ def test_help_texts():
     assert "--params-file FILE" in sub["run"].format_usage()
     assert f"{run_job.DEFAULT_TIMEOUT_S:g} s" in " ".join(run_help.split())
     assert "0-based" in " ".join(sub["plan"].format_help().split())
+
+
+def test_run_without_ros_is_one_line_exit_2(monkeypatch, capsys):
+    """`pip install .` gives no rclpy: `run` says so in one line (exit 2), no traceback."""
+    import sys as _sys
+
+    from smores_assembly import cli
+    monkeypatch.setitem(_sys.modules, "rclpy", None)  # import rclpy -> ImportError
+    status = cli.main(["run", str(SCENARIOS / "mobile_manipulator.yaml"), "--out",
+                       "/nonexistent/never-written"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("smores-assemble: error: run needs ROS 2") and err.count("\n") == 1
