@@ -26,8 +26,9 @@ CLI_SCRIPTS = {
 #: ROS 2 nodes, one executable each: ``lib/smores_assembly/<name>`` on a ROS install.
 NODE_SCRIPTS = {
     name: f"smores_assembly.ros.{name}:main"
-    for name in ("docking_controller", "executive", "fake_hardware", "gazebo_spawn",
-                 "mocap_bridge", "navigation", "root_search", "task_assignment")
+    for name in ("container", "docking_controller", "executive", "fake_hardware",
+                 "gazebo_spawn", "mocap_bridge", "navigation", "root_search",
+                 "task_assignment")
 }
 #: share/smores_assembly/<dir>/...: launch files, parameter/scenario files, robot description.
 DATA_DIRS = ("launch", "config", "description")

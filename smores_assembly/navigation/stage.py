@@ -153,9 +153,16 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     ``limit``; as :func:`smores_assembly.geometry.predock_pose`) whose centre is at
     least ``clearance`` [m] from every centre in ``others``
     (the docking controller's staging pose: there the module can turn, then slide straight
-    along the lane past modules flush beside it). Heading = ``goal``'s.
+    along the lane past modules flush beside it). Heading = ``goal``'s. A pre-dock pose
+    that lies inside another module (centres closer than a module width) is returned
+    unchanged, for the planner to refuse.
     """
     a = goal.yaw + face_angle
+    p0 = Pose2D(goal.x - standoff * math.cos(a), goal.y - standoff * math.sin(a), goal.yaw)
+    if any(math.hypot(p0.x - ox, p0.y - oy) < MODULE_WIDTH - 1e-9 for ox, oy in others):
+        # The pre-dock pose lies inside another module: no clearance matter but an
+        # impossible dock; leave it for the stage planner to refuse (never jump over).
+        return p0
     e = 0.0
     while True:
         d = standoff + e
