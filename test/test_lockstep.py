@@ -58,12 +58,16 @@ def busy_loops():
     procs = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(2)]
     for p in procs:
         p.start()
-    yield procs
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        p.join(timeout=5)
-        assert not p.is_alive()
+    try:
+        yield procs
+    finally:
+        # SIGKILL: a forked child inherits the package's stop-signal handlers (they only
+        # set a flag), so SIGTERM would leave the loops spinning after the test.
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.join(timeout=5)
+    assert not any(p.is_alive() for p in procs)
 
 
 def _comparable(report: dict) -> dict:
