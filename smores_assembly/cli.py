@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "into 'stages'; the table numbers stages from 1)")
     pp.add_argument("--sequential", action="store_true",
                     help="one dock per stage (the baseline of the parallel schedule)")
+    pp.add_argument("--full-disassembly", action="store_true", dest="full_disassembly",
+                    help="reconfiguration (scenario with 'initial'): undock everything, "
+                         "then assemble (the paper's method) instead of keeping the "
+                         "largest common part")
     pp.set_defaults(handler=_cmd_plan)
 
     pr = sub.add_parser("run", help="run the assembly on the fake hardware",
@@ -109,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--backend", choices=("kinematic", "mujoco"), default=None,
                     help="physics of the fake hardware (default: kinematic; mujoco: rigid "
                          "bodies, see README 'Physics')")
+    pr.add_argument("--full-disassembly", action="store_true", dest="full_disassembly",
+                    help="reconfiguration (scenario with 'initial'): undock everything, "
+                         "then assemble (the paper's method) instead of keeping the "
+                         "largest common part")
     pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
                     help="ROS parameter overrides for the pipeline nodes (see "
                          "config/overrides.yaml)")
@@ -117,12 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from smores_assembly.planning import PlanningError, plan_assembly, sequential
+    from smores_assembly.planning import PlanningError, sequential
+    from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
     try:
-        plan = plan_assembly(scenario)
+        plan = plan_reconfiguration(
+            scenario, method="full" if args.full_disassembly else "reuse")
     except PlanningError as exc:
         msg = str(exc)
         if msg.startswith("action "):  # the missing-helper error names no field
@@ -160,6 +170,26 @@ def format_plan(plan, scenario=None) -> str:
                         else ""))
     lines.append(f"root: node {plan.root_node} = module {plan.root_module} at "
                  f"({rp.x:.3f}, {rp.y:.3f}) m, yaw {math.degrees(rp.yaw):.1f} deg")
+    if plan.method != "assembly":
+        how = ("full disassembly, then assembly" if plan.method == "full" else
+               f"keeps {', '.join(plan.kept) if plan.kept else 'nothing'} docked")
+        lines.append(f"reconfiguration ({plan.method}): {how}; {len(plan.undocks)} undocking "
+                     f"actions in {plan.num_undock_stages} stages")
+        uh = ("stage", "module", "undocks face", "from", "back-off", "park x [m]",
+              "park y [m]", "yaw [deg]")
+        urows = [uh]
+        for u in plan.undocks:
+            urows.append((str(u.stage + 1), u.module, u.face.value,
+                          f"{u.from_module}.{u.from_face.value}",
+                          f"{'forward' if u.direction > 0 else 'reverse'} {u.distance:.3f} m",
+                          f"{u.park.x:.3f}", f"{u.park.y:.3f}",
+                          f"{math.degrees(u.park.yaw):.1f}"))
+        uw = [max(len(ur[i]) for ur in urows) for i in range(len(uh))]
+        for i, ur in enumerate(urows):
+            lines.append("  ".join(c.ljust(w) if j < 5 else c.rjust(w)
+                                   for j, (c, w) in enumerate(zip(ur, uw))).rstrip())
+            if i == 0:
+                lines.append("  ".join("-" * w for w in uw))
     lines.append(f"{len(plan.stages)} stages, {len(plan.actions)} docking actions, "
                  f"total travel {plan.total_cost_m:.3f} m")
     header = ("stage", "module", "node", "docks face", "onto", "helper", "goal x [m]",

@@ -21,7 +21,7 @@ import dataclasses
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -99,6 +99,62 @@ class DockAction:
 
 
 @dataclass
+class UndockAction:
+    """One undocking action of a reconfiguration (:mod:`smores_assembly.reconfigure`):
+    ``module`` switches off the magnet of its ``face``, which holds it to ``from_face`` of
+    ``from_module``, backs off straight along its heading to :attr:`pivot`, turns there in
+    place towards ``park`` and drives straight to it.
+
+    Attributes:
+        stage: execution group (0-based; undocking stages come before every docking stage).
+        start: ``module``'s docked pose at the start of the action (``world``).
+        direction, distance: the back-off, ``distance`` [m] along the heading, forward when
+            ``direction`` is +1, in reverse when -1 (away from ``from_module`` for a
+            TOP/BOTTOM face, sliding along it for a wheel face).
+        park: the parking pose; its yaw is the direction of the drive from the pivot.
+    """
+
+    module: str
+    face: Face
+    from_module: str
+    from_face: Face
+    stage: int
+    start: Pose2D
+    park: Pose2D
+    direction: int
+    distance: float
+
+    @property
+    def pivot(self) -> Pose2D:
+        """Where the back-off ends (``start`` moved ``direction * distance`` along its
+        heading): the module turns there towards ``park``."""
+        c, s = math.cos(self.start.yaw), math.sin(self.start.yaw)
+        d = self.direction * self.distance
+        return Pose2D(self.start.x + d * c, self.start.y + d * s, self.start.yaw)
+
+    def describe(self) -> str:
+        """Short human description, e.g. ``m4 BOTTOM off m3.LEFT, forward 0.160 m``."""
+        way = "forward" if self.direction > 0 else "reverse"
+        return (f"{self.module} {self.face.value} off {self.from_module}."
+                f"{self.from_face.value}, {way} {self.distance:.3f} m")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"module": self.module, "face": self.face.value,
+                "from_module": self.from_module, "from_face": self.from_face.value,
+                "stage": self.stage, "start": list(self.start.as_tuple()),
+                "park": list(self.park.as_tuple()), "direction": self.direction,
+                "distance": self.distance}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UndockAction":
+        return cls(module=d["module"], face=Face.parse(d["face"]),
+                   from_module=d["from_module"], from_face=Face.parse(d["from_face"]),
+                   stage=int(d["stage"]), start=Pose2D(*map(float, d["start"])),
+                   park=Pose2D(*map(float, d["park"])), direction=int(d["direction"]),
+                   distance=float(d["distance"]))
+
+
+@dataclass
 class Plan:
     """An assembly plan.
 
@@ -114,6 +170,11 @@ class Plan:
         actions: one per edge, sorted by stage, then depth, then node.
         idle: modules that play no node (spare modules and helpers), sorted.
         helpers: modules that carry a module in some action, in order of first use.
+        undocks: a reconfiguration's undocking actions (:mod:`smores_assembly.reconfigure`),
+            by stage; their stages come first in ``stages``, the docks' after them.
+        kept: modules of the start structure that stay docked (their nodes get no action).
+        method: ``"assembly"`` (modules start single), ``"reuse"`` or ``"full"``
+            (reconfiguration keeping a common part, or the paper's full disassembly).
     """
 
     name: str
@@ -127,10 +188,19 @@ class Plan:
     actions: list[DockAction]
     idle: list[str] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)
+    undocks: list[UndockAction] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    method: str = "assembly"
+
+    @property
+    def num_undock_stages(self) -> int:
+        """Number of undocking stages (they come first)."""
+        return 1 + max((u.stage for u in self.undocks), default=-1)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``smores-assemble plan --json``)."""
-        return {"name": self.name,
+        return {"name": self.name, "method": self.method,
+                "undocks": [u.to_dict() for u in self.undocks], "kept": list(self.kept),
                 "root": {"node": self.root_node, "module": self.root_module},
                 "assignment": dict(self.assignment),
                 "goals": {m: list(p.as_tuple()) for m, p in self.goals.items()},
@@ -150,7 +220,9 @@ class Plan:
                    total_cost_m=float(d["total_cost_m"]),
                    stages=[list(s) for s in d["stages"]],
                    actions=[DockAction.from_dict(a) for a in d["actions"]],
-                   idle=list(d.get("idle", [])), helpers=list(d.get("helpers", [])))
+                   idle=list(d.get("idle", [])), helpers=list(d.get("helpers", [])),
+                   undocks=[UndockAction.from_dict(u) for u in d.get("undocks", [])],
+                   kept=list(d.get("kept", [])), method=d.get("method", "assembly"))
 
     def action_of(self, module: str) -> DockAction | None:
         """The docking action of ``module`` (``None`` for the root and idle modules)."""
@@ -329,15 +401,19 @@ def sequential(plan: Plan) -> Plan:
 
     Every action gets its own stage, in the parallel plan's order, so parents are still
     docked before their children. Used by the benchmarks to measure the parallel speed-up.
+    A reconfiguration's undocking stages stay as they are, before the docks.
     """
-    actions = [dataclasses.replace(a, stage=k) for k, a in enumerate(plan.actions)]
-    return dataclasses.replace(plan, actions=actions, stages=[[a.module] for a in actions])
+    u = plan.num_undock_stages
+    actions = [dataclasses.replace(a, stage=u + k) for k, a in enumerate(plan.actions)]
+    return dataclasses.replace(plan, actions=actions,
+                               stages=plan.stages[:u] + [[a.module] for a in actions])
 
 
 def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
                    assignment: Mapping[str, str], goals: Mapping[str, Pose2D],
                    helper_pool: Sequence[str], poses: Mapping[str, Pose2D],
-                   width: float = MODULE_WIDTH, standoff: float = DEFAULT_STANDOFF
+                   width: float = MODULE_WIDTH, standoff: float = DEFAULT_STANDOFF,
+                   placed: Collection[str] = ()
                    ) -> tuple[list[list[str]], list[DockAction]]:
     """Parallel docking schedule (paper Sec. IV-C) with geometric feasibility (issue 11).
 
@@ -369,6 +445,9 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
         helper_pool: module ids that may help, in order of preference.
         poses: current poses of every module (for matching helpers).
         width: module width (grid pitch) [m]; standoff: pre-dock distance [m].
+        placed: nodes already docked at the start besides the root (a structure kept by a
+            reconfiguration, :mod:`smores_assembly.reconfigure`): connected to the root,
+            they get no action and count as placed from the start.
 
     Returns:
         ``(stages, actions)``: ``stages[k]`` lists the docking modules of stage k.
@@ -376,7 +455,7 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     Raises:
         PlanningError: an action needs a helper and the pool is empty (names the action);
             no order satisfies the corridor precedences (names the dock and the nodes that
-            block its corridor).
+            block its corridor); a node of ``placed`` lies in a dock's corridor.
     """
     oriented = rooted_edges(nodes, edges, root_node)
     depth = {root_node: 0}
@@ -386,7 +465,13 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     cells = {n: grid_cell(goals[assignment[n]], anchor, width) for n in nodes}
     acts: dict[str, DockAction] = {}
     key: dict[str, tuple[int, int]] = {}
+    kept = set(placed)
     for v, e in oriented.items():
+        if v in kept:
+            if e.parent != root_node and e.parent not in kept:
+                raise PlanningError(f"placed: node {v!r} is not connected to the root "
+                                    f"{root_node!r} through placed nodes")
+            continue
         m = assignment[v]
         acts[v] = DockAction(module=m, node=v, stage=-1, depth=depth[v],
                              parent_module=assignment[e.parent], parent_node=e.parent,
@@ -407,11 +492,16 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     corr = {v: dock_corridor(v, oriented[v].parent, cells, acts[v].needs_helper, standoff,
                              width) for v in acts}
     blocked_by = corridor_blockers(corr.values(), cells)
+    for v in sorted(acts):
+        stuck = [w for w in blocked_by[v] if w in kept]
+        if stuck:
+            raise PlanningError(f"action {acts[v].describe()}: its approach corridor is "
+                                f"blocked by node(s) {stuck} of the structure kept in place")
     prec = nx.DiGraph()  # u -> v: u before v
     prec.add_nodes_from(nodes)
     for v, e in oriented.items():
         prec.add_edge(e.parent, v, why="parent")
-        for w in blocked_by[v]:
+        for w in blocked_by.get(v, ()):
             prec.add_edge(v, w, why="corridor")
     root_lr = [v for v in acts if key[v] == (1, 0)]
     for v in acts:
@@ -423,11 +513,11 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
 
     stages: list[list[str]] = []
     actions: list[DockAction] = []
-    placed = {root_node}
+    placed_now = {root_node} | kept
     remaining = set(acts)
     while remaining:
         ready = [v for v in order if v in remaining
-                 and all(u in placed for u in prec.predecessors(v))]
+                 and all(u in placed_now for u in prec.predecessors(v))]
         kmin = key[ready[0]]  # acyclic: something is always ready
         chosen: list[str] = []
         helped = 0
@@ -449,7 +539,7 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
         stage_actions.sort(key=lambda a: (a.depth, a.node))
         stages.append([a.module for a in stage_actions])
         actions.extend(stage_actions)
-        placed.update(chosen)
+        placed_now.update(chosen)
         remaining.difference_update(chosen)
     return stages, actions
 

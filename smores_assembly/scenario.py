@@ -13,6 +13,8 @@ Format (``config/scenarios/README.md`` defines every field)::
     modules:                                       # [x m, y m, yaw rad] in `world`
       <module_id>: [x, y, yaw]
     helpers: [<module_id>, ...]                    # optional, reserved helping modules
+    initial:                                       # optional: structures at the start
+      connections: [[<module>.<FACE>, <module>.<FACE>], ...]
 
 Loading validates everything and refuses bad input with one :class:`ScenarioError` whose
 message names the field and the offending value, e.g.
@@ -25,7 +27,10 @@ non-finite or missing pose values, helpers that are not modules, module bodies
 (``module_width`` squares turned by their yaw) that overlap at the start (touching faces are
 fine; checked for files, see :func:`scenario_from_dict`), a scenario ``name`` that is not
 a plain file-name token (``^[A-Za-z0-9_][A-Za-z0-9_.-]*$``: it names output files), an
-empty file, a file that is not UTF-8 text.
+empty file, a file that is not UTF-8 text; ``initial.connections`` that name unknown
+modules or faces, use a face twice, form a cycle, or disagree with the start poses (the two
+modules not flush at the two faces within :data:`INITIAL_POSE_TOLERANCE_M` and
+:data:`INITIAL_YAW_TOLERANCE_RAD`: the message names the pair).
 Numbers may be written as YAML numbers or as strings that parse as a finite float (YAML 1.1
 reads ``1e-3`` as a string); yaws are wrapped to [-pi, pi).
 """
@@ -40,9 +45,10 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from smores_assembly.edge import Edge
+from smores_assembly.edge import Connection, Edge
 from smores_assembly.errors import InputError, ScenarioError
-from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D, square_overlap, wrap_angle
+from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, child_pose, square_overlap,
+                                     wrap_angle)
 from smores_assembly.topology import check_tree, unfold
 from smores_assembly.yaml_io import DuplicateKeyError, YamlError, load_yaml
 
@@ -50,7 +56,14 @@ __all__ = ["Edge", "Scenario", "ScenarioError", "check_no_overlap", "load_scenar
            "scenario_from_dict"]
 
 #: Keys of a scenario file (top level, ``target`` and each edge).
-TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers")
+TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers",
+                  "initial")
+INITIAL_KEYS = ("connections",)
+#: Start poses of two connected modules may differ from flush by this much (position of the
+#: second module's centre vs. its docked pose on the first one) [m] ...
+INITIAL_POSE_TOLERANCE_M = 0.003
+#: ... and by this much in heading [rad] (mocap noise of a measured start structure).
+INITIAL_YAW_TOLERANCE_RAD = math.radians(3.0)
 TARGET_KEYS = ("nodes", "edges")
 EDGE_KEYS = ("parent", "parent_face", "child", "child_face")
 #: Module ids become ROS topic name tokens (``/<id>/cmd_vel``) and parameter name parts.
@@ -83,6 +96,8 @@ class Scenario:
         edges: target tree edges.
         modules: every physical module's initial pose in ``world`` (helpers included).
         helpers: modules reserved as helping modules (never assigned to a node).
+        initial_connections: connections that exist at the start (``initial.connections``;
+            empty: every module starts single), normalised and sorted.
     """
 
     name: str
@@ -92,6 +107,7 @@ class Scenario:
     edges: list[Edge]
     modules: dict[str, Pose2D]
     helpers: list[str] = field(default_factory=list)
+    initial_connections: list[Connection] = field(default_factory=list)
 
     def available_modules(self) -> dict[str, Pose2D]:
         """Modules that may play a node (all modules except the reserved helpers)."""
@@ -104,7 +120,10 @@ class Scenario:
                 "target": {"nodes": list(self.nodes),
                            "edges": [e.to_dict() for e in self.edges]},
                 "modules": {m: list(p.as_tuple()) for m, p in self.modules.items()},
-                "helpers": list(self.helpers)}
+                "helpers": list(self.helpers),
+                **({"initial": {"connections": [c.to_list()
+                                                for c in self.initial_connections]}}
+                   if self.initial_connections else {})}
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -292,8 +311,6 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
             raise _fail(where, f"expected [x, y, yaw], got {_short(pose)}")
         x, y, yaw = (_number(v, f"{where}[{k}]") for k, v in enumerate(pose))
         modules[mid] = Pose2D(x, y, wrap_angle(yaw))
-    if check_overlap:
-        check_no_overlap(modules, width)
 
     raw_helpers = data.get("helpers", [])
     if raw_helpers is None:
@@ -316,12 +333,95 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
     # Tree check and planar unfolding.
     check_tree(nodes, edges)
     unfold(nodes, edges, nodes[0], Pose2D(0.0, 0.0, 0.0), width)
+    initial = _initial_connections(data.get("initial"), modules, width)
+    if check_overlap:
+        check_no_overlap(modules, width, structures=initial)
     return Scenario(name=name, source=source, module_width=width, nodes=nodes, edges=edges,
-                    modules=modules, helpers=helpers)
+                    modules=modules, helpers=helpers, initial_connections=initial)
+
+
+def _face_ref(value: Any, field_name: str, modules: dict[str, Pose2D]) -> tuple[str, Face]:
+    """``"m0.TOP"`` -> ``("m0", Face.TOP)``; the module must exist."""
+    if not isinstance(value, str) or value.count(".") != 1:
+        raise _fail(field_name, f"expected '<module>.<FACE>', got {_short(value)}")
+    mid, face_name = value.split(".")
+    if mid not in modules:
+        raise _fail(field_name, f"unknown module {mid!r} (not among the modules)")
+    try:
+        face = Face.parse(face_name, field=field_name)
+    except InputError as exc:
+        raise ScenarioError(str(exc), field=field_name) from None
+    return mid, face
+
+
+def _initial_connections(raw: Any, modules: dict[str, Pose2D], width: float
+                         ) -> list[Connection]:
+    """Validate ``initial: {connections: [[a.F, b.G], ...]}`` against the start poses.
+
+    Each pair must join two different modules, each face is used once, the connections
+    form a forest (no cycle), and the second module of each pair must stand at its docked
+    pose on the first one (:func:`~smores_assembly.geometry.child_pose`) within
+    :data:`INITIAL_POSE_TOLERANCE_M` and :data:`INITIAL_YAW_TOLERANCE_RAD`.
+
+    Raises:
+        ScenarioError: naming ``initial.connections[i]`` and the pair.
+    """
+    if raw is None:
+        return []
+    _check_keys(raw, "initial", INITIAL_KEYS, INITIAL_KEYS)
+    items = raw["connections"]
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise _fail("initial.connections", f"expected a list of [<module>.<FACE>, "
+                                           f"<module>.<FACE>] pairs, got {_short(items)}")
+    out: list[Connection] = []
+    used: dict[tuple[str, Face], str] = {}
+    component = {m: m for m in modules}
+
+    def find(m: str) -> str:
+        while component[m] != m:
+            component[m] = component[component[m]]
+            m = component[m]
+        return m
+
+    for i, pair in enumerate(items):
+        where = f"initial.connections[{i}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise _fail(where, f"expected [<module>.<FACE>, <module>.<FACE>], "
+                               f"got {_short(pair)}")
+        (a, fa), (b, fb) = (_face_ref(v, f"{where}[{k}]", modules)
+                            for k, v in enumerate(pair))
+        text = f"{a}.{fa.value}-{b}.{fb.value}"
+        if a == b:
+            raise _fail(where, f"{text} joins module {a!r} to itself")
+        for end in ((a, fa), (b, fb)):
+            if end in used:
+                raise _fail(where, f"{text}: face {end[1].value} of module {end[0]!r} is "
+                                   f"already used by {used[end]}")
+            used[end] = where
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            raise _fail(where, f"{text} closes a cycle (the start structures must be "
+                               f"trees)")
+        component[ra] = rb
+        want = child_pose(modules[a], fa, fb, width)
+        got = modules[b]
+        dist = math.hypot(got.x - want.x, got.y - want.y)
+        dyaw = abs(wrap_angle(got.yaw - want.yaw))
+        if dist > INITIAL_POSE_TOLERANCE_M or dyaw > INITIAL_YAW_TOLERANCE_RAD:
+            raise _fail(where, f"{text}: the start poses disagree: {b!r} stands "
+                               f"{dist * 1000:.1f} mm and {math.degrees(dyaw):.1f} deg from "
+                               f"its docked pose on {a}.{fa.value} (tolerance "
+                               f"{INITIAL_POSE_TOLERANCE_M * 1000:g} mm, "
+                               f"{math.degrees(INITIAL_YAW_TOLERANCE_RAD):g} deg)")
+        out.append(Connection.make(a, fa, b, fb))
+    return sorted(out)
 
 
 def check_no_overlap(modules: dict[str, Pose2D], width: float,
-                     tolerance: float = OVERLAP_TOLERANCE) -> None:
+                     tolerance: float = OVERLAP_TOLERANCE,
+                     structures: list[Connection] | None = None) -> None:
     """Refuse module bodies that overlap: each body is a ``width`` x ``width`` square [m]
     centred at the module's pose and turned by its yaw (``world`` frame).
 
@@ -329,6 +429,9 @@ def check_no_overlap(modules: dict[str, Pose2D], width: float,
     circumradius: farther squares cannot meet), each checked exactly with
     :func:`smores_assembly.geometry.square_overlap` (separating-axis test). Overlaps up to
     ``tolerance`` [m] count as touching faces (modules docked side by side are fine).
+    Two modules of one start structure (joined through ``structures``, the validated
+    ``initial.connections``) may overlap by up to :data:`INITIAL_POSE_TOLERANCE_M`, the
+    tolerance of their measured poses.
 
     Raises:
         ScenarioError: field ``modules``, naming the two modules (the first pair in file
@@ -339,10 +442,21 @@ def check_no_overlap(modules: dict[str, Pose2D], width: float,
     ids = list(modules)
     poses = [modules[m].as_tuple() for m in ids]
     tree = cKDTree(np.array([(p[0], p[1]) for p in poses]))
+    comp = {m: m for m in ids}
+
+    def find(m: str) -> str:
+        while comp[m] != m:
+            comp[m] = comp[comp[m]]
+            m = comp[m]
+        return m
+
+    for c in structures or ():
+        comp[find(c.module_a)] = find(c.module_b)
     bad = []
     for i, j in tree.query_pairs(r=width * math.sqrt(2.0)):
         d = square_overlap(poses[i], poses[j], width)
-        if d > tolerance:
+        same = structures and find(ids[i]) == find(ids[j])
+        if d > (INITIAL_POSE_TOLERANCE_M if same else tolerance):
             bad.append((min(i, j), max(i, j), d))
     if bad:
         i, j, d = min(bad)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smores_assembly.edge import Connection  # noqa: F401  (re-exported: its home is edge.py)
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import MODULE_WIDTH, Face
 from smores_assembly.params import check_ranges, param_field
@@ -94,30 +95,6 @@ class SimParams:
             check_ranges(self)
         except ParamsError as exc:
             raise SimError(str(exc), field=exc.field) from None
-
-
-@dataclass(frozen=True, order=True)
-class Connection:
-    """A magnetic connection between ``face_a`` of ``module_a`` and ``face_b`` of
-    ``module_b``; normalised so that ``(module_a, face_a) < (module_b, face_b)``."""
-
-    module_a: str
-    face_a: Face
-    module_b: str
-    face_b: Face
-
-    @staticmethod
-    def make(module_a: str, face_a: Face, module_b: str, face_b: Face) -> "Connection":
-        """The normalised connection of two (module, face) ends given in any order."""
-        a, b = (module_a, Face.parse(face_a).value), (module_b, Face.parse(face_b).value)
-        if b < a:
-            a, b = b, a
-        return Connection(a[0], Face(a[1]), b[0], Face(b[1]))
-
-    def other(self, module: str) -> tuple[str, Face]:
-        """The far end (module, face) seen from ``module``."""
-        return (self.module_b, self.face_b) if module == self.module_a else (
-            self.module_a, self.face_a)
 
 
 @dataclass
