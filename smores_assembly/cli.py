@@ -6,8 +6,9 @@
   0-based indices into ``stages``), otherwise a readable table (stages numbered from 1, as
   in the ``run`` progress and approval prompt).
 * ``smores-assemble run SCENARIO.yaml [--out DIR] [--approve] [--record] [--timeout S]
-  [--real-time-factor F] [--params-file FILE] [--backend kinematic|mujoco]``: the main job on
-  the fake hardware
+  [--real-time-factor F] [--params-file FILE] [--backend kinematic|mujoco] [--namespace NS]
+  [--nodes LIST]``: the main job on the fake hardware (``--nodes``: only some nodes here,
+  the others on other computers)
   (:mod:`smores_assembly.run_job`, imported lazily: it needs rclpy).
 
 Bad input (invalid scenario, unplannable target, unreadable file): exit status 2 and one
@@ -117,6 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="reconfiguration (scenario with 'initial'): undock everything, "
                          "then assemble (the paper's method) instead of keeping the "
                          "largest common part")
+    pr.add_argument("--namespace", metavar="NS", default=None,
+                    help="run the whole stack under this ROS namespace (e.g. /swarm1: "
+                         "/swarm1/modules/states, /swarm1/clock, ...), so that several "
+                         "swarms share one ROS domain (default: the root namespace)")
+    pr.add_argument("--nodes", metavar="LIST", default=None,
+                    help="start only these nodes here, comma-separated groups or node "
+                         "names: hardware (fake_hardware, mocap_bridge), planning "
+                         "(root_search, task_assignment, navigation, executive), control "
+                         "(docking_controller), pipeline (planning + control); the others "
+                         "run on other computers (README 'Running on several computers'; "
+                         "default: all)")
     pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
                     help="ROS parameter overrides for the pipeline nodes (see "
                          "config/overrides.yaml)")

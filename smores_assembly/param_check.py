@@ -77,12 +77,16 @@ def _check_module_ids(where: str, value: Any) -> None:
 EXTRA_CHECKS = {"module_ids": _check_module_ids}
 
 
-def default_readers(path: str | Path) -> dict[str, str]:
+def default_readers(path: str | Path, namespace: str = "") -> dict[str, str]:
     """Nodes that read ``path`` as ``params_file`` of ``launch/fake_assembly.launch.yaml``
-    (what ``run --params-file`` starts): fully qualified name -> executable."""
+    (what ``run --params-file`` starts), launched in ``namespace`` (``""``: the root):
+    fully qualified name -> executable."""
     from smores_assembly.launch import launch_file  # noqa: PLC0415
     from smores_assembly.launch.yaml_launch import resolve_launch  # noqa: PLC0415
-    specs = resolve_launch(launch_file("fake_assembly"), {"params_file": str(path)})
+    launch_args = {"params_file": str(path)}
+    if namespace:
+        launch_args["namespace"] = namespace
+    specs = resolve_launch(launch_file("fake_assembly"), launch_args)
     return {s.node: s.executable for s in specs if str(path) in s.params_files}
 
 

@@ -2,6 +2,8 @@
 under a namespace talk to each other there and nothing leaks into the root namespace."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 from ros_helpers import spin_until
@@ -94,3 +96,70 @@ def test_a_namespaced_stack_talks_to_itself_and_only_there(ros_context, tmp_path
         ex.shutdown()
         for n in (outsider, probe, *reversed(stack)):
             n.destroy_node()
+
+
+def test_two_swarms_side_by_side_in_one_domain(tmp_path, ros_domain):
+    """Two whole stacks in one ROS domain, under /swarm1 and /swarm2, each with its own
+    fake hardware and simulated clock, and the same module ids (m0, m1, m2) in both: each
+    assembles its own target (pair: m1 comes from (0.30, 0.10); on_predock: m1 starts on
+    its pre-dock pose), and while they run each namespace has its own clock and nobody
+    publishes the root-namespace names."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import rclpy
+
+    repo = Path(__file__).resolve().parents[1]
+    field = repo / "test" / "data" / "field"
+    runs = {}
+    for ns, scen in (("/swarm1", "pair"), ("/swarm2", "on_predock")):
+        out = tmp_path / ns.strip("/")
+        with open(tmp_path / f"{scen}.log", "w") as log:
+            runs[ns] = (out, subprocess.Popen(
+                [sys.executable, "-m", "smores_assembly.cli", "run",
+                 str(field / f"{scen}.yaml"), "--namespace", ns, "--out", str(out),
+                 "--timeout", "400"],
+                stdout=log, stderr=subprocess.STDOUT, cwd=repo))
+    from rclpy.executors import SingleThreadedExecutor
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    probe = rclpy.create_node("probe", context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(probe)
+    try:
+        spin_until(ex, lambda: all(probe.count_publishers(f"{ns}/clock") == 1 for ns in runs)
+                   or any(p.poll() is not None for _, p in runs.values()), 300)
+        assert all(p.poll() is None for _, p in runs.values()), "a run ended early"
+        clocks = {ns: probe.count_publishers(f"{ns}/clock") for ns in runs}
+        root_names = {t: probe.count_publishers(t) for t in (
+            "/clock", "/" + names.STATES, "/" + names.CONNECTIONS, "/m1/cmd_vel")}
+        for _, p in runs.values():
+            p.wait(600)
+    finally:
+        # a run stopped by SIGINT shuts its nodes down (SIGKILL would leave them running)
+        for _, p in runs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for _, p in runs.values():
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        ex.shutdown()
+        probe.destroy_node()
+        ctx.try_shutdown()
+    assert clocks == {"/swarm1": 1, "/swarm2": 1}
+    assert root_names == dict.fromkeys(root_names, 0)
+    for (ns, (out, p)), scen in zip(runs.items(), ("pair", "on_predock")):
+        output = (tmp_path / f"{scen}.log").read_text()
+        assert (out / "report.json").exists(), output[-3000:]
+        report = json.loads((out / "report.json").read_text())
+        assert p.returncode == 0, (ns, report["error"], output[-3000:])
+        assert report["namespace"] == ns and report["success"] is True
+        assert {frozenset(c) for c in report["connections"]} == {
+            frozenset({f"{a['module']}.{a['child_face']}",
+                       f"{a['parent_module']}.{a['parent_face']}"})
+            for a in report["actions"]}
+        assert len(report["connections"]) == 1

@@ -11,8 +11,10 @@ a driver that runs outside the stack's namespace is reached by giving the mocap 
 absolute format (``vicon_topic_format: /vicon/{id}/{id}``).
 
 One name stays absolute: :data:`CLOCK`, because ROS's time source (``use_sim_time``) listens
-on ``/clock`` whatever the namespace. Two fake-hardware stacks on simulated time therefore
-need separate ROS domains (``ROS_DOMAIN_ID``).
+on ``/clock`` whatever the namespace. The launch files (and ``smores-assemble run``'s own
+node) remap it to the relative ``clock`` (``-r /clock:=clock``), so a stack under
+``/swarm1`` keeps its simulated time on ``/swarm1/clock`` and two fake-hardware stacks share
+one ROS domain; at the root it stays ``/clock``.
 """
 from __future__ import annotations
 

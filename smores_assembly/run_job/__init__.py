@@ -39,24 +39,36 @@ def run(args) -> int:
     from smores_assembly.planning import plan_assembly
     from smores_assembly.scenario import load_scenario
 
+    from smores_assembly.run_job.stack import ALL_NODES, check_namespace, select_nodes
+
     t_wall0 = time.monotonic()
     try:
         scenario = load_scenario(args.scenario)
         plan = plan_assembly(scenario)
+        namespace = check_namespace(getattr(args, "namespace", None) or "")
+        local = select_nodes(getattr(args, "nodes", None))
         if getattr(args, "params_file", None):
             from smores_assembly.param_check import check_params_file, default_readers
             if not Path(args.params_file).is_file():
                 raise ParamsError(f"--params-file: {args.params_file} does not exist",
                                   field="--params-file")
-            # the nodes run starts, as they are named (root namespace): a section for no
-            # node of this run is refused
-            check_params_file(args.params_file, default_readers(args.params_file))
+            # the nodes of the whole stack (also those on other computers), as they are
+            # named in the run's namespace: a section for no node of the stack is refused
+            check_params_file(args.params_file,
+                              default_readers(args.params_file, namespace))
     except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out or f"out/{scenario.name}")
     out.mkdir(parents=True, exist_ok=True)
     env = os.environ
+    remote = tuple(n for n in ALL_NODES if n not in local)
+    if remote:
+        # The other nodes run on other computers: discover them the ROS way (the ROS
+        # defaults unless the environment says otherwise: every host of the subnet,
+        # domain 0; or ROS_STATIC_PEERS with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
+        env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+        env.setdefault("ROS_DOMAIN_ID", "0")
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     # the nodes iterate over sets of module names: a fixed hash seed keeps that order
     env.setdefault("PYTHONHASHSEED", "0")
@@ -67,12 +79,19 @@ def run(args) -> int:
     say(f"scenario '{scenario.name}': {len(scenario.nodes)} nodes, "
         f"{len(scenario.modules)} modules; root {plan.root_module} as {plan.root_node}; "
         f"{len(plan.actions)} docks in {len(plan.stages)} stages "
-        f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, output in {out}/)")
-    return _run_stack(args, scenario, plan, out, t_wall0)
+        f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}"
+        + (f", namespace {namespace}" if namespace else "") + f", output in {out}/)")
+    if remote:
+        say(f"nodes on other computers: {', '.join(remote)} (discovery: "
+            f"ROS_AUTOMATIC_DISCOVERY_RANGE={env['ROS_AUTOMATIC_DISCOVERY_RANGE']}, "
+            f"ROS_STATIC_PEERS={env.get('ROS_STATIC_PEERS', '') or '-'})")
+    return _run_stack(args, scenario, plan, out, t_wall0, namespace, local, remote)
 
 
-def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
-    """Start the stack, run the goal, shut everything down in order, write the results."""
+def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str = "",
+               local: tuple[str, ...] = (), remote: tuple[str, ...] = ()) -> int:
+    """Start the stack's ``local`` nodes (``remote``: the nodes that other computers run)
+    under ``namespace``, run the goal, shut everything down in order, write the results."""
     import rclpy
     from rclpy.signals import SignalHandlerOptions
 
@@ -93,10 +112,11 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
     # Our own SIGINT/SIGTERM handlers stay in force (see Interrupts).
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     observer = ObserverNode(runner, signals.stop, out,
-                            out / "assembly.mcap" if args.record else None)
+                            out / "assembly.mcap" if args.record else None,
+                            namespace=namespace)
     try:
         outcome = run_goal(observer, signals.interrupted, scenario, plan,
-                           approve=bool(args.approve), timeout=timeout)
+                           approve=bool(args.approve), timeout=timeout, remote=remote)
         lockstep = not getattr(args, "free_running", False)
         trace = None
         if not signals.interrupted.is_set():
@@ -115,7 +135,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float) -> int:
                 "single_process": bool(getattr(args, "single_process", False)),
                 "trace_sha256": trace["sha256"] if trace else "",
                 "trace_steps": trace["steps"] if trace else 0,
-                "trace_end_s": trace["t"] if trace else 0.0}
+                "trace_end_s": trace["t"] if trace else 0.0,
+                "namespace": namespace or "/", "local_nodes": list(local),
+                "remote_nodes": list(remote)}
     write_up(out, scenario, outcome.result, verdict, wall, observer.obs, codes,
              recorded=bool(args.record), extra=run_info)
     if signals.interrupted.is_set():

@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from smores_assembly.run_job.console import ProgressPrinter, ask, print_plan
+from smores_assembly.run_job.console import ProgressPrinter, ask, print_plan, say
 
 #: Wall-clock waits of the goal conversation [s].
 SERVER_WAIT_S = 60.0
+#: Longest wait [s wall] for the nodes that other computers run to be discovered.
+REMOTE_WAIT_S = 120.0
 ANSWER_WAIT_S = 30.0
 APPROVAL_WAIT_S = 60.0
 CANCEL_WAIT_S = 5.0
@@ -26,11 +28,13 @@ class GoalOutcome:
 
 
 def run_goal(observer, interrupted, scenario, plan, approve: bool,
-             timeout: float) -> GoalOutcome:
+             timeout: float, remote: tuple[str, ...] = ()) -> GoalOutcome:
     """Run one ``Assemble`` goal through ``observer`` (:class:`ObserverNode`) to its end.
 
     ``timeout``: wall-clock limit of the assembly [s]; ``interrupted``: the event set by
-    Ctrl-C. Never raises for a failure of the stack: it is returned as ``error``.
+    Ctrl-C; ``remote``: nodes of the stack that other computers run (waited for, up to
+    :data:`REMOTE_WAIT_S`, before the goal is sent). Never raises for a failure of the
+    stack: it is returned as ``error``.
     """
     from std_srvs.srv import Trigger
     from rclpy.action import ActionClient
@@ -44,6 +48,15 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
     out = GoalOutcome()
     goal_handle = None
     try:
+        if remote:
+            say(f"waiting for {', '.join(remote)} (other computers) ...")
+            if not spin_until(lambda: not observer.missing_nodes(remote), REMOTE_WAIT_S):
+                raise RuntimeError(
+                    f"node(s) expected from other computers not discovered within "
+                    f"{REMOTE_WAIT_S:.0f} s: {', '.join(observer.missing_nodes(remote))} "
+                    f"(same ROS_DOMAIN_ID and namespace there? discovery: README "
+                    f"'Running on several computers')")
+            say(f"found {', '.join(remote)}")
         if not spin_until(lambda: client.server_is_ready(), SERVER_WAIT_S):
             raise RuntimeError("the executive's /assembly/assemble action did not come up "
                                f"within {SERVER_WAIT_S:.0f} s")

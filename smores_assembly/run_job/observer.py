@@ -68,10 +68,11 @@ class ObserverNode:
 
     ``rclpy`` must be initialised. ``runner`` is the :class:`LaunchRunner` of the stack (a
     node exiting early ends every wait with RuntimeError); ``stop`` is the event that ends
-    interruptible waits (Ctrl-C).
+    interruptible waits (Ctrl-C); ``namespace``: the stack's (``""``: the root).
     """
 
-    def __init__(self, runner, stop, out: Path, record_path: Path | None = None):
+    def __init__(self, runner, stop, out: Path, record_path: Path | None = None,
+                 namespace: str = ""):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
@@ -82,8 +83,12 @@ class ObserverNode:
 
         self.runner, self.stop, self.out = runner, stop, out
         self.obs = Observations()
+        # in the stack's namespace, with its simulated time (/clock remapped there, as the
+        # launch files do for every node)
         self.node = rclpy.create_node(
-            "smores_assemble_run", parameter_overrides=[Parameter("use_sim_time", value=True)])
+            "smores_assemble_run", namespace=namespace or "/",
+            cli_args=["--ros-args", "-r", f"{names.CLOCK}:=clock"],
+            parameter_overrides=[Parameter("use_sim_time", value=True)])
         node, obs = self.node, self.obs
         node.create_subscription(ModuleStateArray, names.GROUND_TRUTH, obs.on_truth,
                                  common.SENSOR_QOS)
@@ -122,6 +127,13 @@ class ObserverNode:
             if dead:
                 raise RuntimeError(f"node(s) exited early: {dead}; see {self.out}/nodes.log")
         return pred()
+
+    def missing_nodes(self, expected) -> list[str]:
+        """Those of the stack's nodes ``expected`` (names) that this node does not see in
+        its namespace in the ROS graph (yet)."""
+        ns = self.node.get_namespace()
+        seen = {n for n, n_ns in self.node.get_node_names_and_namespaces() if n_ns == ns}
+        return [n for n in expected if n not in seen]
 
     def fetch_trace(self, wait_for_hold: bool, timeout: float = 10.0) -> dict | None:
         """The fake hardware's trace (``/fake_hardware/trace``: ``sha256``, ``steps``,

@@ -2,22 +2,90 @@
 arguments, the node log and the run's own SIGINT/SIGTERM handling (no rclpy here)."""
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from smores_assembly.errors import InputError
+
 #: Log levels of node output that are also echoed to stderr.
 WATCH = ("WARN", "ERROR", "FATAL")
+
+#: The nodes of ``launch/fake_assembly.launch.yaml`` by group, as its arguments ``hardware``,
+#: ``planning`` and ``control`` select them (``pipeline`` = planning + control); ``run
+#: --nodes`` takes these names or node names (test_multihost checks that the launch files
+#: agree).
+NODE_GROUPS: dict[str, tuple[str, ...]] = {
+    "hardware": ("fake_hardware", "mocap_bridge"),
+    "planning": ("root_search", "task_assignment", "navigation", "executive"),
+    "control": ("docking_controller",),
+}
+#: Every node of the fake stack, in launch order.
+ALL_NODES: tuple[str, ...] = ("fake_hardware", "mocap_bridge", "root_search",
+                              "task_assignment", "navigation", "docking_controller",
+                              "executive")
+NODE_GROUPS["pipeline"] = tuple(n for n in ALL_NODES if n in NODE_GROUPS["planning"]
+                                or n in NODE_GROUPS["control"])
+
+_NAMESPACE = re.compile(r"^/?([A-Za-z_][A-Za-z0-9_]*)(/[A-Za-z_][A-Za-z0-9_]*)*/?$")
+
+
+def select_nodes(spec: str | None) -> tuple[str, ...]:
+    """The nodes named by ``run --nodes``: a comma-separated list of groups
+    (:data:`NODE_GROUPS`) and node names, e.g. ``"hardware"`` or ``"pipeline"`` or
+    ``"planning,docking_controller"``; None or ``"all"``: every node. Returned in launch
+    order.
+
+    Raises:
+        InputError: ``--nodes`` names something that is neither a group nor a node, or
+            nothing at all.
+    """
+    if spec is None or spec.strip() == "all":
+        return ALL_NODES
+    chosen: set[str] = set()
+    for item in (s.strip() for s in spec.split(",")):
+        if item in NODE_GROUPS:
+            chosen.update(NODE_GROUPS[item])
+        elif item in ALL_NODES:
+            chosen.add(item)
+        else:
+            raise InputError(
+                f"--nodes: unknown group or node {item!r} (groups: "
+                f"{', '.join(sorted(NODE_GROUPS))}, all; nodes: {', '.join(ALL_NODES)})",
+                field="--nodes")
+    return tuple(n for n in ALL_NODES if n in chosen)
+
+
+def check_namespace(text: str) -> str:
+    """``text`` as an absolute ROS namespace (``swarm1`` -> ``/swarm1``; ``""`` or ``/``:
+    the root, returned as ``""``).
+
+    Raises:
+        InputError: not a valid ROS namespace (tokens of letters, digits and ``_``, not
+            starting with a digit, separated by ``/``).
+    """
+    t = text.strip()
+    if t in ("", "/"):
+        return ""
+    if not _NAMESPACE.match(t):
+        raise InputError(f"--namespace: {text!r} is not a ROS namespace (e.g. /swarm1)",
+                         field="--namespace")
+    return "/" + t.strip("/")
 
 
 def launch_specs(args) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
     (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
-    ``--single-process``: then one process, :mod:`smores_assembly.ros.container`, runs
-    every node)."""
+    ``--namespace``, ``--nodes``: only those nodes are started here, the others run on
+    other computers; ``--single-process``: then one process,
+    :mod:`smores_assembly.ros.container`, runs the nodes)."""
     from smores_assembly.launch import launch_file, load_launch
     launch_args = {"scenario": str(Path(args.scenario).resolve())}
+    namespace = check_namespace(getattr(args, "namespace", None) or "")
+    if namespace:
+        launch_args["namespace"] = namespace
     if getattr(args, "params_file", None):
         launch_args["params_file"] = str(Path(args.params_file).resolve())
     free = bool(getattr(args, "free_running", False))
@@ -31,6 +99,8 @@ def launch_specs(args) -> list:
     if getattr(args, "backend", None):
         launch_args["backend"] = args.backend
     specs = load_launch(launch_file("fake_assembly"), launch_args)
+    local = select_nodes(getattr(args, "nodes", None))
+    specs = [s for s in specs if s.name in local]
     if getattr(args, "single_process", False):
         from smores_assembly.ros.container import container_spec
         specs = [container_spec(specs)]
