@@ -75,10 +75,6 @@ def _comparable(report: dict) -> dict:
     return {k: v for k, v in report.items() if k not in ("wall_time_s",)}
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 10 open: in clean-clone runs one Task 1 run in three gave another lockstep "
-    "trace (7823 or 7845 steps instead of 7811) with the same seed: a start-up race not "
-    "found yet; the traces are compared and the difference is reported, not hidden"))
 def test_same_seed_gives_the_same_trace(idle_run, tmp_path, ros_domain):
     again = _run_task1(tmp_path)
     assert again["trace_sha256"] == idle_run["trace_sha256"]
@@ -86,10 +82,6 @@ def test_same_seed_gives_the_same_trace(idle_run, tmp_path, ros_domain):
     assert _comparable(again) == _comparable(idle_run)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 10 open: in clean-clone runs one Task 1 run in three gave another lockstep "
-    "trace (7823 or 7845 steps instead of 7811) with the same seed: a start-up race not "
-    "found yet; the traces are compared and the difference is reported, not hidden"))
 def test_busy_machine_gives_the_same_trace_and_never_pauses(idle_run, tmp_path, ros_domain,
                                                              busy_loops):
     assert all(p.is_alive() for p in busy_loops)

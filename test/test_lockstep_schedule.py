@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from smores_assembly.sim.lockstep import LockstepSchedule
+from smores_assembly.sim.lockstep import HISTORY_DEPTH, LockstepSchedule
 
 ORDER = ["bridge", "executive", "navigation", "controller"]
 
@@ -66,10 +66,20 @@ def test_messages_are_counted_per_topic_and_wake_subscribers():
     assert s.expected("navigation") == {"/stage": 2, "/states": 3}
     s.on_ack("navigation", False, math.inf, {}, None, None)
     assert s.next_turn() is None  # the controller is next due at 0.06
-    # a topic subscribed later counts only what is published afterwards
+    # a topic subscribed later also counts what was published on it before: the writers'
+    # history delivers it, and the subscriber must have it before its next turn (not at
+    # whichever turn discovery happens to bring it)
+    s.on_ack("navigation", False, math.inf, {"/path": 2}, None, None)
     s.on_ack("controller", False, 0.06, {}, ["/states", "/stage", "/path"], [])
-    s.on_ack("navigation", False, math.inf, {"/path": 1}, None, None)
-    assert s.expected("controller") == {"/states": 3, "/stage": 2, "/path": 1}
+    assert s.expected("controller") == {"/states": 3, "/stage": 2, "/path": 2}
+    s.on_ack("navigation", False, math.inf, {"/path": 3}, None, None)
+    assert s.expected("controller") == {"/states": 3, "/stage": 2, "/path": 3}
+    # ... at most the history a counted writer keeps
+    s.on_ack("navigation", False, math.inf, {"/other": HISTORY_DEPTH + 7}, None, None)
+    s.on_ack("controller", False, 0.06, {}, ["/states", "/stage", "/path", "/other"], [])
+    assert s.expected("controller")["/other"] == HISTORY_DEPTH
+    s.on_ack("navigation", False, math.inf, {"/other": HISTORY_DEPTH + 8}, None, None)
+    assert s.expected("controller")["/other"] == HISTORY_DEPTH + 1
 
 
 def test_wake_of_an_earlier_participant_waits_for_the_next_step():

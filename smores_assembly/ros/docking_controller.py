@@ -100,8 +100,10 @@ class DockingControllerNode(Node):
                                common.SENSOR_QOS)
         lp.create_subscription(ConnectionArray, names.CONNECTIONS,
                                self._on_connections, common.LATCHED_QOS)
-        # an active stage needs its plan (published by task_assignment, not a participant)
-        lp.hold(lambda: self._stage is not None and self._stage >= 0 and self._plan is None)
+        # an active stage needs its plan (published by task_assignment, not a participant):
+        # the control tick waits for it, whether it arrived before the turn or during it
+        lp.hold(lambda: self._stage is not None and self._stage >= 0 and self._plan is None,
+                before_timers=True)
         self._status_pub = lp.create_publisher(
             DockingStatusArray, names.DOCKING_STATUS,
             QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))

@@ -40,6 +40,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 
 from smores_assembly.msg import LockstepAck, LockstepTurn
 from smores_assembly.ros import names
+from smores_assembly.sim.lockstep import HISTORY_DEPTH
 
 TOPIC_ACK = names.LOCKSTEP_ACK
 #: Participants' answers: reliable; transient local so that a hello sent before the fake
@@ -52,8 +53,9 @@ ACK_SUB_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: Turns: the latest one reaches a participant whose subscription matched late.
 TURN_QOS = ACK_PUB_QOS
-#: Depth of counted subscriptions and publishers (messages are never dropped between turns).
-COUNTED_DEPTH = 100
+#: Depth of counted subscriptions and publishers (messages are never dropped between turns;
+#: a subscription made later receives this much history, see ``HISTORY_DEPTH``).
+COUNTED_DEPTH = HISTORY_DEPTH
 #: Longest wall time a participant waits for the publishers of its counted topics before
 #: its hello [s].
 HELLO_MATCH_TIMEOUT_S = 20.0
@@ -235,6 +237,9 @@ class LockstepParticipant:
         self._wishes: list[tuple[int, Future, TurnWaiter]] = []
         self._holds = 0
         self._hold_preds: list[Callable[[], bool]] = []
+        self._defer_preds: list[Callable[[], bool]] = []
+        self._timers_pending = False   # this turn's timers wait for a defer predicate
+        self._running = False          # inside this turn's timers (no early finish)
         self._pending: tuple[int, dict[str, int]] | None = None
         self._pending_since = 0.0
         self._in_turn = False
@@ -308,10 +313,15 @@ class LockstepParticipant:
         elif tmr is not None:
             self.node.destroy_timer(tmr)
 
-    def hold(self, predicate: Callable[[], bool]) -> None:
+    def hold(self, predicate: Callable[[], bool], before_timers: bool = False) -> None:
         """Hold every turn while ``predicate()`` is true (re-checked after each message
-        delivered during the turn and on :meth:`poke`)."""
-        self._hold_preds.append(predicate)
+        delivered during the turn and on :meth:`poke`).
+
+        ``before_timers``: the predicate says that an input from outside the lockstep
+        (e.g. the plan of a planning node) is missing; the turn's timers wait for it, so
+        that they see the same inputs whether it arrived before the turn or during it.
+        Otherwise the timers run first and the turn is held after them."""
+        (self._defer_preds if before_timers else self._hold_preds).append(predicate)
 
     def poke(self) -> None:
         """Re-check the holds (call when a hold predicate may have become false)."""
@@ -359,10 +369,12 @@ class LockstepParticipant:
         topic, callback, counted = self._subs[i]
         if counted:
             self._received[topic] += 1
-        if self._in_turn:
+        if self._in_turn and not counted:
             callback(msg)
             self._try_finish()
             return
+        # a counted message that arrives during a turn was not counted for it (the history
+        # of a subscription made during the turn): it belongs to the next turn
         self._buffer[i].append(msg)
         if self._pending is not None:
             self._try_run()
@@ -400,26 +412,37 @@ class LockstepParticipant:
         self._turn_start = time.monotonic()
         self.turns += 1
         self._time_source.clock_callback(ClockMsg(clock=_time_msg(t_ns)))
-        for (_, callback, _), buf in zip(self._subs, self._buffer):
-            if buf:
-                msgs = list(buf)
-                buf.clear()
-                for m in msgs:
-                    callback(m)
-        for tmr in list(self._timers):
-            if tmr.cancelled or tmr.due_ns > t_ns:
-                continue
-            while tmr.due_ns <= t_ns:
-                tmr.due_ns += tmr.period_ns
-            tmr.callback()
-        wishes, self._wishes = self._wishes, []
-        for due, fut, waiter in wishes:
-            if due <= t_ns:
-                waiter.hold()
-                fut.set_result(True)
-            else:
-                self._wishes.append((due, fut, waiter))
+        self._timers_pending = True
+        self._running = True   # a callback's poke() must not run the timers yet
+        try:
+            for (_, callback, _), buf in zip(self._subs, self._buffer):
+                if buf:
+                    msgs = list(buf)
+                    buf.clear()
+                    for m in msgs:
+                        callback(m)
+        finally:
+            self._running = False
         self._try_finish()
+
+    def _run_timers(self, t_ns: int) -> None:
+        self._running = True
+        try:
+            for tmr in list(self._timers):
+                if tmr.cancelled or tmr.due_ns > t_ns:
+                    continue
+                while tmr.due_ns <= t_ns:
+                    tmr.due_ns += tmr.period_ns
+                tmr.callback()
+            wishes, self._wishes = self._wishes, []
+            for due, fut, waiter in wishes:
+                if due <= t_ns:
+                    waiter.hold()
+                    fut.set_result(True)
+                else:
+                    self._wishes.append((due, fut, waiter))
+        finally:
+            self._running = False
 
     def _held(self) -> bool:
         if self._holds > 0:
@@ -429,7 +452,14 @@ class LockstepParticipant:
         return False
 
     def _try_finish(self) -> None:
-        if not self._in_turn or self._held():
+        if not self._in_turn or self._running:
+            return
+        if self._timers_pending:
+            if any(p() for p in self._defer_preds):
+                return
+            self._timers_pending = False
+            self._run_timers(self._turn_ns)
+        if self._held():
             return
         self._in_turn = False
         self._send_ack()

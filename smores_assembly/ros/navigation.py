@@ -95,7 +95,8 @@ class NavigationNode(Node):
                                common.LATCHED_QOS, wake=True)
         lp.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
                                self._on_status, common.COMMAND_QOS, wake=True)
-        lp.hold(lambda: self._stage >= 0 and self._plan is None)
+        # an active stage needs its plan (from task_assignment, not a participant)
+        lp.hold(lambda: self._stage >= 0 and self._plan is None, before_timers=True)
         self._marker_pub = self.create_publisher(MarkerArray, names.MARKERS,
                                                  common.LATCHED_QOS)
         self.create_service(Trigger, names.REPLAN, self._on_replan)

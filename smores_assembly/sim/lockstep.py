@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 
 #: Tolerance when comparing simulated times [s].
 TIME_EPS = 1e-9
+#: History kept by every counted writer (reliable, transient local): a subscription made
+#: after a participant's hello receives that many of the messages published before it.
+HISTORY_DEPTH = 100
 
 
 @dataclass
@@ -71,8 +74,11 @@ class LockstepSchedule:
         Args:
             counts: the participant's cumulative published messages per topic.
             subscribed: its counted topics when they changed (None: unchanged). A topic
-                counted from a hello on counts every message; one added later counts the
-                messages published after this answer.
+                counted from a hello on counts every message; one added later counts also
+                the last :data:`HISTORY_DEPTH` messages published before this answer: its
+                writers' history (transient local) delivers them to the new subscription,
+                and it must have them before its next turn (else their arrival, a matter
+                of discovery time, would decide at which turn they are seen).
             wake: the subset of ``subscribed`` on which a new message gives it a turn.
         """
         p = self.parts.get(name)
@@ -90,8 +96,9 @@ class LockstepSchedule:
                 self._sent_by[(name, topic)] = n
                 changed.append(topic)
         if subscribed is not None:
-            p.subscribed = {t: p.subscribed.get(t, 0 if first else self.sent.get(t, 0))
-                            for t in subscribed if t}
+            p.subscribed = {t: p.subscribed.get(
+                t, 0 if first else max(0, self.sent.get(t, 0) - HISTORY_DEPTH))
+                for t in subscribed if t}
             p.wake = set(wake or ())
         for topic in changed:
             for q in self.parts.values():
