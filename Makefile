@@ -13,7 +13,7 @@ SOURCES   := $(shell find msg action smores_assembly launch config description r
 
 .PHONY: demo test test-fast bench setup clean
 demo: setup  ## assemble the paper's Task 1 on the fake hardware, report in $(OUT)
-	$(PY) -m smores_assembly.cli run $(SCENARIO) --out $(OUT)
+	$(VENV)/bin/smores-assemble run $(SCENARIO) --out $(OUT)
 
 test: setup  ## run the whole test suite
 	$(PY) -m pytest -q test
@@ -38,9 +38,12 @@ $(DEPS): requirements.txt
 # only what changed.
 $(INSTALLED): $(DEPS) $(SOURCES)
 	@mkdir -p $(BUILD)
+	@# a build tree configured for copying cannot switch to symlinks in place: start it anew
+	@p=$(BUILD)/smores_assembly/ament_cmake_python/smores_assembly/smores_assembly; \
+	  if [ -d $$p ] && [ ! -L $$p ]; then rm -rf $(BUILD)/smores_assembly; fi
 	AMENT_PREFIX_PATH=$(abspath $(VENV)) CMAKE_PREFIX_PATH=$(abspath $(VENV)) \
 	  $(VENV)/bin/colcon --log-base $(BUILD)/log build --paths . \
-	    --build-base $(BUILD) --install-base $(VENV) --merge-install \
+	    --build-base $(BUILD) --install-base $(VENV) --merge-install --symlink-install \
 	    --event-handlers console_direct+ \
 	    --cmake-args -DPython3_EXECUTABLE=$(abspath $(PY)) -DBUILD_TESTING=OFF -Wno-dev \
 	    > $(BUILD).log 2>&1 || { tail -n 40 $(BUILD).log; exit 1; }

@@ -18,12 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import SMORES_ASSEMBLE
+
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = ["mobile_manipulator", "holonomic_vehicle", "rc_car"]
 
 
 def _run(scenario: str, out: Path, rtf: float, sequential: bool, domain: int) -> dict:
-    cmd = [sys.executable, "-m", "smores_assembly.cli", "run",
+    cmd = [SMORES_ASSEMBLE, "run",
            str(REPO / "config" / "scenarios" / f"{scenario}.yaml"), "--out", str(out),
            "--real-time-factor", str(rtf)]
     if sequential:

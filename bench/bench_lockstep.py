@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import SMORES_ASSEMBLE
+
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,7 +101,7 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
     """One ``smores-assemble run`` of ``case`` in ``mode`` (multi | single) with CPU
     sampling; returns the measured numbers."""
     out = workdir / f"{case}_{mode}"
-    cmd = [sys.executable, "-m", "smores_assembly.cli", "run",
+    cmd = [SMORES_ASSEMBLE, "run",
            str(_scenario_path(case, workdir)), "--out", str(out), "--seed", "0",
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if mode == "single":

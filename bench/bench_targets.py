@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import SMORES_ASSEMBLE
+
 import numpy as np
 import yaml
 
@@ -76,7 +78,7 @@ def make_scenario(n: int, seed: int) -> dict:
 
 
 def _cli(*args: str, timeout: float, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "smores_assembly.cli", *args],
+    return subprocess.run([SMORES_ASSEMBLE, *args],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
 
 

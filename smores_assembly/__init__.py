@@ -1,12 +1,9 @@
 """smores_assembly: parallel self-assembly of SMORES-EP-style modular robots.
 
 The planning, navigation, docking and simulation cores are plain Python (no ROS imports);
-``smores_assembly.ros`` holds the rclpy nodes, thin adapters over those cores.
+``smores_assembly.ros`` holds the rclpy nodes, thin adapters over those cores. The
+generated interfaces (``smores_assembly.msg``, ``.action``) exist only in the installed
+package (colcon/CMake generates them next to the modules): ROS code runs from the install
+(``make setup`` installs with symlinks to the checkout's files), not from a checkout's root.
 """
-# The generated interfaces (``smores_assembly.msg``/``.action``) are installed next to the
-# Python sources by CMake. When the sources are imported from a checkout, extend the package
-# path so that the installed generated modules are still found.
-from pkgutil import extend_path
-
-__path__ = extend_path(__path__, __name__)
 __version__ = "0.1.0"

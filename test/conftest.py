@@ -15,9 +15,46 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-# Nodes started as subprocesses import the sources of this checkout, as the tests do.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+# One package under test: the installed smores_assembly (``make setup``: colcon's symlink
+# install, whose modules are this checkout's files, next to the generated msg/action), in
+# this process and in every node it starts (the installed executables). The checkout's root,
+# which ``python -m pytest`` puts first on sys.path, would shadow it with a copy that has no
+# generated interfaces: it moves behind the installed packages (``bench`` is found there).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO] + [str(REPO)]
+if "smores_assembly" in sys.modules:  # a plugin imported it before this file ran
+    raise pytest.UsageError("smores_assembly was imported before test/conftest.py set sys.path")
+
+
+def _installed_package() -> Path | None:
+    """The package directory ``import smores_assembly`` finds now (None: not importable)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("smores_assembly")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _stale_modules(installed: Path) -> list[str]:
+    """The checkout's modules the installed package lacks or holds in another version."""
+    stale = []
+    for src in sorted((REPO / "smores_assembly").rglob("*.py")):
+        rel = src.relative_to(REPO / "smores_assembly")
+        dst = installed / rel
+        if not dst.is_file() or dst.read_bytes() != src.read_bytes():
+            stale.append(rel.as_posix())
+    return stale
+
+
+_PACKAGE = _installed_package()
+if _PACKAGE is None or _PACKAGE.resolve() == (REPO / "smores_assembly").resolve():
+    raise pytest.UsageError("smores_assembly is not installed in this interpreter "
+                            f"({sys.prefix}): run `make setup`")
+if _stale := _stale_modules(_PACKAGE):
+    raise pytest.UsageError(f"the installed smores_assembly ({_PACKAGE}) is not this checkout "
+                            f"({len(_stale)} modules differ or are missing, e.g. "
+                            f"{', '.join(_stale[:3])}): run `make setup`")
 
 # Domain ids 1..232 are valid with the default port mapping; spread by pid so that two
 # pytest processes on one machine are unlikely to share one.

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import installed
 import pytest
 
 from smores_assembly.cli import build_parser, main
@@ -18,7 +18,7 @@ SCENARIOS = REPO / "config" / "scenarios"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "smores_assembly.cli", *args], cwd=REPO,
+    return subprocess.run([*installed.cli(), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -133,7 +133,7 @@ def test_closed_stdout_is_quiet(fmt):
     rd, wr = os.pipe()
     os.close(rd)  # every write to the pipe fails with EPIPE: the reader is gone
     try:
-        r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "plan",
+        r = subprocess.run([*installed.cli(), "plan",
                             str(SCENARIOS / "holonomic_vehicle.yaml"), *fmt], cwd=REPO,
                            stdout=wr, stderr=subprocess.PIPE, text=True, timeout=60)
     finally:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import installed
 import pytest
 
 from smores_assembly.ros import names
@@ -40,16 +40,15 @@ class Stack:
         from rclpy.parameter import Parameter
 
         scen = _scenario(tmp_path / "scenario.yaml", modules)
-        py = sys.executable
         ra = "--ros-args"
         cmds = {
-            "fake_hardware": [py, "-m", "smores_assembly.ros.fake_hardware", ra,
+            "fake_hardware": [*installed.node("fake_hardware"), ra,
                               "-p", f"scenario:={scen}", "-p", f"real_time_factor:={RTF}",
                               "-p", "mocap_noise_std_m:=0.001",
                               "-p", "mocap_noise_std_rad:=0.005", "-p", "random_seed:=3"],
-            "mocap_bridge": [py, "-m", "smores_assembly.ros.mocap_bridge", ra,
+            "mocap_bridge": [*installed.node("mocap_bridge"), ra,
                              "-p", f"scenario:={scen}", "-p", "use_sim_time:=true"],
-            "docking_controller": [py, "-m", "smores_assembly.ros.docking_controller", ra,
+            "docking_controller": [*installed.node("docking_controller"), ra,
                                    "--params-file",
                                    str(REPO / "config" / "docking_controller.yaml"),
                                    "-p", "use_sim_time:=true", "-p", "control_rate_hz:=25.0"],

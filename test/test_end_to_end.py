@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
+import installed
 import pytest
 
 from ros_helpers import spin_until
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.ros
 
 def _run(scenario: Path, out: Path, *extra: str, timeout: float = 600.0):
     return subprocess.run(
-        [sys.executable, "-m", "smores_assembly.cli", "run", str(scenario), "--out", str(out),
+        [*installed.cli(), "run", str(scenario), "--out", str(out),
          "--real-time-factor", "5", *extra],
         capture_output=True, text=True, timeout=timeout, cwd=REPO)
 

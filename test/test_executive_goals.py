@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import installed
 import pytest
 from ros_helpers import spin_until
 
@@ -119,10 +120,9 @@ def test_run_a_one_node_target_is_trivially_assembled(tmp_path, ros_domain):
     inside the action."""
     import json
     import subprocess
-    import sys
 
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "run",
+    r = subprocess.run([*installed.cli(), "run",
                         str(FIELD / "single_node.yaml"), "--out", str(out),
                         "--real-time-factor", "5"],
                        capture_output=True, text=True, cwd=REPO, timeout=300)

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import numpy as np
+import installed
 import pytest
 import yaml
 from ros_helpers import spin_until
@@ -313,12 +314,12 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
         "scenario": scen, "real_time_factor": 5.0,
         "mocap_topic_format": "/vrpn_mocap/{id}/pose"}}}))
     env = dict(os.environ)
-    bad = subprocess.run([python_exe, "-m", "smores_assembly.ros.fake_hardware", "--ros-args",
+    bad = subprocess.run([*installed.node("fake_hardware"), "--ros-args",
                           "--params-file", str(params), "-p", "physics_rate_hz:=0.0"],
                          env=env, capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2, bad.stderr
     assert "physics_rate_hz" in bad.stderr + bad.stdout
-    proc = subprocess.Popen([python_exe, "-m", "smores_assembly.ros.fake_hardware",
+    proc = subprocess.Popen([*installed.node("fake_hardware"),
                              "--ros-args", "--params-file", str(params)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

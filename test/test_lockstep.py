@@ -12,10 +12,10 @@ import json
 import multiprocessing
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import installed
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ def _run_task1(out: Path, *extra: str) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(150 + (os.getpid() + len(str(out))) % 80),
                ROS_LOG_DIR=str(out / "ros_log"))
     r = subprocess.run(
-        [sys.executable, "-m", "smores_assembly.cli", "run", str(TASK1), "--out", str(out),
+        [*installed.cli(), "run", str(TASK1), "--out", str(out),
          "--seed", str(SEED), "--real-time-factor", "0", *extra],
         capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
     report_file = out / "report.json"
@@ -101,7 +101,8 @@ def _cpu_s(pid: int) -> float:
 
 
 @pytest.mark.parametrize("node", ["root_search", "task_assignment"])
-def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, python_exe):
+def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, python_exe,
+                                                           tmp_path):
     """10 s of 100 Hz /modules/states (50 modules) cost an idle planning node < 0.2 s CPU.
 
     Decoding every message (as the nodes did before they subscribed on demand) costs
@@ -114,7 +115,7 @@ def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, p
     from smores_assembly.ros import common, names
     from ros_helpers import spin_until
 
-    proc = subprocess.Popen([python_exe, "-m", f"smores_assembly.ros.{node}"],
+    proc = subprocess.Popen(installed.node(node),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
     decoder = subprocess.Popen(
         [python_exe, "-c",
@@ -125,7 +126,8 @@ def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, p
          "n = rclpy.create_node('decoder')\n"
          "n.create_subscription(ModuleStateArray, names.STATES, lambda m: None,\n"
          "                      common.SENSOR_QOS)\n"
-         "rclpy.spin(n)\n"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+         "rclpy.spin(n)\n"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=tmp_path)  # not the checkout's root: its smores_assembly has no msg/
     io = Node("states_source", context=ros_context)
     try:
         from rclpy.executors import SingleThreadedExecutor

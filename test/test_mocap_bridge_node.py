@@ -6,6 +6,7 @@ import math
 import time
 
 import numpy as np
+import installed
 import pytest
 
 from ros_helpers import spin_until
@@ -317,11 +318,10 @@ def test_warns_when_nothing_arrives_and_when_a_rate_leaves_its_band(make_bridge,
 def test_body_names_that_are_not_ros_names_are_refused_at_start_up(ros_domain):
     """Field case mocap_bad_names.yaml: the bridge died with a traceback."""
     import subprocess
-    import sys
     from pathlib import Path
 
     f = Path(__file__).resolve().parent / "data" / "field" / "mocap_bad_names.yaml"
-    r = subprocess.run([sys.executable, "-m", "smores_assembly.ros.mocap_bridge",
+    r = subprocess.run([*installed.node("mocap_bridge"),
                         "--ros-args", "--params-file", str(f)],
                        capture_output=True, text=True, timeout=60)
     out = r.stdout + r.stderr

@@ -120,3 +120,17 @@ def test_installed_executables_are_the_declared_entry_points(installed, kind, fo
         text = exe.read_text(encoding="utf-8")
         assert f"from {module} import {func}\n" in text, exe
         assert text.startswith("#!") and "python" in text.splitlines()[0], exe
+
+
+def test_one_package_the_installed_one(installed):
+    """No path extension: ``smores_assembly`` is one folder, the installed one, holding both
+    the declared modules and the generated interfaces (test/conftest.py moves the checkout's
+    root behind it and refuses an install that is not this checkout's)."""
+    import smores_assembly
+    import smores_assembly.action
+    import smores_assembly.msg
+
+    assert list(smores_assembly.__path__) == [str(installed)]
+    for sub in (smores_assembly.msg, smores_assembly.action):
+        assert Path(sub.__file__).parent.parent == installed
+    assert "extend_path" not in (REPO / PACKAGE / "__init__.py").read_text(encoding="utf-8")

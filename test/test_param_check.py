@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import installed
 import pytest
 import yaml
 
@@ -62,7 +63,7 @@ def test_run_refuses_a_bad_params_file_before_starting_anything(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("docking_controller: {ros__parameters: {approach_speed: -5.0}}\n")
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "run",
+    r = subprocess.run([*installed.cli(), "run",
                         str(REPO / "config/scenarios/mobile_manipulator.yaml"),
                         "--params-file", str(f), "--out", str(out)],
                        capture_output=True, text=True, cwd=REPO, timeout=120)

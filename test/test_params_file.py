@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import installed
 import pytest
 
 from smores_assembly.launch import LaunchError, launch_file, load_launch
@@ -199,7 +200,7 @@ def test_run_refuses_the_field_files_before_starting_anything(tmp_path):
                            ("params_unknown_node.yaml", "matches no node"),
                            ("mocap_bad_names.yaml", "'Box 2 '")]:
         out = tmp_path / name
-        r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "run",
+        r = subprocess.run([*installed.cli(), "run",
                             str(REPO / "config/scenarios/mobile_manipulator.yaml"),
                             "--params-file", str(FIELD / name), "--out", str(out)],
                            capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import installed
 import pytest
 
 from smores_assembly.run_job.console import ask
@@ -48,7 +49,7 @@ def test_ask_returns_the_typed_line_or_empty_at_end_of_input(pipe_stdin):
 def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "smores_assembly.cli", "run", str(FIELD / "pair.yaml"),
+        [*installed.cli(), "run", str(FIELD / "pair.yaml"),
          "--approve", "--out", str(out), "--real-time-factor", "5"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         cwd=REPO)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,7 +45,9 @@ def _start(exe: str, installed: bool = False) -> subprocess.Popen:
     cmd = [*head, "--ros-args", "-r", f"__node:={exe}", *NODES[exe]]
     stops = {signal.SIGINT, signal.SIGTERM}
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, cwd=REPO,
+                            # not the checkout's root, whose smores_assembly (first on
+                            # sys.path of `python -m` there) has no generated interfaces
+                            stdin=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir(),
                             preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK,
                                                                       stops))
 

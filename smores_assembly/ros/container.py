@@ -27,31 +27,43 @@ NODE_CLASSES = {
     "docking_controller": "DockingControllerNode",
     "executive": "ExecutiveNode",
 }
-_MODULE_PREFIX = "smores_assembly.ros."
+_PACKAGE = "smores_assembly"
+_MODULE_PREFIX = f"{_PACKAGE}.ros."
+
+
+def _executable(cmd: list[str]) -> str:
+    """The node executable a command starts: ``<prefix>/lib/smores_assembly/<exec> ...`` or
+    ``python -m smores_assembly.ros.<exec> ...`` ("" for anything else)."""
+    if len(cmd) > 2 and cmd[1] == "-m":
+        module = cmd[2]
+        return module[len(_MODULE_PREFIX):] if module.startswith(_MODULE_PREFIX) else ""
+    exe = Path(cmd[0]) if cmd else Path()
+    return exe.name if (exe.parent.name, exe.parent.parent.name) == (_PACKAGE, "lib") else ""
 
 
 def container_spec(specs: list, name: str = "container"):
     """One :class:`~smores_assembly.launch.ProcessSpec` running every node of ``specs``
-    (``python -m smores_assembly.ros.<exec> --ros-args ...`` commands of this package).
+    (``<prefix>/lib/smores_assembly/<exec> --ros-args ...`` commands, as the launch files
+    give them, or ``python -m smores_assembly.ros.<exec> --ros-args ...``), started as the
+    installed ``container`` executable.
 
     Raises:
         ValueError: a spec that is not one of this package's nodes.
+        LaunchError: the ``container`` executable is not installed.
     """
-    from smores_assembly.launch.yaml_launch import ProcessSpec  # noqa: PLC0415
+    from smores_assembly.launch.yaml_launch import ProcessSpec, node_command  # noqa: PLC0415
     nodes, env = [], {}
     for spec in specs:
         cmd = list(spec.cmd)
-        try:
-            module = cmd[cmd.index("-m") + 1]
-            ros = cmd[cmd.index("--ros-args"):]
-        except ValueError:
-            raise ValueError(f"{spec.name}: not a node of this package: {cmd}") from None
-        exe = module[len(_MODULE_PREFIX):] if module.startswith(_MODULE_PREFIX) else ""
+        if "--ros-args" not in cmd:
+            raise ValueError(f"{spec.name}: not a node of this package: {cmd}")
+        ros = cmd[cmd.index("--ros-args"):]
+        exe = _executable(cmd)
         if exe not in NODE_CLASSES:
-            raise ValueError(f"{spec.name}: {module} has no node class for a container")
+            raise ValueError(f"{spec.name}: {cmd[0]} has no node class for a container")
         nodes.append({"name": spec.name, "module": exe, "ros_args": ros})
         env.update(spec.env)
-    return ProcessSpec(name=name, cmd=[sys.executable, "-m", __name__, json.dumps(nodes)],
+    return ProcessSpec(name=name, cmd=[*node_command(_PACKAGE, "container"), json.dumps(nodes)],
                        env=env, output="screen")
 
 
