@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import weakref
 from typing import Any, Callable
 
 import rclpy
@@ -175,12 +176,16 @@ def declare_given(node: Node, name: str, default: Any,
         raise ParamsError(f"parameter {name}: {exc}", field=name) from exc
 
 
+#: The nodes that have the widening pre-set callback already.
+_WIDENING: weakref.WeakSet[Node] = weakref.WeakSet()
+
+
 def _widen_on_set(node: Node) -> None:
     """Once per node: an integer set for a double parameter (``ros2 param set n x 2``) is
     widened to a float before rclpy's type check (a pre-set callback)."""
-    if getattr(node, "_smores_widens", False):
+    if node in _WIDENING:
         return
-    node._smores_widens = True
+    _WIDENING.add(node)
 
     def pre_set(params: list[Parameter]) -> list[Parameter]:
         out = []

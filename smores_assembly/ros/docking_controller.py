@@ -33,6 +33,7 @@ active stage but no plan yet is held until the plan arrives.
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 from geometry_msgs.msg import Twist
@@ -140,7 +141,7 @@ class DockingControllerNode(Node):
         if module and module not in self._path_subs:
             self._path_subs[module] = self.lockstep.create_subscription(
                 Path, names.module_topic(module, names.PATH),
-                lambda msg, m=module: self._on_path(m, msg), common.LATCHED_QOS)
+                functools.partial(self._on_path, module), common.LATCHED_QOS)
 
     # ------------------------------------------------------------------ inputs
     @staticmethod
@@ -317,8 +318,8 @@ class DockingControllerNode(Node):
     def _send_magnets(self, now: float, wanted: dict[str, set]) -> None:
         faces: dict[str, set] = {}
         for src in (wanted, self._docked_faces, self._conn_faces):
-            for m, fs in src.items():
-                faces.setdefault(m, set()).update(fs)
+            for m, some in src.items():
+                faces.setdefault(m, set()).update(some)
         for m in set(faces) | set(self._mag_sent):
             fs = frozenset(faces.get(m, ()))
             sent = self._mag_sent.get(m)

@@ -33,6 +33,7 @@ import time
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.task import Future
 from geometry_msgs.msg import Point
@@ -114,7 +115,7 @@ class ExecutiveNode(Node):
         self.create_service(Trigger, names.CANCEL, self._on_cancel, callback_group=cb)
         # /assembly/cancel goes through the action's own cancel service, so that a goal
         # cancelled either way ends in the one terminal state CANCELED.
-        self._cancel_client = self.create_client(
+        self._cancel_client: Client[CancelGoal.Request, CancelGoal.Response] = self.create_client(
             CancelGoal, names.ASSEMBLE + "/_action/cancel_goal", callback_group=cb)
         self._server = ActionServer(
             self, Assemble, names.ASSEMBLE, execute_callback=self._execute,
@@ -184,9 +185,6 @@ class ExecutiveNode(Node):
     def monotonic(self) -> float:
         return time.monotonic()
 
-    def _all_tracked(self) -> bool:
-        return self._states is not None and all(m.tracked for m in self._states.modules)
-
     async def sleep(self, period_s: float) -> None:
         """Wait ``period_s`` of wall time; in lockstep, while the goal waits for states or
         executes its stages, until this node's next turn ``period_s`` of simulated time
@@ -198,9 +196,13 @@ class ExecutiveNode(Node):
                                       (phase == "PLANNING" and not self._target_sent)):
             await self._waiter.next(period_s)
             return
-        fut = Future()
-        timer = self.create_timer(period_s, lambda: fut.done() or fut.set_result(True),
-                                  clock=self._wall_clock)
+        fut: Future[bool] = Future()
+
+        def wake() -> None:
+            if not fut.done():
+                fut.set_result(True)
+
+        timer = self.create_timer(period_s, wake, clock=self._wall_clock)
         try:
             await fut
         finally:

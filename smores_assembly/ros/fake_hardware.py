@@ -74,6 +74,7 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.timer import Timer
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -221,7 +222,7 @@ class FakeHardwareNode(Node):
         self.steps = 0
         self._publish_connections()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self._timer = None
+        self._timer: Timer | None = None
         self._tick_end: float | None = None
         self._wall_start = time.monotonic()
         self._anchor()
@@ -275,7 +276,7 @@ class FakeHardwareNode(Node):
         self._cmd_wait_since: float | None = None
         # one-shot "go on after servicing the other callbacks" (a timer made on demand: the
         # EventsExecutor has no guard conditions and mishandles a cancelled timer)
-        self._kick = None
+        self._kick: Timer | None = None
 
     def _on_ack(self, msg: LockstepAck) -> None:
         self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,

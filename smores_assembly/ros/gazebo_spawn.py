@@ -29,7 +29,7 @@ from smores_assembly.sim.gazebo import bridge_config, spawn_arguments
 
 def _ros_params(argv: list[str]) -> dict[str, str]:
     """``-p name:=value`` pairs after ``--ros-args``."""
-    out = {}
+    out: dict[str, str] = {}
     if "--ros-args" not in argv:
         return out
     rest = argv[argv.index("--ros-args") + 1:]

@@ -28,6 +28,7 @@ rclpy call, so the nodes' logic is the same in both modes.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Any, Callable
@@ -36,6 +37,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
+from rclpy.timer import Timer
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from smores_assembly.msg import LockstepAck, LockstepTurn
@@ -189,13 +191,13 @@ class TurnWaiter:
         if lp.in_turn:
             self.hold()
             return
-        fut = Future()
+        fut: Future[bool] = Future()
         lp._wishes.append((lp._now_ns, fut, self))
         await fut
 
     async def next(self, period_s: float) -> None:
         lp = self._lp
-        fut = Future()
+        fut: Future[bool] = Future()
         if not lp.enabled:
             timer = lp.node.create_timer(period_s, lambda: fut.set_result(True),
                                          clock=lp._steady)
@@ -234,7 +236,7 @@ class LockstepParticipant:
         self._sent: dict[str, int] = {}
         self._published: set[str] = set()
         self._timers: list[_SimTimer] = []
-        self._wishes: list[tuple[int, Future, TurnWaiter]] = []
+        self._wishes: list[tuple[int, Future[bool], TurnWaiter]] = []
         self._holds = 0
         self._hold_preds: list[Callable[[], bool]] = []
         self._defer_preds: list[Callable[[], bool]] = []
@@ -261,7 +263,8 @@ class LockstepParticipant:
                                                   self._on_turn, TURN_QOS)
         self._sub_objs: list = []
         self._hello_since: float | None = None
-        self._hello_timer = node.create_timer(0.05, self._hello, clock=self._steady)
+        self._hello_timer: Timer | None = node.create_timer(0.05, self._hello,
+                                                            clock=self._steady)
         node.create_timer(1.0, self._watchdog, clock=self._steady)
 
     # --- the node's API ------------------------------------------------------------------
@@ -344,8 +347,9 @@ class LockstepParticipant:
             self._hello_since = time.monotonic()
         if unmatched and time.monotonic() - self._hello_since < HELLO_MATCH_TIMEOUT_S:
             return  # the 0.05 s timer tries again
-        self.node.destroy_timer(self._hello_timer)
-        self._hello_timer = None
+        if self._hello_timer is not None:
+            self.node.destroy_timer(self._hello_timer)
+            self._hello_timer = None
         if unmatched:
             self.node.get_logger().warning(
                 f"lockstep: no publisher yet on {', '.join(unmatched)}; announcing anyway")
@@ -361,7 +365,7 @@ class LockstepParticipant:
         if self._pending is not None:
             for i, sub in enumerate(self._sub_objs):
                 if self._subs[i][2]:
-                    poll(sub, lambda msg, i=i: self._on_msg(i, msg))
+                    poll(sub, functools.partial(self._on_msg, i))
             if self._pending is not None:
                 self._try_run()
 
@@ -392,6 +396,8 @@ class LockstepParticipant:
                 if self._received.get(t, 0) < n}
 
     def _try_run(self) -> None:
+        if self._pending is None:
+            return
         t_ns, expected = self._pending
         missing = self._missing(expected)
         if missing:

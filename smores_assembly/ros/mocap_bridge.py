@@ -44,6 +44,7 @@ expected_rate_max_hz]`` and when no sample at all arrived for ``no_data_warn_s``
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
@@ -123,7 +124,6 @@ class MocapBridgeNode(Node):
         self.rates = RateMonitor(self.ids, fs.rate_window_s, fs.expected_rate_min_hz,
                                  fs.expected_rate_max_hz)
         self._wall_last_any: float | None = None
-        self._clock = self.get_clock()
         self._wall_start = time.monotonic()
         self._subscribe(s.source)
         self._pub = self.lockstep.create_publisher(ModuleStateArray, names.STATES,
@@ -189,10 +189,10 @@ class MocapBridgeNode(Node):
             for m, topic in zip(self.ids, self.topics):
                 if self.lockstep.enabled:
                     self.lockstep.create_subscription(
-                        PoseStamped, topic, lambda msg, m=m: self._on_pose(m, msg), qos)
+                        PoseStamped, topic, functools.partial(self._on_pose, m), qos)
                 else:
                     self.create_subscription(
-                        PoseStamped, topic, lambda msg, m=m: self._on_pose(m, msg), qos,
+                        PoseStamped, topic, functools.partial(self._on_pose, m), qos,
                         event_callbacks=ev)
             return
         try:
@@ -211,7 +211,7 @@ class MocapBridgeNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _offer(self, m: str, header_stamp: float, position, quaternion_wxyz) -> None:
-        now = self._clock.now().nanoseconds * 1e-9
+        now = self.get_clock().now().nanoseconds * 1e-9
         self._wall_last_any = time.monotonic()
         self.rates.record(m, now)
         stamp = header_stamp if self.settings.use_header_stamp else now
@@ -239,7 +239,7 @@ class MocapBridgeNode(Node):
 
     # --- output --------------------------------------------------------------------------
     def _publish(self) -> None:
-        ns = self._clock.now().nanoseconds
+        ns = self.get_clock().now().nanoseconds
         msg = self._states_msg
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
         for st, est in zip(msg.modules, self.filter.states(ns * 1e-9)):  # both in ids order

@@ -101,6 +101,7 @@ class TaskAssignmentNode(Node):
         if self._states is None:
             return
         target = self._target
+        assert target is not None  # _matches() holds
         poses = states_msg_to_poses(self._states, self.settings.tracked_only)
         try:
             scenario = target_msg_to_scenario(target, poses)

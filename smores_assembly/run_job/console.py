@@ -57,7 +57,7 @@ class ProgressPrinter:
 
     def __init__(self, num_stages: int):
         self.num_stages = num_stages
-        self.last = None
+        self.last: list | None = None  # stage and phases last shown
         self.t_last = 0.0
 
     def show(self, fb, status) -> None:

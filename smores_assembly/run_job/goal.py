@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from smores_assembly.run_job.console import ProgressPrinter, ask, print_plan, say
 
@@ -23,8 +24,14 @@ class GoalOutcome:
     """``result``: the ``Assemble.Result`` (None when none arrived); ``error``: why the run
     stopped early ("" when it was not stopped by this side)."""
 
-    result: object = None
+    result: Any = None  # a generated message: untyped
     error: str = ""
+
+
+def _result(res_future) -> Any:
+    """The ``Assemble.Result`` of a done ``get_result_async()`` future (None: no response)."""
+    response = res_future.result()
+    return response.result if response is not None else None
 
 
 def run_goal(observer, interrupted, scenario, plan, approve: bool,
@@ -44,7 +51,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
     from smores_assembly.ros.convert import scenario_to_target_msg
 
     node, spin_until, stop = observer.node, observer.spin_until, observer.stop
-    client = ActionClient(node, Assemble, names.ASSEMBLE)
+    client: ActionClient = ActionClient(node, Assemble, names.ASSEMBLE)
     out = GoalOutcome()
     goal_handle = None
     try:
@@ -69,7 +76,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             raise RuntimeError(f"the Assemble goal was not answered within "
                                f"{ANSWER_WAIT_S:.0f} s")
         goal_handle = send.result()
-        if not goal_handle.accepted:
+        if goal_handle is None or not goal_handle.accepted:
             raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
         res_future = goal_handle.get_result_async()
         if approve:
@@ -83,7 +90,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             spin_until(res_future.done, 0.5)
             printer.show(state["fb"], observer.obs.last_status)
         if res_future.done():
-            out.result = res_future.result().result
+            out.result = _result(res_future)
         elif goal_handle is not None:
             # Ctrl-C or timeout: cancel the goal (the executive stops every module) and wait
             # for its result, even if Ctrl-C is pressed again.
@@ -91,7 +98,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             spin_until(cancel.done, CANCEL_WAIT_S, interruptible=False)
             spin_until(res_future.done, CANCEL_WAIT_S, interruptible=False)
             if res_future.done():
-                out.result = res_future.result().result
+                out.result = _result(res_future)
             if interrupted.is_set():
                 out.error = "interrupted (Ctrl-C): assembly cancelled, every module stopped"
         # Let the last ground truth / connections arrive: wait until the fake hardware's

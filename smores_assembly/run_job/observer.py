@@ -6,10 +6,14 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from smores_assembly.geometry import Pose2D
 from smores_assembly.report import PhaseRecorder
 from smores_assembly.vocabulary import Phase
+
+if TYPE_CHECKING:  # rclpy is imported lazily: `smores-assemble plan` runs without ROS
+    from rclpy.client import Client
 
 #: A new trajectory point is kept when the module moved more than this [m].
 TRAJ_STEP_M = 0.002
@@ -106,7 +110,8 @@ class ObserverNode:
             self.mcap = McapRecorder(node, record_path)
         from std_srvs.srv import Trigger
         # made now so that it is discovered while the stack runs
-        self._trace_cli = node.create_client(Trigger, names.TRACE_SERVICE)
+        self._trace_cli: Client[Trigger.Request, Trigger.Response] = node.create_client(
+            Trigger, names.TRACE_SERVICE)
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(node)
 
@@ -152,7 +157,10 @@ class ObserverNode:
             fut = cli.call_async(Trigger.Request())
             if not self.spin_until(fut.done, timeout, interruptible=False):
                 return last
-            info = json.loads(fut.result().message)
+            response = fut.result()
+            if response is None:
+                return last
+            info = json.loads(response.message)
             if not wait_for_hold or (last is not None and info["steps"] == last["steps"]):
                 return info
             last = info

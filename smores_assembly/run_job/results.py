@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from smores_assembly.planning import Plan
 from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors,
                                     plot_timeline, plot_trajectories, write_json)
 from smores_assembly.run_job.console import say
@@ -28,7 +29,7 @@ class Verdict:
     reported success and the fake hardware's connections equal the target's; ``error``: the
     reason of a failure ("" on success)."""
 
-    plan: object
+    plan: Plan
     formed: set
     expected: set
     success: bool
