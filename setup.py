@@ -4,7 +4,8 @@ Two ways install from this declaration:
 
 * ``pip install .`` (no ROS needed): the pure cores and the ``smores-assemble`` command
   (``smores-assemble plan`` works without ROS; ``run`` and the nodes need ROS 2 and the
-  generated interfaces, which only the CMake build makes).
+  generated interfaces, which only the CMake build makes). ``bin/`` is shared with every
+  other package, so there each node is ``smores-<node>`` (dashes), see :func:`pip_scripts`.
 * ``colcon build`` / CMake (``CMakeLists.txt``, ament_cmake): generates ``msg/`` and
   ``action/`` with rosidl and installs everything declared here. CMake reads this
   declaration with ``python setup.py --cmake-declaration``: the node executables go to
@@ -30,6 +31,18 @@ NODE_SCRIPTS = {
                  "gazebo_spawn", "mocap_bridge", "navigation", "root_search",
                  "task_assignment")
 }
+
+
+def pip_scripts() -> dict:
+    """``bin/<name>`` -> entry point for ``pip install .``: the command-line tools as they
+    are, each node prefixed (``fake_hardware`` -> ``smores-fake-hardware``) so that no
+    generic name (``executive``, ``navigation``, ...) lands in a shared ``bin/``. The ROS
+    install keeps ``lib/smores_assembly/<node>``, the names ``ros2 run`` and the launch
+    files use."""
+    nodes = {f"smores-{name.replace('_', '-')}": target for name, target in NODE_SCRIPTS.items()}
+    return {**CLI_SCRIPTS, **nodes}
+
+
 #: share/smores_assembly/<dir>/...: launch files, parameter/scenario files, robot description.
 DATA_DIRS = ("launch", "config", "description")
 
@@ -109,8 +122,8 @@ if __name__ == "__main__":
         install_requires=["numpy", "scipy", "networkx", "transforms3d", "PyYAML"],
         extras_require={"run": ["matplotlib", "mcap", "mcap-ros2-support"]},
         entry_points={
-            "console_scripts": [f"{name} = {target}" for name, target
-                                in {**CLI_SCRIPTS, **NODE_SCRIPTS}.items()],
+            "console_scripts": [f"{name} = {target}"
+                                for name, target in pip_scripts().items()],
         },
         zip_safe=False,
     )

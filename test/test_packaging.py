@@ -134,3 +134,31 @@ def test_one_package_the_installed_one(installed):
     for sub in (smores_assembly.msg, smores_assembly.action):
         assert Path(sub.__file__).parent.parent == installed
     assert "extend_path" not in (REPO / PACKAGE / "__init__.py").read_text(encoding="utf-8")
+
+
+def test_pip_install_puts_no_generic_name_in_bin(tmp_path):
+    """``pip install .`` installs the entry points setuptools writes into the egg-info's
+    entry_points.txt: there, every name in the shared ``bin/`` carries the package's prefix
+    (the CLI as it is, each node as ``smores-<node>``), one per declared executable, each
+    pointing at its node's ``main``; the ROS install keeps ``lib/smores_assembly/<node>``
+    (test_installed_executables_are_the_declared_entry_points)."""
+    import configparser
+    import shutil
+    import subprocess
+
+    src = tmp_path / "src"  # a copy: setuptools writes its build files next to setup.py
+    src.mkdir()
+    for name in ("setup.py", "package.xml", "pyproject.toml"):
+        shutil.copy(REPO / name, src / name)
+    for top in (PACKAGE, "resource", *SETUP["DATA_DIRS"]):
+        shutil.copytree(REPO / top, src / top, ignore=shutil.ignore_patterns("__pycache__"))
+    r = subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base",
+                        str(tmp_path)], cwd=src, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    entry_points = configparser.ConfigParser(delimiters=("=",))
+    entry_points.read(tmp_path / f"{PACKAGE}.egg-info" / "entry_points.txt")
+    scripts = {k: v.strip() for k, v in entry_points["console_scripts"].items()}
+    nodes, cli = SETUP["NODE_SCRIPTS"], SETUP["CLI_SCRIPTS"]
+    assert scripts == {**cli, **{f"smores-{n.replace('_', '-')}": t for n, t in nodes.items()}}
+    assert all(name.startswith("smores-") for name in scripts)
+    assert not set(scripts) & set(nodes)
