@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import installed
 import pytest
 
 from smores_assembly.errors import InputError
@@ -90,7 +91,7 @@ def test_every_sim_time_node_takes_its_clock_in_the_namespace():
 def test_run_refuses_bad_nodes_and_namespace_before_starting_anything(tmp_path):
     for extra, field in ((["--nodes", "hardware,vision"], "--nodes"),
                          (["--namespace", "/9lives"], "--namespace")):
-        r = subprocess.run([sys.executable, "-m", "smores_assembly.cli", "run", str(TASK1),
+        r = subprocess.run([*installed.cli(), "run", str(TASK1),
                             "--out", str(tmp_path / "out"), *extra],
                            capture_output=True, text=True, timeout=120, cwd=REPO)
         assert r.returncode == 2, r.stderr
@@ -205,7 +206,7 @@ def test_task1_split_over_two_hosts(two_hosts, tmp_path, ros_domain):
     out = tmp_path / "out"
     try:
         r = subprocess.run(
-            host_b.exec(sys.executable, "-m", "smores_assembly.cli", "run", str(TASK1),
+            host_b.exec(*installed.cli(), "run", str(TASK1),
                         "--nodes", "pipeline", "--out", str(out), "--timeout", "600"),
             env=env_b, capture_output=True, text=True, timeout=900, cwd=REPO)
     finally:

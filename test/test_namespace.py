@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import installed
 import pytest
 import yaml
 from ros_helpers import spin_until
@@ -106,7 +107,6 @@ def test_two_swarms_side_by_side_in_one_domain(tmp_path, ros_domain):
     publishes the root-namespace names."""
     import signal
     import subprocess
-    import sys
     from pathlib import Path
 
     import rclpy
@@ -118,7 +118,7 @@ def test_two_swarms_side_by_side_in_one_domain(tmp_path, ros_domain):
         out = tmp_path / ns.strip("/")
         with open(tmp_path / f"{scen}.log", "w") as log:
             runs[ns] = (out, subprocess.Popen(
-                [sys.executable, "-m", "smores_assembly.cli", "run",
+                [*installed.cli(), "run",
                  str(field / f"{scen}.yaml"), "--namespace", ns, "--out", str(out),
                  "--timeout", "400"],
                 stdout=log, stderr=subprocess.STDOUT, cwd=repo))
