@@ -8,43 +8,26 @@ import math
 import numpy as np
 
 from smores_assembly.geometry import Face, Pose2D, child_pose
+from smores_assembly.sim.base import WorldBase
 from smores_assembly.sim.faces import capture_qualifies
-from smores_assembly.sim.model import FACE_INDEX, FACES, Connection, SimEvent
+from smores_assembly.sim.model import FACES, Connection, SimEvent
 
 
-class MagnetsMixin:
+class MagnetsMixin(WorldBase):
     """Connections, captures and rigid bodies (``_conns``, ``_face_used``, ``_body``,
     ``_body_size``, ``_capture_dirty``)."""
 
     def _recompute_bodies(self) -> None:
-        n = len(self._ids)
-        parent = list(range(n))
-
-        def find(a: int) -> int:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        for c in self._conns:
-            ra, rb = find(self._idx[c.module_a]), find(self._idx[c.module_b])
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-        self._body = np.array([find(i) for i in range(n)])
-        self._body_size = np.bincount(self._body, minlength=n)[self._body]
+        super()._recompute_bodies()
         self._kin = None
 
     def _release_connections(self, events: list[SimEvent], t_end: float) -> None:
         """Step phase 1: drop the connections of which a magnet was switched off."""
         if not self._conns:
             return
-        released = [c for c in self._conns
-                    if not (self._mag[self._idx[c.module_a], FACE_INDEX[c.face_a]]
-                            and self._mag[self._idx[c.module_b], FACE_INDEX[c.face_b]])]
-        for c in sorted(released):
-            self._conns.discard(c)
-            self._face_used.pop((c.module_a, c.face_a), None)
-            self._face_used.pop((c.module_b, c.face_b), None)
+        released = self._switched_off()
+        for c in released:
+            self._drop_connection(c)
             events.append(SimEvent("disconnected", t_end, (c.module_a, c.module_b),
                                    (c.face_a, c.face_b)))
             # a freed face may now capture another one
@@ -60,8 +43,8 @@ class MagnetsMixin:
         p = self.params
         w = p.module_width
         dirty = self._capture_dirty | moved
-        self._capture_dirty = np.zeros(len(self._ids), dtype=bool)  # type: ignore[type-var]
-        has_mag = self._mag.any(axis=1)
+        self._capture_dirty = np.zeros(len(self._ids), dtype=bool)
+        has_mag = np.asarray(self._mag.any(axis=1))
         mags = np.flatnonzero(has_mag)
         if len(mags) < 2:
             return
@@ -172,9 +155,5 @@ class MagnetsMixin:
             members = [int(i) for i in idx]
         self._overlap_dirty = True
         self._clearance_movers = None
-        conn = Connection.make(a, face_a, b, face_b)
-        self._conns.add(conn)
-        self._face_used[(a, face_a)] = conn
-        self._face_used[(b, face_b)] = conn
-        self._recompute_bodies()
+        self._add_connection(a, face_a, b, face_b)
         return members

@@ -83,18 +83,29 @@ class SimParams:
 
     def validate(self) -> None:
         """Raise :class:`SimError` naming the field when a value is out of range or NaN."""
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if f.type in (bool, "bool"):
-                if not isinstance(v, bool):
-                    raise SimError(f"{f.name}: {v!r} is not a boolean")
-                continue
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise SimError(f"{f.name}: {v!r} is not a finite number")
-        try:
-            check_ranges(self)
-        except ParamsError as exc:
-            raise SimError(str(exc), field=exc.field) from None
+        check_params(self)
+
+
+def check_params(params) -> None:
+    """Check a parameter dataclass of the simulated worlds (:class:`SimParams`, the MuJoCo
+    backend's ``MujocoParams``): booleans are booleans, every other field a finite number
+    inside its ``param_field`` range.
+
+    Raises:
+        SimError: naming the first field that is not.
+    """
+    for f in dataclasses.fields(params):
+        v = getattr(params, f.name)
+        if f.type in (bool, "bool"):
+            if not isinstance(v, bool):
+                raise SimError(f"{f.name}: {v!r} is not a boolean")
+            continue
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            raise SimError(f"{f.name}: {v!r} is not a finite number")
+    try:
+        check_ranges(params)
+    except ParamsError as exc:
+        raise SimError(str(exc), field=exc.field) from None
 
 
 @dataclass

@@ -66,7 +66,6 @@ steps (implicit-fast integrator); commands, magnet forces and the carry pose are
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -74,17 +73,16 @@ from typing import Iterable, Mapping
 import mujoco
 import numpy as np
 
-from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import Face, Pose2D, child_pose, square_overlap, wrap_angle
-from smores_assembly.params import check_ranges, param_field
+from smores_assembly.params import param_field
 from smores_assembly.sim.description import ModuleDescription, load_description
-from smores_assembly.sim import FACES, Connection, SimError, SimEvent, SimParams
-from smores_assembly.vocabulary import HelperOp
+from smores_assembly.sim import kinematics
+from smores_assembly.sim.base import WorldBase
+from smores_assembly.sim.model import (FACE_ANGLES, FACES, SimError, SimEvent, SimParams,
+                                       check_params, finite)
 
 #: Helper commands (as :class:`smores_assembly.sim.SimWorld`).
 
-_FACE_INDEX = {f: i for i, f in enumerate(FACES)}
-_FACE_ANGLES = np.array([f.angle for f in FACES])
 _GRAVITY = 9.81
 #: contact bits: module shells, floor and what touches it, then one bit per helper
 _SHELL, _FLOOR = 1, 2
@@ -116,14 +114,7 @@ class MujocoParams:
 
     def validate(self) -> None:
         """Raise :class:`SimError` naming the field when a value is out of range or NaN."""
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise SimError(f"{f.name}: {v!r} is not a finite number")
-        try:
-            check_ranges(self)
-        except ParamsError as exc:
-            raise SimError(str(exc), field=exc.field) from None
+        check_params(self)
 
 
 def magnet_force(gap: float, holding: float, capture_force: float,
@@ -138,16 +129,6 @@ def magnet_force(gap: float, holding: float, capture_force: float,
     return holding * (d0 / (d0 + max(gap, 0.0))) ** 4
 
 
-def _finite(value: float, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise SimError(f"{name}: {value!r} is not a number") from None
-    if not math.isfinite(v):
-        raise SimError(f"{name}: {value!r} is not finite")
-    return v
-
-
 def _face_relation(pa, fa: int, pb, fb: int, w: float):
     """(gap, lateral, misalignment, axial) of face ``fa`` of a module at ``pa`` and face
     ``fb`` of one at ``pb``: ``axial`` [m] = distance of b's face centre in front of a's face
@@ -155,8 +136,8 @@ def _face_relation(pa, fa: int, pb, fb: int, w: float):
     clipped at 0, ``lateral`` [m] = offset of the centres along face a, ``misalignment``
     [rad] = deviation from antiparallel normals (>= 0)."""
     h = 0.5 * w
-    aa = pa[2] + _FACE_ANGLES[fa]
-    ba = pb[2] + _FACE_ANGLES[fb]
+    aa = pa[2] + FACE_ANGLES[fa]
+    ba = pb[2] + FACE_ANGLES[fb]
     ca, sa = math.cos(aa), math.sin(aa)
     ax, ay = pa[0] + h * ca, pa[1] + h * sa
     bx, by = pb[0] + h * math.cos(ba), pb[1] + h * math.sin(ba)
@@ -168,7 +149,7 @@ def _face_relation(pa, fa: int, pb, fb: int, w: float):
     return gap, lateral, mis, axial
 
 
-class MujocoWorld:
+class MujocoWorld(WorldBase):
     """SMORES-EP modules simulated by MuJoCo; see the module docstring for the model.
 
     Args:
@@ -197,49 +178,16 @@ class MujocoWorld:
         self.mj_params = mj_params if mj_params is not None else MujocoParams()
         self.mj_params.validate()
         self.description = description if description is not None else load_description()
-        if not poses:
-            raise SimError("poses: at least one module is needed")
-        self._ids: list[str] = []
-        rows = []
-        for mid, p in poses.items():
-            if not isinstance(mid, str) or not mid:
-                raise SimError(f"poses: module id {mid!r} must be a non-empty string")
-            if isinstance(p, Pose2D):
-                p = p.as_tuple()
-            try:
-                x, y, yaw = p
-            except (TypeError, ValueError):
-                raise SimError(f"poses[{mid}]: {p!r} is not (x, y, yaw)") from None
-            rows.append((_finite(x, f"poses[{mid}].x"), _finite(y, f"poses[{mid}].y"),
-                         wrap_angle(_finite(yaw, f"poses[{mid}].yaw"))))
-            self._ids.append(mid)
-        self._idx = {m: i for i, m in enumerate(self._ids)}
+        start = self._init_modules(poses, helpers)
         n = len(self._ids)
-        self._helpers: list[str] = []
-        for h in helpers:
-            if h not in self._idx:
-                raise SimError(f"helpers: {h!r} is not a module (modules: {self._ids})")
-            if h not in self._helpers:
-                self._helpers.append(h)
         if len(self._helpers) > _MAX_HELPERS:
             raise SimError(f"helpers: at most {_MAX_HELPERS} helping modules on the MuJoCo "
                            f"backend (got {len(self._helpers)})")
         self._helper_bit = {h: 1 << (2 + k) for k, h in enumerate(self._helpers)}
         self._all_helper_bits = sum(self._helper_bit.values())
-        self._cmd = np.zeros((n, 2))
         self._wheel_target = np.zeros((n, 2))     # ramped wheel-speed command [rad/s]
-        self._mag = np.zeros((n, 4), dtype=bool)
-        self._joint_target = np.zeros((n, 2))     # commanded pan, tilt [rad]
         self._joint_ref = np.zeros((n, 2))        # servo reference moving at joint_speed_max
-        self._carry: dict[str, list] = {}          # helper -> [module, carry_yaw, rel_yaw]
-        self._carrier: dict[str, str] = {}
-        self._conns: set[Connection] = set()
-        self._face_used: dict[tuple[str, Face], Connection] = {}
-        self._body = np.arange(n)
-        self._body_size = np.ones(n, dtype=int)
-        self._collisions: dict[tuple[str, str], float] = {}
-        self.t = 0.0
-        self._build(np.array(rows, dtype=float).reshape(n, 3))
+        self._build(start)
         self._pose = self._read_poses()
 
     # --- model ---------------------------------------------------------------------------
@@ -417,38 +365,7 @@ class MujocoWorld:
         out[:, 2] = (yaw + math.pi) % (2 * math.pi) - math.pi
         return out
 
-    # --- queries (as SimWorld) -----------------------------------------------------------
-    def modules(self) -> list[str]:
-        """Module ids, in the order given at construction."""
-        return list(self._ids)
-
-    @property
-    def helpers(self) -> frozenset[str]:
-        """Ids of the helping modules."""
-        return frozenset(self._helpers)
-
-    def _i(self, module: str, field: str = "module") -> int:
-        try:
-            return self._idx[module]
-        except (KeyError, TypeError):
-            raise SimError(f"{field}: unknown module {module!r} "
-                           f"(modules: {', '.join(self._ids)})") from None
-
-    def pose(self, module: str) -> Pose2D:
-        """Ground-truth planar pose of ``module`` in ``world`` (yaw in [-pi, pi))."""
-        x, y, yaw = self._pose[self._i(module)]
-        return Pose2D(float(x), float(y), float(yaw))
-
-    def poses(self) -> dict[str, Pose2D]:
-        """Ground-truth planar poses of all modules."""
-        return {m: Pose2D(float(p[0]), float(p[1]), float(p[2]))
-                for m, p in zip(self._ids, self._pose)}
-
-    def pose_array(self) -> np.ndarray:
-        """Copy of all planar poses, shape (N, 3): x [m], y [m], yaw [rad], rows in
-        :meth:`modules` order."""
-        return self._pose.copy()
-
+    # --- queries beyond WorldBase's ------------------------------------------------------
     def height(self, module: str) -> float:
         """Height of the module's centre above the floor [m] (0.04 when standing)."""
         return float(self.data.xpos[self._bid[self._i(module)], 2])
@@ -458,178 +375,24 @@ class MujocoWorld:
         qa = self._joint_qpos[self._i(module)]
         return float(self.data.qpos[qa[0]]), float(self.data.qpos[qa[1]])
 
-    def joint_targets(self, module: str) -> tuple[float, float]:
-        """Commanded (pan, tilt) of ``module`` [rad]."""
-        p, t = self._joint_target[self._i(module)]
-        return float(p), float(t)
-
     def wheel_speeds(self, module: str) -> tuple[float, float]:
         """Current (left, right) wheel speeds of ``module`` relative to its body [rad/s]
         (positive drives forward)."""
         dl, dr = self._wheel_dof[self._i(module)]
         return float(self.data.qvel[dl]), float(self.data.qvel[dr])
 
-    def magnets(self, module: str) -> frozenset[Face]:
-        """Faces of ``module`` whose magnet is on."""
-        row = self._mag[self._i(module)]
-        return frozenset(f for f, on in zip(FACES, row) if on)
+    # --- what a helper command changes here (WorldBase's hooks) --------------------------
+    def _on_lift(self, helper: str, h: int, j: int, rel: float) -> None:
+        self._set_carried_contacts(self._ids[j], helper)
+        self._set_weld(h, j, (self.params.module_width, 0.0, rel), True)
 
-    def carried_by(self, helper: str) -> str | None:
-        """The module ``helper`` carries, or None."""
-        self._i(helper, "helper")
-        c = self._carry.get(helper)
-        return c[0] if c else None
-
-    def carrier_of(self, module: str) -> str | None:
-        """The helper carrying ``module``, or None."""
-        self._i(module)
-        return self._carrier.get(module)
-
-    def carry_yaw(self, helper: str) -> float | None:
-        """Current commanded yaw of the carried module relative to ``helper`` [rad], or None."""
-        self._i(helper, "helper")
-        c = self._carry.get(helper)
-        return float(c[2]) if c else None
-
-    def connections(self) -> set[Connection]:
-        """The current magnetic connections (active dock welds)."""
-        return set(self._conns)
-
-    def structure_of(self, module: str) -> frozenset[str]:
-        """All modules welded to ``module`` by connections (itself included)."""
-        b = self._body[self._i(module)]
-        return frozenset(m for m, bb in zip(self._ids, self._body) if bb == b)
-
-    def collisions_active(self) -> set[tuple[str, str]]:
-        """Module pairs (sorted) currently in a collision contact."""
-        return set(self._collisions)
-
-    # --- commands (as SimWorld) ----------------------------------------------------------
-    def set_cmd_vel(self, module: str, v: float, w: float) -> None:
-        """Body twist command of ``module``: forward speed ``v`` [m/s], yaw rate ``w``
-        [rad/s]. Kept until the next command; clipped at the wheel-speed cap with the
-        curvature kept; ignored while the module is carried or part of a structure."""
-        i = self._i(module)
-        self._cmd[i, 0] = _finite(v, "v")
-        self._cmd[i, 1] = _finite(w, "w")
-
-    def set_magnets(self, module: str, faces: Iterable[Face | str]) -> None:
-        """Switch on the magnets of ``faces`` of ``module``, all others off.
-
-        Raises:
-            SimError: unknown module or face name.
-        """
-        i = self._i(module)
-        row = np.zeros(4, dtype=bool)
-        for f in faces:
-            try:
-                row[_FACE_INDEX[Face.parse(f, "faces")]] = True
-            except InputError as exc:
-                raise SimError(str(exc)) from None
-        self._mag[i] = row
-
-    def set_joints(self, module: str, pan: float, tilt: float) -> None:
-        """Joint targets of ``module`` [rad]; the servo references move there at
-        ``joint_speed_max``.
-
-        Raises:
-            SimError: a non-finite value or one beyond ``pan_limit`` / ``tilt_limit``.
-        """
-        i = self._i(module)
-        pan, tilt = _finite(pan, "pan"), _finite(tilt, "tilt")
-        if abs(pan) > self.params.pan_limit + 1e-12:
-            raise SimError(f"pan: {pan} beyond the joint limit +-{self.params.pan_limit}")
-        if abs(tilt) > self.params.tilt_limit + 1e-12:
-            raise SimError(f"tilt: {tilt} beyond the joint limit +-{self.params.tilt_limit}")
-        self._joint_target[i] = (pan, tilt)
-
-    def helper_command(self, helper: str, command: HelperOp | str | int, module: str = "",
-                       carry_yaw: float = 0.0) -> None:
-        """Command a helping module (``command``: a :class:`HelperOp`, its name or its
-        message value): ``'LIFT'`` ``module`` (carried turned towards
-        ``carry_yaw`` [rad] relative to the helper's heading), ``'ROTATE'`` to a new
-        ``carry_yaw``, ``'RELEASE'`` (put the load down where it is).
-
-        Raises:
-            SimError: as :meth:`smores_assembly.sim.SimWorld.helper_command` (not a helper,
-                unknown command, LIFT while carrying / of itself / of a docked, carried or
-                carrying module / out of reach / by a docked helper, ROTATE or RELEASE with
-                nothing carried).
-        """
-        if helper not in self._helper_bit:
-            raise SimError(f"helper: {helper!r} is not a helping module "
-                           f"(helpers: {sorted(self._helpers)})")
-        try:
-            cmd = HelperOp.parse(command)
-        except InputError as exc:
-            raise SimError(str(exc), field=exc.field) from None
-        yaw = wrap_angle(_finite(carry_yaw, "carry_yaw"))
-        w = self.params.module_width
-        h = self._idx[helper]
-        if cmd is HelperOp.LIFT:
-            if helper in self._carry:
-                raise SimError(f"LIFT: helper {helper} already carries "
-                               f"{self._carry[helper][0]}")
-            j = self._i(module, "module")
-            if module == helper:
-                raise SimError(f"LIFT: helper {helper} cannot lift itself")
-            if self._body_size[h] > 1:
-                raise SimError(f"LIFT: helper {helper} is docked in a structure")
-            if self._body_size[j] > 1:
-                raise SimError(f"LIFT: module {module} is docked in a structure "
-                               f"({', '.join(sorted(self.structure_of(module)))})")
-            if module in self._carrier:
-                raise SimError(f"LIFT: module {module} is carried by {self._carrier[module]}")
-            if module in self._carry:
-                raise SimError(f"LIFT: module {module} is itself carrying a module")
-            hp, mp = self._pose[h], self._pose[j]
-            c, s = math.cos(hp[2]), math.sin(hp[2])
-            dx, dy = mp[0] - hp[0], mp[1] - hp[1]
-            along, across = c * dx + s * dy, -s * dx + c * dy
-            tol = self.params.lift_reach_tolerance
-            if abs(along - w) > tol or abs(across) > tol:
-                raise SimError(
-                    f"LIFT: module {module} is out of reach of helper {helper}: its centre is "
-                    f"{along:.4f} m ahead and {across:.4f} m to the left of the helper's centre"
-                    f" (needs {w:.4f} +- {tol:.4f} m ahead and 0 +- {tol:.4f} m across)")
-            rel = wrap_angle(mp[2] - hp[2])
-            self._carry[helper] = [module, yaw, rel]
-            self._carrier[module] = helper
-            self._set_carried_contacts(module, helper)
-            self._set_weld(h, j, (w, 0.0, rel), True)
-        elif cmd is HelperOp.ROTATE:
-            if helper not in self._carry:
-                raise SimError(f"ROTATE: helper {helper} carries nothing")
-            self._carry[helper][1] = yaw
-        else:
-            if helper not in self._carry:
-                raise SimError(f"RELEASE: helper {helper} carries nothing")
-            self._release(helper)
-
-    # --- internals -----------------------------------------------------------------------
     def _release(self, helper: str) -> None:
-        module = self._carry.pop(helper)[0]
-        self._carrier.pop(module, None)
+        module = self._carry[helper][0]
+        super()._release(helper)
         self._weld_off(self._idx[helper], self._idx[module])
         self._set_carried_contacts(module, None)
 
-    def _recompute_bodies(self) -> None:
-        n = len(self._ids)
-        parent = list(range(n))
-
-        def find(a: int) -> int:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        for c in self._conns:
-            ra, rb = find(self._idx[c.module_a]), find(self._idx[c.module_b])
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-        self._body = np.array([find(i) for i in range(n)])
-        self._body_size = np.bincount(self._body, minlength=n)[self._body]
-
+    # --- internals -----------------------------------------------------------------------
     def _exempt(self, a: str, b: str) -> bool:
         return self._carrier.get(a) == b or self._carrier.get(b) == a
 
@@ -643,7 +406,7 @@ class MujocoWorld:
                 _, lateral, mis, axial = _face_relation(pa, fa, pb, fb, w)
                 if (mis <= p.capture_angle_max + 1e-9 and abs(lateral) < w
                         and axial > -p.contact_penetration_max - 1e-9):
-                    ang = pa[2] + _FACE_ANGLES[fa]
+                    ang = pa[2] + FACE_ANGLES[fa]
                     if (pb[0] - pa[0]) * math.cos(ang) + (pb[1] - pa[1]) * math.sin(ang) > 0:
                         return True
         return False
@@ -697,7 +460,7 @@ class MujocoWorld:
             f = magnet_force(gap, mp.magnet_holding_force, cap_f, p.capture_range)
             f *= max(0.0, 1.0 - abs(lateral) / w)
             pa, pb = self._pose[a_i], self._pose[b_i]
-            aa, ba = pa[2] + _FACE_ANGLES[fa], pb[2] + _FACE_ANGLES[fb]
+            aa, ba = pa[2] + FACE_ANGLES[fa], pb[2] + FACE_ANGLES[fb]
             ca = np.array([pa[0] + h * math.cos(aa), pa[1] + h * math.sin(aa)])
             cb = np.array([pb[0] + h * math.cos(ba), pb[1] + h * math.sin(ba)])
             u = cb - ca
@@ -734,11 +497,7 @@ class MujocoWorld:
                     self._release(self._carrier[m])
             rel = child_pose(Pose2D(0.0, 0.0, 0.0), face_a, face_b, w)
             self._set_weld(a_i, b_i, rel.as_tuple(), True)
-            conn = Connection.make(a, face_a, b, face_b)
-            self._conns.add(conn)
-            self._face_used[(a, face_a)] = conn
-            self._face_used[(b, face_b)] = conn
-            self._recompute_bodies()
+            conn = self._add_connection(a, face_a, b, face_b)
             events.append(SimEvent("connected", t_end, (conn.module_a, conn.module_b),
                                    (conn.face_a, conn.face_b)))
 
@@ -781,12 +540,6 @@ class MujocoWorld:
             if same or self._exempt(*key) or gap > p.collision_clear_distance:
                 del self._collisions[key]
 
-    def _driving_mask(self) -> np.ndarray:
-        driving = self._body_size == 1
-        for m in self._carrier:
-            driving[self._idx[m]] = False
-        return driving
-
     # --- stepping ------------------------------------------------------------------------
     def step(self, dt: float) -> list[SimEvent]:
         """Advance the world by ``dt`` [s]: releases, joint and wheel references, carry
@@ -798,7 +551,7 @@ class MujocoWorld:
         Raises:
             SimError: ``dt`` not a positive finite number.
         """
-        dt = _finite(dt, "dt")
+        dt = finite(dt, "dt")
         if dt <= 0.0:
             raise SimError(f"dt: {dt} must be > 0")
         p, mp = self.params, self.mj_params
@@ -808,13 +561,9 @@ class MujocoWorld:
 
         # 1. releases (a magnet switched off on either face)
         if self._conns:
-            released = [c for c in self._conns
-                        if not (self._mag[self._idx[c.module_a], _FACE_INDEX[c.face_a]]
-                                and self._mag[self._idx[c.module_b], _FACE_INDEX[c.face_b]])]
-            for c in sorted(released):
-                self._conns.discard(c)
-                self._face_used.pop((c.module_a, c.face_a), None)
-                self._face_used.pop((c.module_b, c.face_b), None)
+            released = self._switched_off()
+            for c in released:
+                self._drop_connection(c)
                 self._weld_off(self._idx[c.module_a], self._idx[c.module_b])
                 events.append(SimEvent("disconnected", t_end, (c.module_a, c.module_b),
                                        (c.face_a, c.face_b)))
@@ -826,36 +575,18 @@ class MujocoWorld:
         self._joint_ref += np.clip(self._joint_target - self._joint_ref, -lim, lim)
         d.ctrl[self._act_joint] = self._joint_ref
 
-        # 3. wheel-speed references: the kinematic world's targets and ramp
-        r, half_track = p.wheel_radius, 0.5 * p.track
-        driving = self._driving_mask()
-        target = np.empty_like(self._cmd)
-        target[:, 0] = (self._cmd[:, 0] - self._cmd[:, 1] * half_track) / r
-        target[:, 1] = (self._cmd[:, 0] + self._cmd[:, 1] * half_track) / r
-        target[~driving] = 0.0
-        peak = np.abs(target).max(axis=1)
-        over = peak > p.wheel_speed_max
-        if over.any():
-            target[over] *= (p.wheel_speed_max / peak[over])[:, None]
-        # motor-controller effects of real modules, as in the kinematic world
-        if p.wheel_deadband > 0.0:
-            target[np.abs(target) * r < p.wheel_deadband] = 0.0
-        if p.wheel_gain_left != 1.0 or p.wheel_gain_right != 1.0:
-            target *= np.array([p.wheel_gain_left, p.wheel_gain_right])
-        delta = target - self._wheel_target
-        dpeak = np.abs(delta).max(axis=1)
-        amax = p.wheel_accel_max * dt
-        fast = dpeak > amax
-        if fast.any():
-            delta[fast] *= (amax / dpeak[fast])[:, None]
-        wheel_start = self._wheel_target.copy()
-        self._wheel_target += delta
+        # 3. wheel-speed references: the kinematic world's targets (speed cap, motor
+        # controller deadband and gains) and ramp
+        target = kinematics.wheel_targets(self._cmd, self._driving_mask(), p)
+        wheel_start = self._wheel_target
+        self._wheel_target, _ = kinematics.ramp_wheels(wheel_start, target,
+                                                       p.wheel_accel_max, dt)
+        delta = self._wheel_target - wheel_start
 
         # 4. carry rotation (weld relative pose)
         w = p.module_width
         for h, carry in self._carry.items():
-            step_max = p.carry_yaw_rate * dt
-            carry[2] = carry[2] + max(-step_max, min(step_max, wrap_angle(carry[1] - carry[2])))
+            carry[2] = kinematics.carry_turn(carry[2], carry[1], p.carry_yaw_rate, dt)
             self._set_weld(self._idx[h], self._idx[carry[0]], (w, 0.0, carry[2]), True)
 
         # 5. magnet attraction, held over the step

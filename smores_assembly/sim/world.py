@@ -79,20 +79,20 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from smores_assembly.errors import InputError
-from smores_assembly.geometry import Face, Pose2D, square_overlap, wrap_angle
+from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.sim import kinematics
+from smores_assembly.sim.base import WorldBase
 from smores_assembly.sim.collisions import CollisionsMixin
 from smores_assembly.sim.helpers import HelpersMixin
 from smores_assembly.sim.magnets import MagnetsMixin
-from smores_assembly.sim.model import (FACE_INDEX, FACES, HELPER_COMMANDS, Connection,
+from smores_assembly.sim.model import (FACES, HELPER_COMMANDS, Connection,
                                        SimError, SimEvent, SimParams, finite)
 
 __all__ = ["FACES", "HELPER_COMMANDS", "Connection", "SimError", "SimEvent", "SimParams",
            "SimWorld", "square_overlap"]
 
 
-class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
+class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin, WorldBase):
     """A plane with SMORES-EP modules; see the module docstring for the model.
 
     Args:
@@ -111,43 +111,10 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
                  params: SimParams | None = None, helpers: Iterable[str] = ()) -> None:
         self.params = params if params is not None else SimParams()
         self.params.validate()
-        if not poses:
-            raise SimError("poses: at least one module is needed")
-        self._ids: list[str] = []
-        rows = []
-        for mid, p in poses.items():
-            if not isinstance(mid, str) or not mid:
-                raise SimError(f"poses: module id {mid!r} must be a non-empty string")
-            if isinstance(p, Pose2D):
-                p = p.as_tuple()
-            try:
-                x, y, yaw = p
-            except (TypeError, ValueError):
-                raise SimError(f"poses[{mid}]: {p!r} is not (x, y, yaw)") from None
-            rows.append((finite(x, f"poses[{mid}].x"), finite(y, f"poses[{mid}].y"),
-                         wrap_angle(finite(yaw, f"poses[{mid}].yaw"))))
-            self._ids.append(mid)
-        self._idx = {m: i for i, m in enumerate(self._ids)}
+        self._pose = self._init_modules(poses, helpers)
         n = len(self._ids)
-        self._pose = np.array(rows, dtype=float).reshape(n, 3)
         self._wheel = np.zeros((n, 2))        # left, right wheel speed [rad/s]
-        self._cmd = np.zeros((n, 2))          # commanded v [m/s], w [rad/s]
-        self._mag = np.zeros((n, 4), dtype=bool)
         self._joint = np.zeros((n, 2))        # pan, tilt [rad]
-        self._joint_target = np.zeros((n, 2))
-        self._helpers: set[str] = set()
-        for h in helpers:
-            if h not in self._idx:
-                raise SimError(f"helpers: {h!r} is not a module (modules: {self._ids})")
-            self._helpers.add(h)
-        # helper -> [carried module, carry_yaw target, current relative yaw]
-        self._carry: dict[str, list] = {}
-        self._carrier: dict[str, str] = {}
-        self._conns: set[Connection] = set()
-        self._face_used: dict[tuple[str, Face], Connection] = {}
-        self._body = np.arange(n)             # rigid-body label per module
-        self._body_size = np.ones(n, dtype=int)
-        self._collisions: dict[tuple[str, str], float] = {}
         self._kin: Any = None                           # cached wheel targets
         self._steady: Any = None                        # cached steady arc terms
         self._clearance = -1.0                          # broad-phase skip margin [m]
@@ -155,48 +122,11 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
         self._overlap_dirty = True                      # full overlap scan due
         self._capture_dirty = np.ones(n, dtype=bool)    # capture check due
         self._joints_moving = False
-        self.t = 0.0
 
-    # --- queries -------------------------------------------------------------------------
-    def modules(self) -> list[str]:
-        """Module ids, in the order given at construction."""
-        return list(self._ids)
-
-    @property
-    def helpers(self) -> frozenset[str]:
-        """Ids of the helping modules."""
-        return frozenset(self._helpers)
-
-    def _i(self, module: str, field: str = "module") -> int:
-        try:
-            return self._idx[module]
-        except (KeyError, TypeError):
-            raise SimError(f"{field}: unknown module {module!r} "
-                           f"(modules: {', '.join(self._ids)})") from None
-
-    def pose(self, module: str) -> Pose2D:
-        """Ground-truth pose of ``module`` in ``world`` (yaw in [-pi, pi))."""
-        x, y, yaw = self._pose[self._i(module)]
-        return Pose2D(float(x), float(y), float(yaw))
-
-    def poses(self) -> dict[str, Pose2D]:
-        """Ground-truth poses of all modules."""
-        return {m: Pose2D(float(p[0]), float(p[1]), float(p[2]))
-                for m, p in zip(self._ids, self._pose)}
-
-    def pose_array(self) -> np.ndarray:
-        """Copy of all poses, shape (N, 3): x [m], y [m], yaw [rad], rows in
-        :meth:`modules` order."""
-        return self._pose.copy()
-
+    # --- queries beyond WorldBase's ------------------------------------------------------
     def joint_states(self, module: str) -> tuple[float, float]:
         """Current (pan, tilt) of ``module`` [rad]."""
         p, t = self._joint[self._i(module)]
-        return float(p), float(t)
-
-    def joint_targets(self, module: str) -> tuple[float, float]:
-        """Commanded (pan, tilt) of ``module`` [rad]."""
-        p, t = self._joint_target[self._i(module)]
         return float(p), float(t)
 
     def wheel_speeds(self, module: str) -> tuple[float, float]:
@@ -204,91 +134,17 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin):
         left, right = self._wheel[self._i(module)]
         return float(left), float(right)
 
-    def magnets(self, module: str) -> frozenset[Face]:
-        """Faces of ``module`` whose magnet is on."""
-        row = self._mag[self._i(module)]
-        return frozenset(f for f, on in zip(FACES, row) if on)
-
-    def carried_by(self, helper: str) -> str | None:
-        """The module ``helper`` carries, or None."""
-        self._i(helper, "helper")
-        c = self._carry.get(helper)
-        return c[0] if c else None
-
-    def carrier_of(self, module: str) -> str | None:
-        """The helper carrying ``module``, or None."""
-        self._i(module)
-        return self._carrier.get(module)
-
-    def carry_yaw(self, helper: str) -> float | None:
-        """Current yaw of the carried module relative to ``helper`` [rad], or None."""
-        self._i(helper, "helper")
-        c = self._carry.get(helper)
-        return float(c[2]) if c else None
-
-    def connections(self) -> set[Connection]:
-        """The current magnetic connections."""
-        return set(self._conns)
-
-    def structure_of(self, module: str) -> frozenset[str]:
-        """All modules rigidly connected to ``module`` (itself included)."""
-        b = self._body[self._i(module)]
-        return frozenset(m for m, bb in zip(self._ids, self._body) if bb == b)
-
-    def collisions_active(self) -> set[tuple[str, str]]:
-        """Module pairs (sorted) currently in a collision contact."""
-        return set(self._collisions)
-
-    # --- commands ------------------------------------------------------------------------
-    def set_cmd_vel(self, module: str, v: float, w: float) -> None:
-        """Body twist command of ``module``: forward speed ``v`` [m/s], yaw rate ``w``
-        [rad/s]. Kept until the next command; clipped at the wheel-speed cap with the
-        curvature kept; ignored while the module is carried or part of a structure."""
-        i = self._i(module)
-        self._cmd[i, 0] = finite(v, "v")
-        self._cmd[i, 1] = finite(w, "w")
+    # --- what a command changes here (WorldBase's hooks) ---------------------------------
+    def _on_cmd_vel(self, i: int) -> None:
         self._kin = None
 
-    def set_magnets(self, module: str, faces: Iterable[Face | str]) -> None:
-        """Switch on the magnets of ``faces`` of ``module``, all others off.
+    def _on_magnets(self, i: int) -> None:
+        self._capture_dirty[i] = True
 
-        Raises:
-            SimError: unknown module or face name.
-        """
-        i = self._i(module)
-        row = np.zeros(4, dtype=bool)
-        for f in faces:
-            try:
-                row[FACE_INDEX[Face.parse(f, "faces")]] = True
-            except InputError as exc:
-                raise SimError(str(exc)) from None
-        if not np.array_equal(self._mag[i], row):
-            self._mag[i] = row
-            self._capture_dirty[i] = True
-
-    def set_joints(self, module: str, pan: float, tilt: float) -> None:
-        """Joint targets of ``module`` [rad]; the joints move there at ``joint_speed_max``.
-
-        Raises:
-            SimError: a non-finite value or one beyond ``pan_limit`` / ``tilt_limit``.
-        """
-        i = self._i(module)
-        pan, tilt = finite(pan, "pan"), finite(tilt, "tilt")
-        if abs(pan) > self.params.pan_limit + 1e-12:
-            raise SimError(f"pan: {pan} beyond the joint limit +-{self.params.pan_limit}")
-        if abs(tilt) > self.params.tilt_limit + 1e-12:
-            raise SimError(f"tilt: {tilt} beyond the joint limit +-{self.params.tilt_limit}")
-        self._joint_target[i] = (pan, tilt)
+    def _on_joints(self, i: int) -> None:
         self._joints_moving = True
 
     # --- internals shared by both steps --------------------------------------------------
-    def _driving_mask(self) -> np.ndarray:
-        """Modules whose wheels drive them: free (a body of one) and not carried."""
-        driving = self._body_size == 1
-        for m in self._carrier:
-            driving[self._idx[m]] = False
-        return driving
-
     def _move_joints(self, dt: float) -> None:
         """Step phase 2: joints towards their targets at ``joint_speed_max``."""
         dj = self._joint_target - self._joint
