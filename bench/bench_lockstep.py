@@ -76,11 +76,20 @@ def _cpu(pid: int) -> tuple[str, float] | None:
             cmd = f.read().split("\0")
     except OSError:
         return None
-    name = "run"
-    for i, a in enumerate(cmd):
+    return _name(cmd), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _name(cmd: list[str]) -> str:
+    """The node of a process's command line: ``<prefix>/lib/smores_assembly/<node>`` (as the
+    launch files start them, through the script's interpreter), ``python -m
+    smores_assembly.ros.<node>`` (the single-process container); else ``run`` (the CLI)."""
+    for i, a in enumerate(cmd[:3]):
+        p = Path(a)
+        if p.parent.name == "smores_assembly" and p.parent.parent.name == "lib":
+            return p.name
         if a == "-m" and i + 1 < len(cmd) and cmd[i + 1].startswith("smores_assembly.ros."):
-            name = cmd[i + 1].rsplit(".", 1)[1]
-    return name, (int(fields[11]) + int(fields[12])) / _TICK
+            return cmd[i + 1].rsplit(".", 1)[1]
+    return "run"
 
 
 def _sample(root: int) -> dict[int, tuple[str, float]]:
@@ -106,8 +115,10 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if mode == "single":
         cmd.append("--single-process")
+    # the checkout's sources, also in the node processes (as the tests run them)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.Random().randint(101, 200)),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONPATH=path)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env, cwd=REPO)

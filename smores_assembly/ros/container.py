@@ -114,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     executor = make_executor()
     for n in nodes:
         executor.add_node(n)
+    from smores_assembly.ros.common import profiled  # noqa: PLC0415
     try:
-        executor.spin()
+        with profiled("container"):
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
