@@ -35,6 +35,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 from geometry_msgs.msg import Point
 from std_msgs.msg import Int32
@@ -83,7 +84,8 @@ class ExecutiveNode(Node):
         settings, = params.node_settings("executive")
         self.settings: ExecutiveSettings = common.declare_dataclass_params(self, settings)
         cb = ReentrantCallbackGroup()
-        self._states: ModuleStateArray | None = None
+        self._states_msg: ModuleStateArray | None = None
+        self._states_raw: bytes | None = None   # the latest states, decoded on demand
         self._plan: AssemblyPlan | None = None
         self._plan_count = 0
         self._plan_wanted: tuple[int, str] | None = None
@@ -93,7 +95,7 @@ class ExecutiveNode(Node):
         self.runner = GoalRunner(self, self.settings)
 
         lp.create_subscription(ModuleStateArray, names.STATES, self._on_states,
-                               common.SENSOR_QOS)
+                               common.SENSOR_QOS, raw=True)
         lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                common.LATCHED_QOS, counted=False)
         lp.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
@@ -128,8 +130,17 @@ class ExecutiveNode(Node):
         return self._states is not None and all(m.tracked for m in self._states.modules)
 
     # --- inputs ---------------------------------------------------------------------------
-    def _on_states(self, msg: ModuleStateArray) -> None:
-        self._states = msg
+    def _on_states(self, raw: bytes) -> None:
+        self._states_raw = raw
+
+    @property
+    def _states(self) -> ModuleStateArray | None:
+        """The latest module states (decoded when first read: the executive reads them
+        at a goal's start and for its markers, far less often than they arrive)."""
+        if self._states_raw is not None:
+            self._states_msg = deserialize_message(self._states_raw, ModuleStateArray)
+            self._states_raw = None
+        return self._states_msg
 
     def _on_plan(self, msg: AssemblyPlan) -> None:
         self._plan = msg

@@ -85,6 +85,7 @@ from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  LockstepAck, LockstepTurn, MagnetCommand, ModuleState,
                                  ModuleStateArray)
 from smores_assembly.ros import common, lockstep, names
+from smores_assembly.ros.wire import PoseStampedWriter
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
 from smores_assembly.sim import SimError, SimParams
@@ -174,8 +175,7 @@ class FakeHardwareNode(Node):
         self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10)
         # outgoing high-rate messages, built once and refilled before every publish
         # (publish() serialises synchronously, so one object can serve every publisher)
-        self._mocap_msg = PoseStamped()
-        self._mocap_msg.header.frame_id = s.mocap_frame_id
+        self._mocap_writer = PoseStampedWriter(s.mocap_frame_id)
         self._gt_msg = ModuleStateArray()
         self._gt_msg.header.frame_id = common.WORLD_FRAME
         self._gt_msg.modules = [ModuleState(id=m, tracked=True) for m in self.ids]
@@ -537,18 +537,15 @@ class FakeHardwareNode(Node):
 
     def _publish_mocap(self, stamp_t: float, poses: np.ndarray, z: np.ndarray,
                        visible: np.ndarray) -> None:
-        msg = self._mocap_msg
-        _set_stamp(msg.header.stamp, stamp_t)
+        sec, nsec = divmod(int(round(stamp_t * 1e9)), 1_000_000_000)   # as _set_stamp
         half = 0.5 * poses[:, 2]
         qz, qw = np.sin(half).tolist(), np.cos(half).tolist()
         xs, ys, zs = poses[:, 0].tolist(), poses[:, 1].tolist(), z.tolist()
-        pos, ori = msg.pose.position, msg.pose.orientation   # x, y of ori stay 0
+        encode = self._mocap_writer.encode   # the serialised PoseStamped (ros/wire.py)
         pubs = self._mocap_pubs
         shown = np.flatnonzero(visible).tolist()
         for i in shown:
-            pos.x, pos.y, pos.z = xs[i], ys[i], zs[i]
-            ori.z, ori.w = qz[i], qw[i]
-            pubs[i].publish(msg)
+            pubs[i].publish(encode(sec, nsec, xs[i], ys[i], zs[i], 0.0, 0.0, qz[i], qw[i]))
         if self.settings.lockstep:
             count, topics = self._sched.count_sent, self._mocap_topics
             for i in shown:

@@ -269,19 +269,24 @@ class LockstepParticipant:
 
     # --- the node's API ------------------------------------------------------------------
     def create_subscription(self, msg_type, topic: str, callback: Callable[[Any], None],
-                            qos, counted: bool = True, wake: bool = False):
+                            qos, counted: bool = True, wake: bool = False,
+                            raw: bool = False, **kwargs):
         """A subscription whose messages are delivered at the node's turns.
 
         ``counted``: published by participants; the node waits for all of them before a
         turn (use False for topics of other nodes, e.g. the plan). ``wake``: a new message
         gives the node a turn at the next opportunity (else it waits for its timers).
+        ``raw``: the callback gets the serialised bytes (rclpy's ``raw``; decode them only
+        when needed). Other keyword arguments go to ``Node.create_subscription``.
         """
         if not self.enabled:
-            return self.node.create_subscription(msg_type, topic, callback, qos)
+            return self.node.create_subscription(msg_type, topic, callback, qos, raw=raw,
+                                                 **kwargs)
         i = len(self._subs)
         sub = self.node.create_subscription(msg_type, topic,
                                             lambda msg, i=i: self._on_msg(i, msg),
-                                            _counted_qos(qos) if counted else qos)
+                                            _counted_qos(qos) if counted else qos, raw=raw,
+                                            **kwargs)
         name = sub.topic_name
         self._sub_objs.append(sub)
         self._subs.append((name, callback, counted))

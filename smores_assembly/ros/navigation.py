@@ -46,6 +46,7 @@ import sys
 from geometry_msgs.msg import Point
 from nav_msgs.msg import Path
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import ColorRGBA, Int32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
@@ -89,8 +90,11 @@ class NavigationNode(Node):
         self.last_error = ""
         lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                common.LATCHED_QOS, counted=False)
+        # raw: the states are decoded only when a plan or the monitor needs them (every
+        # message carries every module, so the latest one is all there is to know)
+        self._states_raw: bytes | None = None
         lp.create_subscription(ModuleStateArray, names.STATES, self._on_states,
-                               common.SENSOR_QOS)
+                               common.SENSOR_QOS, raw=True)
         lp.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
                                common.LATCHED_QOS, wake=True)
         lp.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
@@ -119,12 +123,20 @@ class NavigationNode(Node):
             self._pending = True
             self._try_plan("new assembly plan")
 
-    def _on_states(self, msg: ModuleStateArray) -> None:
+    def _on_states(self, raw: bytes) -> None:
+        self._states_raw = raw
+        if self._pending:
+            self._try_plan("module states arrived")
+
+    def _update_poses(self) -> None:
+        """Decode the latest states (if new) into the tracked poses."""
+        raw, self._states_raw = self._states_raw, None
+        if raw is None:
+            return
+        msg = deserialize_message(raw, ModuleStateArray)
         self._poses.update(states_msg_to_poses(msg, tracked_only=True))
         for m in untracked_ids(msg):
             self._poses.pop(m, None)
-        if self._pending:
-            self._try_plan("module states arrived")
 
     def _on_stage(self, msg: Int32) -> None:
         k = int(msg.data)
@@ -203,6 +215,7 @@ class NavigationNode(Node):
         return moving, obstacles, fixed, missing
 
     def _try_plan(self, reason: str) -> bool:
+        self._update_poses()
         if self._plan is None or self._stage < 0 or not self._poses:
             return False
         moving, obstacles, fixed, missing = self._stage_problem()
@@ -295,6 +308,7 @@ class NavigationNode(Node):
         sp = self._current
         if sp is None or self._stage < 0:
             return
+        self._update_poses()
         now = self._now()
         t = now - self._t_start
         if now - self._last_replan < max(1.0, 2 * self.settings.monitor_period_s):
