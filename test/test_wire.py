@@ -63,3 +63,51 @@ def test_bad_input_is_refused_with_a_reason():
         read_pose_stamped(raw[:-8])
     with pytest.raises(ValueError, match="encapsulation"):
         read_pose_stamped(b"\x00\x00" + raw[2:])   # big endian
+
+
+def _random_states(rng: random.Random, n: int, frame: str):
+    from smores_assembly.msg import ModuleState, ModuleStateArray
+    a = ModuleStateArray()
+    a.header.frame_id = frame
+    a.header.stamp.sec, a.header.stamp.nanosec = rng.randrange(2**31), rng.randrange(10**9)
+    for _ in range(n):
+        s = ModuleState(id="m" * rng.randrange(0, 9) + str(rng.randrange(1000)))
+        s.x, s.y, s.yaw = (rng.uniform(-10, 10) for _ in range(3))
+        p, q = s.pose.position, s.pose.orientation
+        p.x, p.y, p.z = (rng.uniform(-10, 10) for _ in range(3))
+        q.x, q.y, q.z, q.w = (rng.uniform(-1, 1) for _ in range(4))
+        s.tracked = rng.random() < 0.5
+        s.stamp.sec, s.stamp.nanosec = rng.randrange(2**31), rng.randrange(10**9)
+        a.modules.append(s)
+    return a
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 12])
+def test_module_states_both_ways(n):
+    from smores_assembly.msg import ModuleStateArray
+    from smores_assembly.ros.wire import read_module_states, write_module_states
+    rng = random.Random(n)
+    for frame in ("", "world", "abc", "frame_x"):
+        for _ in range(10):
+            a = _random_states(rng, n, frame)
+            rows = [(s.id, s.x, s.y, s.yaw,
+                     (s.pose.position.x, s.pose.position.y, s.pose.position.z),
+                     (s.pose.orientation.w, s.pose.orientation.x, s.pose.orientation.y,
+                      s.pose.orientation.z), s.tracked, s.stamp.sec, s.stamp.nanosec)
+                    for s in a.modules]
+            raw = write_module_states(a.header.stamp.sec, a.header.stamp.nanosec, frame, rows)
+            assert len(raw) == len(serialize_message(a))
+            assert deserialize_message(raw, ModuleStateArray) == a
+            stamp, views = read_module_states(serialize_message(a))
+            assert stamp == a.header.stamp.sec + a.header.stamp.nanosec * 1e-9
+            assert [(v.id, v.x, v.y, v.yaw, v.tracked, v.stamp_s) for v in views] == [
+                (s.id, s.x, s.y, s.yaw, s.tracked, s.stamp.sec + s.stamp.nanosec * 1e-9)
+                for s in a.modules]
+
+
+def test_truncated_module_states_are_refused():
+    from smores_assembly.ros.wire import read_module_states
+    raw = serialize_message(_random_states(random.Random(1), 3, "world"))
+    for cut in (1, 8, 40, len(raw) - 24):
+        with pytest.raises(ValueError, match="ModuleStateArray"):
+            read_module_states(raw[:len(raw) - cut] if cut < len(raw) - 4 else raw[:4])

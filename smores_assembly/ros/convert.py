@@ -130,6 +130,15 @@ def states_msg_to_samples(msg: ModuleStateArray) -> dict[str, PoseSample]:
                              time_to_sec(s.stamp), bool(s.tracked)) for s in msg.modules}
 
 
+def states_raw_to_samples(raw: bytes) -> dict[str, PoseSample]:
+    """:func:`states_msg_to_samples` of a serialised ``ModuleStateArray`` (a ``raw``
+    subscription): read with :mod:`struct` (:mod:`smores_assembly.ros.wire`), other byte
+    orders through rclpy."""
+    from smores_assembly.ros.wire import StatesView  # noqa: PLC0415
+    return {v.id: PoseSample(Pose2D(v.x, v.y, v.yaw), v.stamp_s, v.tracked)
+            for v in StatesView.of(raw).modules}
+
+
 def untracked_ids(msg: ModuleStateArray) -> set[str]:
     """Ids of the modules a ``ModuleStateArray`` reports as not tracked."""
     return {s.id for s in msg.modules if not s.tracked}

@@ -56,7 +56,7 @@ from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_msg,
                                          faces_to_magnet_msg, helper_request_to_msg,
                                          path_msg_to_timed, refused_action_status,
-                                         states_msg_to_samples, task_status_to_msg)
+                                         states_raw_to_samples, task_status_to_msg)
 from smores_assembly.vocabulary import Phase
 
 
@@ -98,7 +98,7 @@ class DockingControllerNode(Node):
         lp.create_subscription(Int32, names.ACTIVE_STAGE, self._on_stage,
                                common.LATCHED_QOS)
         lp.create_subscription(ModuleStateArray, names.STATES, self._on_states,
-                               common.SENSOR_QOS)
+                               common.SENSOR_QOS, raw=True)   # read with struct (wire.py)
         lp.create_subscription(ConnectionArray, names.CONNECTIONS,
                                self._on_connections, common.LATCHED_QOS)
         # an active stage needs its plan (published by task_assignment, not a participant):
@@ -173,8 +173,8 @@ class DockingControllerNode(Node):
         self.get_logger().info(f"active stage {msg.data}")
         self._start_stage()
 
-    def _on_states(self, msg: ModuleStateArray) -> None:
-        self._samples.update(states_msg_to_samples(msg))
+    def _on_states(self, raw: bytes) -> None:
+        self._samples.update(states_raw_to_samples(raw))
 
     def _on_connections(self, msg: ConnectionArray) -> None:
         conns = connections_from_msg(msg)

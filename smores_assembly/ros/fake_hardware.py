@@ -82,12 +82,11 @@ from std_srvs.srv import Trigger
 from smores_assembly import params
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
-                                 LockstepAck, LockstepTurn, MagnetCommand, ModuleState,
-                                 ModuleStateArray)
+                                 LockstepAck, LockstepTurn, MagnetCommand, ModuleStateArray)
 from smores_assembly.ros import common, lockstep, names
-from smores_assembly.ros.wire import PoseStampedWriter
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
+from smores_assembly.ros.wire import PoseStampedWriter, write_module_states
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.lockstep import LockstepSchedule
@@ -176,9 +175,6 @@ class FakeHardwareNode(Node):
         # outgoing high-rate messages, built once and refilled before every publish
         # (publish() serialises synchronously, so one object can serve every publisher)
         self._mocap_writer = PoseStampedWriter(s.mocap_frame_id)
-        self._gt_msg = ModuleStateArray()
-        self._gt_msg.header.frame_id = common.WORLD_FRAME
-        self._gt_msg.modules = [ModuleState(id=m, tracked=True) for m in self.ids]
         self._joint_msg = JointState(name=["pan", "tilt"], position=[0.0, 0.0])
         self._clock_msg = ClockMsg()
 
@@ -552,18 +548,13 @@ class FakeHardwareNode(Node):
                 count(topics[i])
 
     def _publish_ground_truth(self, t: float) -> None:
-        msg = self._gt_msg
-        stamp = msg.header.stamp
-        _set_stamp(stamp, t)
-        sec, nsec = stamp.sec, stamp.nanosec
+        sec, nsec = divmod(int(round(t * 1e9)), 1_000_000_000)   # as _set_stamp
         z = 0.5 * self.sim_params.module_width
-        for st, (x, y, yaw) in zip(msg.modules, self.world.pose_array().tolist()):
-            st.x, st.y, st.yaw = x, y, yaw
-            pos, ori = st.pose.position, st.pose.orientation
-            pos.x, pos.y, pos.z = x, y, z
-            ori.z, ori.w = math.sin(0.5 * yaw), math.cos(0.5 * yaw)
-            st.stamp.sec, st.stamp.nanosec = sec, nsec
-        self._gt_pub.publish(msg)
+        rows = [(m, x, y, yaw, (x, y, z), (math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw)),
+                 True, sec, nsec)
+                for m, (x, y, yaw) in zip(self.ids, self.world.pose_array().tolist())]
+        # written as bytes (ros/wire.py), not through a Python message
+        self._gt_pub.publish(write_module_states(sec, nsec, common.WORLD_FRAME, rows))
 
     def _publish_joint_states(self, t: float) -> None:
         msg = self._joint_msg
@@ -571,6 +562,10 @@ class FakeHardwareNode(Node):
         position = msg.position                              # array('d') of length 2
         world = self.world
         for pub, m in zip(self._joint_pubs, self.ids):
+            # nobody listening (the fake stack does not): no message to build and write
+            # (volatile: a later subscriber would not get this one either)
+            if pub.get_subscription_count() == 0:
+                continue
             position[0], position[1] = world.joint_states(m)
             pub.publish(msg)
 

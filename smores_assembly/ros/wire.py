@@ -14,6 +14,7 @@ encapsulation header; doubles aligned to 8 bytes from the end of that header);
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 _ENCAPSULATION_LE = b"\x00\x01\x00\x00"   # CDR, little endian, options 0
 _HEAD = struct.Struct("<iiI")             # stamp.sec, stamp.nanosec, len(frame_id) + 1
@@ -69,3 +70,123 @@ def read_pose_stamped(raw: bytes) -> tuple[float, tuple[float, ...], tuple[float
         raise ValueError(f"not a CDR PoseStamped: {len(raw)} bytes, frame_id of {n - 1}")
     x, y, z, qx, qy, qz, qw = _POSE.unpack_from(raw, off)
     return sec + nanosec * 1e-9, (x, y, z), (qw, qx, qy, qz)
+
+
+# --- smores_assembly/ModuleStateArray --------------------------------------------------------
+# header (stamp, frame_id), then per module: string id, float64 x y yaw, Pose (position x y
+# z, orientation x y z w), bool tracked, Time stamp.
+_U32 = struct.Struct("<I")
+_TIME = struct.Struct("<iI")
+_STATE = struct.Struct("<10d")
+
+
+class ModuleStateView(NamedTuple):
+    """One module of a ``ModuleStateArray`` as read from its bytes (the fields the nodes
+    read; ``stamp_s`` = ``stamp.sec + stamp.nanosec * 1e-9``, as ``common.time_to_sec``)."""
+
+    id: str
+    x: float
+    y: float
+    yaw: float
+    tracked: bool
+    stamp_s: float
+
+
+class StatesView(NamedTuple):
+    """A serialised ``ModuleStateArray`` read for consumers of ``msg.modules`` (each with
+    ``id``, ``x``, ``y``, ``yaw``, ``tracked``; ``stamp_s`` instead of ``stamp``)."""
+
+    stamp_s: float
+    modules: list[ModuleStateView]
+
+    @classmethod
+    def of(cls, raw: bytes) -> "StatesView":
+        """Read ``raw``; little-endian CDR with :mod:`struct`, other byte orders through
+        rclpy."""
+        try:
+            return cls(*read_module_states(raw))
+        except ValueError:
+            from rclpy.serialization import deserialize_message  # noqa: PLC0415
+
+            from smores_assembly.msg import ModuleStateArray  # noqa: PLC0415
+            msg = deserialize_message(raw, ModuleStateArray)
+            return cls(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+                       [ModuleStateView(s.id, s.x, s.y, s.yaw, s.tracked,
+                                        s.stamp.sec + s.stamp.nanosec * 1e-9)
+                        for s in msg.modules])
+
+
+def _string(out: list[bytes], size: int, text: str) -> int:
+    raw = text.encode()
+    if b"\x00" in raw:
+        raise ValueError(f"string {text!r} contains a NUL character")
+    pad = -size % 4
+    out.append(b"\x00" * pad + _U32.pack(len(raw) + 1) + raw + b"\x00")
+    return size + pad + 4 + len(raw) + 1
+
+
+def write_module_states(sec: int, nanosec: int, frame_id: str, modules) -> bytes:
+    """A serialised ``ModuleStateArray``.
+
+    Args:
+        sec, nanosec: the header's stamp.
+        frame_id: the header's frame.
+        modules: per module ``(id, x, y, yaw, (px, py, pz), (qw, qx, qy, qz), tracked,
+            stamp_sec, stamp_nanosec)``: planar pose [m, rad], full pose (position [m],
+            unit quaternion), tracked flag, time of the last valid sample.
+
+    Raises:
+        ValueError: a string with a NUL character.
+    """
+    out = [_ENCAPSULATION_LE, _TIME.pack(sec, nanosec)]
+    size = _string(out, 8, frame_id)          # size: bytes after the encapsulation
+    mods = list(modules)
+    pad = -size % 4
+    out.append(b"\x00" * pad + _U32.pack(len(mods)))
+    size += pad + 4
+    for mid, x, y, yaw, (px, py, pz), (qw, qx, qy, qz), tracked, ssec, snsec in mods:
+        size = _string(out, size, mid)
+        pad = -size % 8
+        out.append(b"\x00" * pad + _STATE.pack(x, y, yaw, px, py, pz, qx, qy, qz, qw)
+                   + (b"\x01" if tracked else b"\x00"))
+        size += pad + _STATE.size + 1
+        pad = -size % 4
+        out.append(b"\x00" * pad + _TIME.pack(ssec, snsec))
+        size += pad + _TIME.size
+    return b"".join(out)
+
+
+def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
+    """``(header stamp [s], modules)`` of a serialised ``ModuleStateArray``.
+
+    Raises:
+        ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
+    """
+    if len(raw) < 4 + 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
+        raise ValueError(f"not a little-endian CDR ModuleStateArray ({len(raw)} bytes, "
+                         f"encapsulation {bytes(raw[:4]).hex()})")
+    try:
+        sec, nanosec = _TIME.unpack_from(raw, 4)
+        n = _U32.unpack_from(raw, 12)[0]
+        off = 16 + n                          # absolute offsets; data starts at 4
+        off += -(off - 4) % 4
+        count = _U32.unpack_from(raw, off)[0]
+        off += 4
+        mods = []
+        for _ in range(count):
+            off += -(off - 4) % 4
+            n = _U32.unpack_from(raw, off)[0]
+            mid = bytes(raw[off + 4:off + 3 + n]).decode()
+            off += 4 + n
+            off += -(off - 4) % 8
+            x, y, yaw = _STATE.unpack_from(raw, off)[:3]
+            off += _STATE.size
+            tracked = raw[off] != 0
+            off += 1
+            off += -(off - 4) % 4
+            ssec, snsec = _TIME.unpack_from(raw, off)
+            off += _TIME.size
+            mods.append(ModuleStateView(mid, x, y, yaw, tracked, ssec + snsec * 1e-9))
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not a CDR ModuleStateArray ({len(raw)} bytes): {exc}") from None
+    return sec + nanosec * 1e-9, mods

@@ -94,8 +94,11 @@ class ObserverNode:
             cli_args=["--ros-args", "-r", f"{names.CLOCK}:=clock"],
             parameter_overrides=[Parameter("use_sim_time", value=True)])
         node, obs = self.node, self.obs
-        node.create_subscription(ModuleStateArray, names.GROUND_TRUTH, obs.on_truth,
-                                 common.SENSOR_QOS)
+        # raw, read with struct (ros/wire.py): 50 messages per simulated second
+        from smores_assembly.ros.wire import StatesView
+        node.create_subscription(ModuleStateArray, names.GROUND_TRUTH,
+                                 lambda raw: obs.on_truth(StatesView.of(raw)),
+                                 common.SENSOR_QOS, raw=True)
         node.create_subscription(
             DockingStatusArray, names.DOCKING_STATUS,
             lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50)
