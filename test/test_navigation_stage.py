@@ -205,3 +205,30 @@ def test_clear_predock_moves_a_corner_goal_out_along_the_axis():
     # nothing near: the plain pre-dock pose
     assert clear_predock(goal, Face.TOP.angle, 0.06, [(0.0, 0.08)], 0.13).distance_to(
         predock_pose(goal, Face.TOP, 0.06)) < 1e-12
+
+
+def test_work_clock_bounds_count_work():
+    """With a WorkClock the search bounds count readings (work), not wall time: the same
+    stage gives the same plan after the same number of readings, whatever the machine."""
+    from smores_assembly.navigation.stage import WorkClock
+    clock = WorkClock(0.5)
+    assert [clock(), clock(), clock()] == [0.5, 1.0, 1.5]
+    rng = random.Random(3)
+    fixed, goals = structure()
+    spots = []
+    while len(spots) < 7:
+        p = (rng.uniform(-0.7, 0.7), rng.uniform(-0.7, 0.7))
+        if math.hypot(*p) > 0.4 and all(math.dist(p, q) > 0.15 for q in spots):
+            spots.append(p)
+    moving = {m: (Pose2D(*spots[i], 0.0), goals[m]) for i, m in enumerate(["m3", "m4", "m5"])}
+    obstacles = dict(fixed)
+    for i in range(3, 7):
+        obstacles[f"i{i}"] = Pose2D(*spots[i], 0.0)
+    runs = []
+    for _ in range(2):
+        clk = WorkClock()
+        plan = plan_stage(moving, obstacles, NavSettings(time_limit_s=0.5), fixed=list(fixed),
+                          clock=clk)
+        check_plan(plan, moving, obstacles)
+        runs.append((plan.paths, clk.readings))
+    assert runs[0] == runs[1] and runs[0][1] > 0   # the clock given is the one read

@@ -284,9 +284,30 @@ def _cheapest_crossing(W: int, H: int, fixed: set, movable: dict, src: Cell, dst
     return None
 
 
+class WorkClock:
+    """A deterministic stand-in for wall time in the search bounds (``time_limit_s``): each
+    reading advances it by ``quantum_s``. The searches read their clock at fixed points of
+    their work (every high-level node, every 1024 low-level expansions, every LNS round),
+    so the bound becomes a bound on work that does not depend on the machine's load: the
+    lockstep simulation's plans (and so its runs) are then the same on a busy machine.
+
+    Args:
+        quantum_s: seconds per reading (default 1 ms: about a high-level node or 1024
+            low-level expansions on this project's machine).
+    """
+
+    def __init__(self, quantum_s: float = 1e-3):
+        self.quantum_s = quantum_s
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        return self.readings * self.quantum_s
+
+
 def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
                settings: NavSettings | None = None,
-               fixed: Collection[str] = ()) -> StagePlan:
+               fixed: Collection[str] = (), clock=None) -> StagePlan:
     """Plan timed, collision-free world paths for the modules that move in one stage.
 
     Args:
@@ -295,6 +316,8 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
         settings: planner tunables (:class:`NavSettings`).
         fixed: ids of ``obstacles`` that must never be moved (docked structures); all other
             obstacles may be moved aside (listed in ``StagePlan.moved_aside``).
+        clock: the clock of ``time_limit_s`` (default: wall time; :class:`WorkClock` for
+            a bound on work, the same on any machine).
 
     Returns:
         A :class:`StagePlan` (empty when ``moving`` is empty).
@@ -322,7 +345,8 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     start_cells, goal_cells = _choose_cells(lay, moving, goals_xy, s)
     agents_start, agents_goal, blocked = _park_aside(lay, moving, goals_xy, start_cells,
                                                      goal_cells, s)
-    sol = _solve_grid(Grid(lay.scene.W, lay.scene.H, blocked), agents_start, agents_goal, s)
+    sol = _solve_grid(Grid(lay.scene.W, lay.scene.H, blocked), agents_start, agents_goal, s,
+                      clock)
     paths, dt, t0 = _to_world(lay, moving, sol, agents_start, agents_goal, s)
     stats = {
         "algorithm": sol.algorithm, "cost": sol.cost, "makespan": sol.makespan,
@@ -497,7 +521,7 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
 
 def _solve_grid(grid: Grid, agents_start: dict[str, Cell], agents_goal: dict[str, Cell],
-                s: NavSettings):
+                s: NavSettings, clock=None):
     """The MAPF schedule of every agent (:func:`~smores_assembly.navigation.mapf.solve`
     with the settings' algorithm and bounds)."""
     return solve(grid, agents_start, agents_goal, algorithm=s.algorithm, w=s.suboptimality,
@@ -505,7 +529,7 @@ def _solve_grid(grid: Grid, agents_start: dict[str, Cell], agents_goal: dict[str
                  max_low_level_expansions=s.max_low_level_expansions,
                  time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized,
                  tight_w=s.tight_suboptimality if s.tight_suboptimality < s.suboptimality
-                 else None)
+                 else None, clock=clock)
 
 
 def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,

@@ -56,8 +56,8 @@ from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.stage import (NavSettings, StagePlan, clear_predock, plan_stage,
-                                              pose_at)
+from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock, clear_predock,
+                                              plan_stage, pose_at)
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
@@ -236,7 +236,10 @@ class NavigationNode(Node):
             self._current = None
             return True
         try:
-            sp = plan_stage(moving, obstacles, self.settings, fixed=fixed)
+            # lockstep: the search bounds count work, not wall time (the same plan on a
+            # busy machine)
+            sp = plan_stage(moving, obstacles, self.settings, fixed=fixed,
+                            clock=WorkClock() if self.lockstep.enabled else None)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
