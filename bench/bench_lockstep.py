@@ -142,7 +142,10 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
         if "start" in marks and at_start is None:
             at_start = dict(snap)
         if "end" not in marks:
-            per_pid.update(snap)
+            for pid, (name, cpu) in snap.items():
+                # an exiting process has no command line any more: keep its name
+                known = per_pid.get(pid)
+                per_pid[pid] = (known[0] if known else name, cpu)
         time.sleep(0.5)
     th.join(timeout=5)
     wall = time.monotonic() - t0
