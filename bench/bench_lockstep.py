@@ -115,10 +115,8 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if mode == "single":
         cmd.append("--single-process")
-    # the checkout's sources, also in the node processes (as the tests run them)
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.Random().randint(101, 200)),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONPATH=path)
+               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env, cwd=REPO)
