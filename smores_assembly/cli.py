@@ -1,14 +1,14 @@
 """The ``smores-assemble`` command.
 
-* ``smores-assemble plan SCENARIO.yaml [--json] [--sequential]``: root search, task
-  assignment and the parallel schedule of a scenario (no ROS needed). ``--json`` prints one
-  JSON object (:meth:`smores_assembly.planning.Plan.to_dict`; its ``stage`` numbers are
-  0-based indices into ``stages``), otherwise a readable table (stages numbered from 1, as
-  in the ``run`` progress and approval prompt).
+* ``smores-assemble plan SCENARIO.yaml [--json] [--schedule MODE] [--sequential]``: root
+  search, task assignment and the parallel schedule of a scenario (no ROS needed).
+  ``--json`` prints one JSON object (:meth:`smores_assembly.planning.Plan.to_dict`; its
+  ``stage`` numbers are 0-based indices into ``stages``), otherwise a readable table
+  (stages numbered from 1, as in the ``run`` progress and approval prompt).
 * ``smores-assemble run SCENARIO.yaml [--out DIR] [--approve] [--record] [--timeout S]
   [--real-time-factor F] [--params-file FILE] [--backend kinematic|mujoco] [--namespace NS]
-  [--nodes LIST]``: the main job on the fake hardware (``--nodes``: only some nodes here,
-  the others on other computers)
+  [--nodes LIST] [--schedule sequential|staged|pipelined]``: the main job on the fake
+  hardware (``--nodes``: only some nodes here, the others on other computers)
   (:mod:`smores_assembly.run_job`, imported lazily: it needs rclpy).
 
 Bad input (invalid scenario, unplannable target, unreadable file): exit status 2 and one
@@ -24,6 +24,7 @@ import os
 import sys
 
 from smores_assembly.errors import InputError, SmoresError
+from smores_assembly.staging import SCHEDULES
 
 PROG = "smores-assemble"
 #: Wall-clock limit of ``run`` without --timeout [s]; equals
@@ -75,8 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--json", action="store_true",
                     help="print one JSON object (its 'stage' numbers are 0-based indices "
                          "into 'stages'; the table numbers stages from 1)")
+    pp.add_argument("--schedule", choices=SCHEDULES, default=None,
+                    help="schedule mode (default: staged, the paper's stages; pipelined "
+                         "runs the same stages with staging moves; sequential: one dock "
+                         "per stage)")
     pp.add_argument("--sequential", action="store_true",
-                    help="one dock per stage (the baseline of the parallel schedule)")
+                    help="same as --schedule sequential")
     pp.add_argument("--full-disassembly", action="store_true", dest="full_disassembly",
                     help="reconfiguration (scenario with 'initial'): undock everything, "
                          "then assemble (the paper's method) instead of keeping the "
@@ -129,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "(docking_controller), pipeline (planning + control); the others "
                          "run on other computers (README 'Running on several computers'; "
                          "default: all)")
+    pr.add_argument("--schedule", choices=SCHEDULES, default=None,
+                    help="task_assignment's schedule mode: sequential (one dock per "
+                         "stage), staged (the paper's parallel stages) or pipelined (also "
+                         "drive later stages' modules to staging poses meanwhile); default: "
+                         "the parameter's value (pipelined)")
     pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
                     help="ROS parameter overrides for the pipeline nodes (see "
                          "config/overrides.yaml)")
@@ -137,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from smores_assembly.planning import PlanningError, sequential
+    from smores_assembly.planning import PlanningError, with_schedule
     from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
 
@@ -150,8 +160,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         if msg.startswith("action "):  # the missing-helper error names no field
             msg = f"helpers: {msg}"
         raise PlanningError(f"{args.scenario}: {msg}") from None
-    if args.sequential:
-        plan = sequential(plan)
+    if args.sequential and args.schedule not in (None, "sequential"):
+        raise InputError(f"--sequential: contradicts --schedule {args.schedule}")
+    plan = with_schedule(plan, "sequential" if args.sequential else args.schedule or "staged")
     if args.json:
         print(json.dumps(plan.to_dict()))
     else:

@@ -30,10 +30,11 @@ from scipy.optimize import linear_sum_assignment
 from smores_assembly.corridors import DEFAULT_STANDOFF, DockCorridor, conflict, dock_corridor
 from smores_assembly.corridors import blockers as corridor_blockers
 from smores_assembly.edge import Edge
-from smores_assembly.errors import PlanningError
+from smores_assembly.errors import InputError, ParamsError, PlanningError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
-from smores_assembly.params import param_field
+from smores_assembly.params import check_ranges, param_field
 from smores_assembly.scenario import Scenario
+from smores_assembly.staging import DEFAULT_SCHEDULE, check_schedule
 from smores_assembly.topology import grid_cell, rooted_edges, tree_centroid, unfold
 
 
@@ -46,9 +47,20 @@ class PlanningNodeSettings:
     wait_warning_period_s: float = param_field(
         5.0, "Period of the warning while the module states cannot serve the target [s].",
         lo=0.1, hi=3600.0)
-    sequential: bool = param_field(
-        False, "task_assignment: execute one dock per stage (baseline for benchmarks) "
-               "instead of the parallel schedule.")
+    schedule: str = param_field(
+        DEFAULT_SCHEDULE, "task_assignment: sequential (one dock per stage, the baseline "
+        "of the benchmarks), staged (the paper's parallel stages) or pipelined (parallel "
+        "stages; modules of later stages drive to staging poses near their pre-dock poses "
+        "meanwhile, smores_assembly.staging)")
+
+    def validate(self) -> None:
+        """Raise :class:`~smores_assembly.errors.ParamsError` naming the field on a bad
+        value."""
+        check_ranges(self)
+        try:
+            check_schedule(self.schedule)
+        except InputError as exc:
+            raise ParamsError(str(exc), field="schedule") from None
 
 
 @dataclass
@@ -175,6 +187,9 @@ class Plan:
         kept: modules of the start structure that stay docked (their nodes get no action).
         method: ``"assembly"`` (modules start single), ``"reuse"`` or ``"full"``
             (reconfiguration keeping a common part, or the paper's full disassembly).
+        schedule: how the stages run (:data:`smores_assembly.staging.SCHEDULES`):
+            ``staged`` (the paper's), ``pipelined`` (later stages' modules drive to
+            staging poses meanwhile) or ``sequential`` (one dock per stage).
     """
 
     name: str
@@ -191,6 +206,7 @@ class Plan:
     undocks: list[UndockAction] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     method: str = "assembly"
+    schedule: str = "staged"
 
     @property
     def num_undock_stages(self) -> int:
@@ -207,7 +223,8 @@ class Plan:
                 "total_cost_m": self.total_cost_m,
                 "stages": [list(s) for s in self.stages],
                 "actions": [a.to_dict() for a in self.actions],
-                "idle": list(self.idle), "helpers": list(self.helpers)}
+                "idle": list(self.idle), "helpers": list(self.helpers),
+                "schedule": self.schedule}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Plan":
@@ -222,7 +239,8 @@ class Plan:
                    actions=[DockAction.from_dict(a) for a in d["actions"]],
                    idle=list(d.get("idle", [])), helpers=list(d.get("helpers", [])),
                    undocks=[UndockAction.from_dict(u) for u in d.get("undocks", [])],
-                   kept=list(d.get("kept", [])), method=d.get("method", "assembly"))
+                   kept=list(d.get("kept", [])), method=d.get("method", "assembly"),
+                   schedule=check_schedule(d.get("schedule", "staged")))
 
     def action_of(self, module: str) -> DockAction | None:
         """The docking action of ``module`` (``None`` for the root and idle modules)."""
@@ -406,7 +424,23 @@ def sequential(plan: Plan) -> Plan:
     u = plan.num_undock_stages
     actions = [dataclasses.replace(a, stage=u + k) for k, a in enumerate(plan.actions)]
     return dataclasses.replace(plan, actions=actions,
-                               stages=plan.stages[:u] + [[a.module] for a in actions])
+                               stages=plan.stages[:u] + [[a.module] for a in actions],
+                               schedule="sequential")
+
+
+def with_schedule(plan: Plan, schedule: str) -> Plan:
+    """``plan`` (as :func:`plan_assembly` returns it: the paper's stages) run with schedule
+    mode ``schedule``: ``sequential`` (:func:`sequential`), ``staged`` (unchanged) or
+    ``pipelined`` (the same stages; the navigation stages later docks meanwhile,
+    :mod:`smores_assembly.staging`).
+
+    Raises:
+        InputError: an unknown mode (names ``schedule`` and the value).
+    """
+    check_schedule(schedule)
+    if schedule == "sequential":
+        return sequential(plan)
+    return dataclasses.replace(plan, schedule=schedule)
 
 
 def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,

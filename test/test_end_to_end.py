@@ -65,6 +65,51 @@ def test_scenario_assembles_completely(name, tmp_path, ros_domain):
         _check_recording(tmp_path / "assembly.mcap", report)
 
 
+def test_staged_and_pipelined_task1_form_the_same_connections(tmp_path, ros_domain):
+    """Task 1 run staged (the paper's stages) and pipelined (staging moves, issue 14): the
+    fake hardware forms the same connections, every target edge, with no collision; the
+    pipelined run reports its schedule and is not slower in simulated time."""
+    reports = {}
+    for mode in ("staged", "pipelined"):
+        out = tmp_path / mode
+        r = _run(SCEN / "mobile_manipulator.yaml", out, "--schedule", mode)
+        report = json.loads((out / "report.json").read_text())
+        assert r.returncode == 0 and report["success"], (mode, report["error"],
+                                                         r.stdout[-3000:])
+        assert report["schedule"] == mode
+        assert report["collisions"] == [], (mode, report["collisions"])
+        reports[mode] = report
+    staged, pipe = reports["staged"], reports["pipelined"]
+    assert staged["connections"] == pipe["connections"]
+    assert {frozenset(c) for c in pipe["connections"]} == _expected(pipe)
+    assert pipe["assembly_time_s"] < staged["assembly_time_s"], (
+        pipe["assembly_time_s"], staged["assembly_time_s"])
+
+
+def test_two_helpers_carry_different_modules_at_once(tmp_path, ros_domain):
+    """rc_car with two helpers: all six connections; in each stage the two wheel-face docks
+    are carried by different helpers, and their carrying (NAVIGATE..APPROACH of the carried
+    module) overlaps in time: the docks ran in parallel."""
+    r = _run(SCEN / "rc_car_two_helpers.yaml", tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert r.returncode == 0 and report["success"], (report["error"], r.stdout[-3000:])
+    assert {frozenset(c) for c in report["connections"]} == _expected(report)
+    by_stage: dict[int, list] = {}
+    for a in report["actions"]:
+        if a["needs_helper"]:
+            by_stage.setdefault(a["stage"], []).append(a)
+    assert sum(len(v) for v in by_stage.values()) == 4
+    overlapping = 0
+    for acts in by_stage.values():
+        helpers = [a["helper"] for a in acts]
+        assert len(set(helpers)) == len(helpers), helpers
+        if len(acts) == 2:
+            spans = [(min(p["start_s"] for p in a["phases"]),
+                      max(p["end_s"] for p in a["phases"])) for a in acts]
+            overlapping += max(s for s, _ in spans) < min(e for _, e in spans)
+    assert overlapping == 2
+
+
 FIELD = REPO / "test" / "data" / "field"
 
 

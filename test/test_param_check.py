@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("text", [
     "docking_controller:\n  ros__parameters:\n    approach_speed: 0.01\n",
     "/**:\n  ros__parameters:\n    use_sim_time: true\n    stale_timeout_s: 0.5\n",
-    "task_assignment: {ros__parameters: {sequential: true}}\n",
+    "task_assignment: {ros__parameters: {schedule: sequential}}\n",
     "mocap_bridge: {ros__parameters: {module_ids: [a], marker_offsets: {a: [0, 0, 0, 0, 0, 0]}}}\n",
     "# only comments\n",
     "/**/executive: {ros__parameters: {plan_timeout_s: 20.0}}\n",

@@ -1130,14 +1130,19 @@ class DockingTask:
 
 
 class PathFollower:
-    """Follows a timed path of a module that has no docking action (moved aside by the
-    navigation) and stops at its end (timed pure pursuit, forward only)."""
+    """Follows a timed path of a module that has no docking action in the active stage
+    (moved aside by the navigation, or driving to its staging pose in a pipelined stage)
+    and stops at its end (timed pure pursuit, forward only); with ``final_yaw`` [rad] it
+    then turns in place to that heading (a staging pose: the module's stage then starts
+    aligned on its docking axis)."""
 
-    def __init__(self, module: str, path: TimedPath, settings: DockingSettings):
+    def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
+                 final_yaw: float | None = None):
         self.module = module
         self.path = path
         self.s = settings
         self.finished = False
+        self.final_yaw = final_yaw
         self.obs = PoseObserver(settings.filter_alpha)
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
@@ -1147,12 +1152,21 @@ class PathFollower:
         dt = 0.0 if self._t is None else max(0.0, min(0.5, t - self._t))
         self._t = t
         self.obs.predict(*self._cmd, dt, t)
-        if (self.finished or sample is None or not sample.tracked
-                or t - sample.stamp > self.s.stale_timeout_s):
+        if ((self.finished and self.final_yaw is None) or sample is None
+                or not sample.tracked or t - sample.stamp > self.s.stale_timeout_s):
             self._cmd = (0.0, 0.0)
             return self._cmd
         pose = self.obs.correct(sample)
-        v, w, fin = track_timed_path(pose, self.path, t, self.s, self.s.v_max)
-        self.finished = fin
-        self._cmd = saturate(v, w, self.s)
+        if not self.finished:
+            v, w, fin = track_timed_path(pose, self.path, t, self.s, self.s.v_max)
+            self.finished = fin
+            if not fin:
+                self._cmd = saturate(v, w, self.s)
+                return self._cmd
+        err = wrap_angle(self.final_yaw - pose.yaw)
+        if abs(err) <= math.radians(self.s.adjust_yaw_tolerance_deg):
+            self.final_yaw = None  # aligned: stop here
+            self._cmd = (0.0, 0.0)
+            return self._cmd
+        self._cmd = saturate(0.0, self.s.adjust_k_yaw * err, self.s)
         return self._cmd

@@ -38,6 +38,7 @@ from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, Dock
 from smores_assembly.planning import DockAction, Plan, RootChoice
 from smores_assembly.ros.common import WORLD_FRAME, pose2d_to_pose, sec_to_time, time_to_sec
 from smores_assembly.scenario import Scenario, ScenarioError, scenario_from_dict
+from smores_assembly.staging import check_schedule
 from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
 
 #: Phases whose time is reported in ``DockingStatus.phase_durations_s``, in that order.
@@ -321,6 +322,7 @@ def plan_to_msg(plan: Plan, stamp: Time | None = None) -> AssemblyPlan:
         needs_helper=a.needs_helper, helper=a.helper or "", goal_x=float(a.goal.x),
         goal_y=float(a.goal.y), goal_yaw=float(a.goal.yaw)) for a in plan.actions]
     msg.idle_modules = list(plan.idle)
+    msg.schedule = plan.schedule
     return msg
 
 
@@ -328,10 +330,12 @@ def msg_to_plan(msg: AssemblyPlan) -> Plan:
     """An ``AssemblyPlan`` message as a :class:`Plan`.
 
     ``stages`` are rebuilt from the actions (in message order), ``helpers`` from the actions'
-    helper fields (order of first use), the root's goal from the root pose.
+    helper fields (order of first use), the root's goal from the root pose; an empty
+    ``schedule`` is ``staged``.
 
     Raises:
-        InputError: inconsistent message (array lengths, faces, stage numbers).
+        InputError: inconsistent message (array lengths, faces, stage numbers, an unknown
+            schedule).
     """
     if len(msg.assigned_nodes) != len(msg.assigned_modules):
         raise InputError(f"assigned_nodes/assigned_modules: lengths differ "
@@ -361,4 +365,5 @@ def msg_to_plan(msg: AssemblyPlan) -> Plan:
                 root_module=msg.root.root_module, root_pose=root_pose,
                 assignment=dict(zip(msg.assigned_nodes, msg.assigned_modules)), goals=goals,
                 total_cost_m=float(msg.total_cost_m), stages=stages, actions=actions,
-                idle=list(msg.idle_modules), helpers=helpers)
+                idle=list(msg.idle_modules), helpers=helpers,
+                schedule=check_schedule(msg.schedule or "staged", "schedule"))

@@ -15,7 +15,8 @@ Subscribes:
   (pose stamps = planned arrival times; all-zero stamps: untimed, timed at
   ``nominal_path_speed``; an empty path: no path, drive directly). A path for a module
   without an action in the active stage (moved aside by the navigation) is followed to its
-  end, then the module stops;
+  end, then the module stops; in a pipelined plan a module whose dock runs in a later stage
+  (driving to its staging pose) then also turns in place to its goal heading;
 * ``/fake_hardware/connections`` (ConnectionArray, latched): confirms docks when
   ``confirm_with_connections``.
 
@@ -299,11 +300,13 @@ class DockingControllerNode(Node):
                 msg = helper_request_to_msg(hc)
                 self._pub(hc.helper, names.HELPER_COMMAND, HelperCommand).publish(msg)
                 self.get_logger().info(f"{hc.helper}: {hc.command.name} {hc.module}")
-        # modules moved aside by the navigation: follow their paths to the end
+        # modules moved aside by the navigation, or staging for a later stage (pipelined):
+        # follow their paths to the end (staging: then turn to the goal heading)
         busy = set(cmds)
         for m, p in new_paths.items():
             if m not in busy and p is not None:
-                self._followers[m] = PathFollower(m, p, self.settings)
+                self._followers[m] = PathFollower(m, p, self.settings,
+                                                  final_yaw=self._staging_yaw(m))
                 self._driven.add(m)
         for m, f in list(self._followers.items()):
             if m in busy:
@@ -314,6 +317,17 @@ class DockingControllerNode(Node):
             v, w = cmds.get(m, (0.0, 0.0))
             self._send_cmd(m, v, w)
         self._send_magnets(now, wanted)
+
+    def _staging_yaw(self, module: str) -> float | None:
+        """The goal heading of ``module`` when a pipelined plan stages it now (its dock
+        runs in a later stage, without a helper), else None."""
+        plan = self._plan
+        if plan is None or plan.schedule != "pipelined" or self._stage is None:
+            return None
+        for a in plan.actions:
+            if a.module == module and a.stage > self._stage and not a.needs_helper:
+                return float(a.goal_yaw)
+        return None
 
     def _send_magnets(self, now: float, wanted: dict[str, set]) -> None:
         faces: dict[str, set] = {}

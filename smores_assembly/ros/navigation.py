@@ -21,6 +21,13 @@ plans for every action of stage ``k``:
   serving several actions of one stage goes to the first one (in plan order) whose module
   is not docked yet, and is replanned when it docks.
 
+Pipelined plans (``AssemblyPlan.schedule == "pipelined"``, :mod:`smores_assembly.staging`):
+the modules of later stages that have a staging pose and stand outside the active stage's
+zones are planned too, to their staging poses, in the same MAPF problem; a staging path
+that would enter a zone of the active stage is dropped (that module waits). A module of the
+active stage already on its docking axis beyond its pre-dock pose (at its staging pose)
+gets an empty path: the docking controller slides it straight in.
+
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
 reported DOCKED and modules waiting to be carried. Every other tracked module is an
 obstacle that may be moved aside (it then gets a path too).
@@ -62,6 +69,7 @@ from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
+from smores_assembly.staging import StagingSettings, plan_stage_pipelined, staging_problem
 from smores_assembly.vocabulary import Phase
 
 
@@ -72,8 +80,9 @@ class NavigationNode(Node):
         """``node_kwargs`` go to ``rclpy.node.Node`` (e.g. ``context``, overrides)."""
         super().__init__("navigation", **common.node_kwargs(node_kwargs))
         self.lockstep = lp = lockstep.declare(self)
-        settings, = params.node_settings("navigation")
+        settings, staging = params.node_settings("navigation")
         self.settings: NavSettings = common.declare_dataclass_params(self, settings)
+        self.staging_settings: StagingSettings = common.declare_dataclass_params(self, staging)
         self._plan: Plan | None = None
         self._poses: dict[str, Pose2D] = {}
         self._stage = -1
@@ -209,17 +218,29 @@ class NavigationNode(Node):
                                     clear_predock(a.goal, a.child_face.angle,
                                                   s.predock_standoff, others,
                                                   s.predock_clearance))
+        staging: dict[str, tuple[Pose2D, Pose2D]] = {}
+        zones: list = []
+        direct: set[str] = set()
+        if plan.schedule == "pipelined":
+            sp = staging_problem(plan, k, self._poses, self._docked, s.predock_standoff,
+                                 self.staging_settings, s.module_width)
+            direct = {m for m in sp.direct if m in moving}
+            for m in direct:
+                del moving[m]
+            fixed |= direct
+            staging = {m: v for m, v in sp.staging.items() if m not in moving}
+            zones = list(sp.zones.values())
         obstacles = {m: p for m, p in self._poses.items() if m not in moving}
         fixed = {m for m in fixed if m in obstacles}
         self._helper_targets = helper_targets
-        return moving, obstacles, fixed, missing
+        return moving, obstacles, fixed, missing, staging, zones, direct
 
     def _try_plan(self, reason: str) -> bool:
         self._update_poses()
         if self._plan is None or self._stage < 0 or not self._poses:
             return False
-        moving, obstacles, fixed, missing = self._stage_problem()
-        if missing and not moving:
+        moving, obstacles, fixed, missing, staging, zones, direct = self._stage_problem()
+        if missing and not moving and not direct:
             # states may still be incomplete: wait for more (the pending flag stays set)
             self.get_logger().warning(f"stage {self._stage}: no pose yet for {sorted(missing)}",
                                       throttle_duration_sec=5.0)
@@ -232,14 +253,25 @@ class NavigationNode(Node):
             self.get_logger().error(f"stage {self._stage}: untracked modules {sorted(missing)} "
                                     "are not planned (empty path)")
             self._publish_empty(missing, t_start)
-        if not moving:
+        if direct:
+            # on their axis at the staging pose: the controller slides them straight in
+            self._publish_empty(sorted(direct), t_start)
+        if not moving and not staging:
             self._current = None
             return True
+        staged: list[str] = []
         try:
             # lockstep: the search bounds count work, not wall time (the same plan on a
             # busy machine)
-            sp = plan_stage(moving, obstacles, self.settings, fixed=fixed,
-                            clock=WorkClock() if self.lockstep.enabled else None)
+            work = WorkClock if self.lockstep.enabled else None
+            if staging:
+                sp, staged = plan_stage_pipelined(moving, staging, obstacles, zones,
+                                                  self.settings, fixed=fixed,
+                                                  width=self.settings.module_width,
+                                                  clock_factory=work)
+            else:
+                sp = plan_stage(moving, obstacles, self.settings, fixed=fixed,
+                                clock=work() if work else None)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
@@ -249,13 +281,15 @@ class NavigationNode(Node):
             return False
         self.last_error = ""
         self._current, self._t_start = sp, t_start
-        self._current_moving = set(moving)
+        self._current_moving = set(moving) | set(staged)
         for m, path in sp.paths.items():
             self._publish_path(m, path, t_start)
         self._publish_markers(sp)
         st = sp.stats
         self.get_logger().info(
             f"stage {self._stage} ({reason}): planned {sorted(moving)}"
+            + (f", staging {staged}" if staged else "")
+            + (f", straight in {sorted(direct)}" if direct else "")
             + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")
             + f" with {st['algorithm']}: cost {st['cost']}, makespan {st['makespan']} steps, "
             f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms")

@@ -15,8 +15,10 @@ Publishes:
     states, with the grid anchored at the root pose given by the root selection. The plan's
     ``header.stamp`` is the target's.
 
-Planning errors (e.g. a wheel-face dock with no helping module) are logged once as errors
-and nothing is published. Parameters: :class:`~smores_assembly.planning.PlanningNodeSettings`
+The plan's schedule mode is the ``schedule`` parameter (``sequential | staged |
+pipelined``, :func:`~smores_assembly.planning.with_schedule`). Planning errors (e.g. a
+wheel-face dock with no helping module) are logged once as errors and nothing is
+published. Parameters: :class:`~smores_assembly.planning.PlanningNodeSettings`
 (``config/task_assignment.yaml``).
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from rclpy.node import Node
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.params import node_settings
 from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
-                                      sequential)
+                                      with_schedule)
 from smores_assembly.ros import names
 from smores_assembly.ros.common import (LATCHED_QOS, STATES_ON_DEMAND_QOS, declare_dataclass_params,
                                         node_kwargs, run_node)
@@ -113,9 +115,8 @@ class TaskAssignmentNode(Node):
         self._pending = False
         self._want_states(False)
         try:
-            plan = plan_assembly(scenario, root=msg_to_root(self._root))
-            if self.settings.sequential:
-                plan = sequential(plan)
+            plan = with_schedule(plan_assembly(scenario, root=msg_to_root(self._root)),
+                                 self.settings.schedule)
         except (PlanningError, ScenarioError) as exc:
             self.get_logger().error(f"target {target.name!r}: cannot plan: {exc}")
             return
@@ -123,7 +124,7 @@ class TaskAssignmentNode(Node):
         self.last_plan = msg
         self._pub.publish(msg)
         self.get_logger().info(
-            f"target {target.name!r}: plan with {len(plan.stages)} stages, "
+            f"target {target.name!r}: {plan.schedule} plan with {len(plan.stages)} stages, "
             f"{len(plan.actions)} docking actions, travel {plan.total_cost_m:.3f} m")
 
 

@@ -106,6 +106,7 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
         "root": {"node": plan.root_node, "module": plan.root_module},
         "assignment": dict(plan.assignment),
         "stages": plan.stages,
+        "schedule": plan.schedule,
         "connections": sorted([sorted([f"{m}.{f}" for m, f in c]) for c in formed]),
         "missing_connections": sorted([sorted([f"{m}.{f}" for m, f in c])
                                        for c in expected - formed]),

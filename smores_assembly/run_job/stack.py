@@ -79,8 +79,9 @@ def launch_specs(args) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
     (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
     ``--namespace``, ``--nodes``: only those nodes are started here, the others run on
-    other computers; ``--single-process``: then one process,
-    :mod:`smores_assembly.ros.container`, runs the nodes)."""
+    other computers; ``--schedule``: a ``-p schedule:=`` override of task_assignment;
+    ``--single-process``: then one process, :mod:`smores_assembly.ros.container`, runs
+    the nodes)."""
     from smores_assembly.launch import launch_file, load_launch
     launch_args = {"scenario": str(Path(args.scenario).resolve())}
     namespace = check_namespace(getattr(args, "namespace", None) or "")
@@ -101,6 +102,12 @@ def launch_specs(args) -> list:
     specs = load_launch(launch_file("fake_assembly"), launch_args)
     local = select_nodes(getattr(args, "nodes", None))
     specs = [s for s in specs if s.name in local]
+    schedule = getattr(args, "schedule", None)
+    if schedule:
+        # the last -p of a node's command line wins over its parameter files
+        for spec in specs:
+            if spec.node.rsplit("/", 1)[-1] == "task_assignment":
+                spec.cmd += ["-p", f"schedule:={schedule}"]
     if getattr(args, "single_process", False):
         from smores_assembly.ros.container import container_spec
         specs = [container_spec(specs)]

@@ -1,0 +1,404 @@
+"""Pipelined stages (issue 14): staging poses for the docks of later stages.
+
+In the paper's schedule (Sec. IV-C) the modules of later stages stand still while a stage
+docks. With the ``pipelined`` schedule they drive, during the stages before their own, to a
+**staging pose** near their pre-dock pose, so that their own stage costs only the pose
+adjustment and the approach. The paper's rules stay: a stage starts only when every dock
+of the stage before is confirmed (a module docks only after its parent is placed; at the
+root LEFT/RIGHT before TOP/BOTTOM).
+
+Geometry (``world`` frame, m, rad; ``w`` = module width, ``n`` = unit vector from the
+parent's goal to the child's goal, pointing out of the structure):
+
+* the **zone** of a dock is the rectangle swept by its moving body (and the helper's body
+  one ``w`` behind it for a wheel-face dock) sliding from its pre-dock pose, ``standoff``
+  out along ``n``, onto its goal: ``w`` wide, from the parent's face to the back of the
+  body at the pre-dock pose (:func:`dock_zone`); the docks' corridors of
+  :mod:`smores_assembly.corridors` on the continuous plane;
+* the **staging pose** of a dock without a helper lies on its own axis, heading as its
+  goal, ``standoff + e`` out with the smallest ``e >= 0`` (steps of ``step``, at most
+  ``limit``) such that its body stays ``margin`` clear of the zone of every other dock that
+  runs in its stage or before it, clear of every module placed before it (also along the
+  straight slide back to the pre-dock pose: flush is allowed), and its centre stays
+  ``clearance`` from the pre-dock pose of every dock that runs before it or with it and
+  from every staging pose chosen before (:func:`staging_poses`; docks in stage order).
+  Helper (wheel-face) docks do not stage: the carried module waits where it is.
+
+The stage planner (:func:`plan_stage_pipelined`) plans the current stage's modules and the
+staging moves of later stages together (one MAPF problem, so they never collide) and then
+checks every staging path against the zones of the current stage: a staging module whose
+path would enter one is left where it is (an obstacle) and the stage is planned again, so
+no staging pose or staging path ever enters a corridor the current stage needs.
+
+No ROS imports.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Collection, Mapping, Sequence
+
+from smores_assembly.errors import InputError, NavigationError
+from smores_assembly.geometry import MODULE_WIDTH, Pose2D
+from smores_assembly.params import check_ranges, param_field
+
+#: Schedule modes of ``task_assignment`` (``schedule`` parameter, ``run --schedule``):
+#: one dock per stage; the paper's parallel stages; parallel stages with staging moves.
+SCHEDULES = ("sequential", "staged", "pipelined")
+DEFAULT_SCHEDULE = "pipelined"
+
+
+def check_schedule(value: str, field: str = "schedule") -> str:
+    """``value`` when it is one of :data:`SCHEDULES`, else an ``InputError`` naming
+    ``field`` and the value."""
+    if value not in SCHEDULES:
+        raise InputError(f"{field}: {value!r} is not one of {', '.join(SCHEDULES)}",
+                         field=field)
+    return value
+
+
+@dataclass
+class StagingSettings:
+    """Tunables of the staging moves of pipelined stages (ROS parameters of
+    ``navigation``)."""
+
+    staging_margin: float = param_field(
+        0.025, "a staging module's body keeps this gap to the swept zone of every dock "
+        "that runs before or with it [m] (>= 0.017 m lets it turn in place there)", 0.0, 1.0)
+    staging_clearance: float = param_field(
+        0.13, "centre distance of a staging pose from other staging poses and from the "
+        "pre-dock poses of earlier docks [m] (keep >= predock_clearance and the docking "
+        "controller's obstacle_clearance)", 0.0, 2.0)
+    staging_limit: float = param_field(
+        0.4, "a staging pose lies at most this far beyond the pre-dock pose [m]; none "
+        "found within it: the module waits where it is", 0.0, 5.0)
+    staging_direct_tolerance: float = param_field(
+        0.03, "a module of the active stage standing on its docking axis (this close to "
+        "it [m]) beyond its pre-dock pose (its staging pose) gets no path: the docking "
+        "controller slides it straight to the pre-dock pose", 0.0, 0.5)
+
+    def validate(self) -> None:
+        """Raise :class:`~smores_assembly.errors.ParamsError` naming the field on an
+        out-of-range value."""
+        check_ranges(self)
+
+
+# ------------------------------------------------------------------ oriented rectangles
+@dataclass(frozen=True)
+class Rect:
+    """Oriented rectangle: centre ``(x, y)`` [m], ``yaw`` [rad] of its first axis,
+    half-extents ``hx`` (along ``yaw``) and ``hy`` [m]."""
+
+    x: float
+    y: float
+    yaw: float
+    hx: float
+    hy: float
+
+    def grown(self, d: float) -> "Rect":
+        """The rectangle with every side pushed out by ``d`` [m]."""
+        return Rect(self.x, self.y, self.yaw, self.hx + d, self.hy + d)
+
+    def axes(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return (c, s), (-s, c)
+
+    def extent(self, nx: float, ny: float) -> float:
+        """Half-width of the projection on the unit axis ``(nx, ny)``."""
+        (ax, ay), (bx, by) = self.axes()
+        return self.hx * abs(ax * nx + ay * ny) + self.hy * abs(bx * nx + by * ny)
+
+    def distance_to_point(self, px: float, py: float) -> float:
+        """Euclidean distance from the point to the rectangle (0 inside)."""
+        (ax, ay), (bx, by) = self.axes()
+        dx, dy = px - self.x, py - self.y
+        u = max(0.0, abs(dx * ax + dy * ay) - self.hx)
+        v = max(0.0, abs(dx * bx + dy * by) - self.hy)
+        return math.hypot(u, v)
+
+
+def rect_overlap(a: Rect, b: Rect) -> float:
+    """Overlap depth of two oriented rectangles by the separating axis test (> 0: they
+    overlap by that much along the best axis; <= 0: separated by at least ``-result``)."""
+    best = math.inf
+    dx, dy = b.x - a.x, b.y - a.y
+    for r in (a, b):
+        for nx, ny in r.axes():
+            d = a.extent(nx, ny) + b.extent(nx, ny) - abs(dx * nx + dy * ny)
+            best = min(best, d)
+    return best
+
+
+def body(pose: Pose2D, width: float = MODULE_WIDTH) -> Rect:
+    """The square body of a module at ``pose``."""
+    return Rect(pose.x, pose.y, pose.yaw, 0.5 * width, 0.5 * width)
+
+
+def _outward(goal: Pose2D, parent_goal: Pose2D) -> tuple[float, float]:
+    dx, dy = goal.x - parent_goal.x, goal.y - parent_goal.y
+    d = math.hypot(dx, dy)
+    if d < 1e-9:
+        raise InputError(f"goal: child goal {goal.as_tuple()} coincides with its parent's")
+    return dx / d, dy / d
+
+
+def dock_zone(goal: Pose2D, parent_goal: Pose2D, helper: bool, standoff: float,
+              width: float = MODULE_WIDTH) -> Rect:
+    """The zone of a dock (see the module docstring): the rectangle from the parent's face
+    out to the back of the moving body (and of the helper behind it) at the pre-dock pose.
+
+    Raises:
+        InputError: the goal coincides with the parent's goal.
+    """
+    nx, ny = _outward(goal, parent_goal)
+    inner = -0.5 * width                     # the parent's face, from the goal centre
+    outer = standoff + 0.5 * width + (width if helper else 0.0)
+    mid = 0.5 * (inner + outer)
+    return Rect(goal.x + mid * nx, goal.y + mid * ny, math.atan2(ny, nx),
+                0.5 * (outer - inner), 0.5 * width)
+
+
+def nominal_predock(goal: Pose2D, parent_goal: Pose2D, standoff: float) -> Pose2D:
+    """The pre-dock pose ``standoff`` out along the dock axis, heading as ``goal``."""
+    nx, ny = _outward(goal, parent_goal)
+    return Pose2D(goal.x + standoff * nx, goal.y + standoff * ny, goal.yaw)
+
+
+def _zones(plan, standoff: float, width: float) -> dict[str, Rect]:
+    return {a.module: dock_zone(a.goal, plan.goals[a.parent_module], a.needs_helper,
+                                standoff, width) for a in plan.actions}
+
+
+def stage_zones(plan, stage: int, standoff: float, width: float = MODULE_WIDTH
+                ) -> dict[str, Rect]:
+    """Module -> zone of every dock of ``stage`` (the corridors that stage needs)."""
+    z = _zones(plan, standoff, width)
+    return {a.module: z[a.module] for a in plan.actions if a.stage == stage}
+
+
+def staging_poses(plan, standoff: float, settings: StagingSettings | None = None,
+                  width: float = MODULE_WIDTH, step: float = 0.005) -> dict[str, Pose2D]:
+    """Module -> staging pose for every dock of ``plan`` that can stage (module docstring).
+
+    Docks without a helper, in stage order (then node); a dock for which no pose within
+    ``staging_limit`` satisfies the rules is left out (its module waits where it is), so
+    are helper docks. Deterministic: a function of the plan and the settings only.
+
+    Args:
+        plan: a :class:`smores_assembly.planning.Plan`.
+        standoff: pre-dock distance along the dock axis [m].
+    """
+    s = settings or StagingSettings()
+    zones = _zones(plan, standoff, width)
+    stage_of = {a.module: a.stage for a in plan.actions}
+    stage_of[plan.root_module] = -1
+    predocks = {a.module: nominal_predock(a.goal, plan.goals[a.parent_module], standoff)
+                for a in plan.actions}
+    chosen: dict[str, Pose2D] = {}
+    for a in sorted(plan.actions, key=lambda a: (a.stage, a.node)):
+        if a.needs_helper:
+            continue
+        nx, ny = _outward(a.goal, plan.goals[a.parent_module])
+        before = [m for m, k in stage_of.items() if k < a.stage]
+        other_zones = [zones[b.module] for b in plan.actions
+                       if b.stage <= a.stage and b.module != a.module]
+        near_pre = [predocks[b.module] for b in plan.actions
+                    if b.stage <= a.stage and b.module != a.module]
+        placed = [body(plan.goals[m], width) for m in before]
+        e = 0.0
+        while e <= s.staging_limit + 1e-9:
+            d = standoff + e
+            p = Pose2D(a.goal.x + d * nx, a.goal.y + d * ny, a.goal.yaw)
+            sq = body(p, width)
+            mid = standoff + 0.5 * e
+            slide = Rect(a.goal.x + mid * nx, a.goal.y + mid * ny, math.atan2(ny, nx),
+                         0.5 * e + 0.5 * width, 0.5 * width)
+            if (all(rect_overlap(sq, z.grown(s.staging_margin)) <= 0.0 for z in other_zones)
+                    and all(rect_overlap(slide, b) <= 1e-9 for b in placed)
+                    and all(math.hypot(p.x - q.x, p.y - q.y) >= s.staging_clearance
+                            for q in near_pre + list(chosen.values()))):
+                chosen[a.module] = p
+                break
+            e += step
+    return chosen
+
+
+# ------------------------------------------------------------------ stage problems
+def path_enters(path: Sequence[tuple[float, Pose2D]], zones: Collection[Rect],
+                width: float = MODULE_WIDTH, sample: float = 0.005) -> bool:
+    """True when a body following ``path`` (timed waypoints; any heading: the disc of
+    radius ``width / sqrt 2`` around its centre) comes into any of ``zones``."""
+    r = width / math.sqrt(2.0)
+    pts = [p for _, p in path]
+    for p, q in zip(pts, pts[1:] or pts):
+        n = max(1, int(math.ceil(math.hypot(q.x - p.x, q.y - p.y) / sample)))
+        for k in range(n + 1):
+            x = p.x + (q.x - p.x) * k / n
+            y = p.y + (q.y - p.y) * k / n
+            if any(z.distance_to_point(x, y) < r - 1e-9 for z in zones):
+                return True
+    return False
+
+
+def on_staging_axis(pose: Pose2D, goal: Pose2D, parent_goal: Pose2D, standoff: float,
+                    tolerance: float) -> bool:
+    """True when ``pose`` stands on the dock axis (within ``tolerance`` [m] of it) at or
+    beyond the pre-dock pose (up to ``tolerance`` short of it): from there the docking
+    controller slides straight to the pre-dock pose."""
+    nx, ny = _outward(goal, parent_goal)
+    dx, dy = pose.x - goal.x, pose.y - goal.y
+    along = dx * nx + dy * ny
+    lateral = -dx * ny + dy * nx
+    return abs(lateral) <= tolerance and along >= standoff - tolerance
+
+
+@dataclass
+class StagingProblem:
+    """Staging part of one pipelined stage.
+
+    Attributes:
+        staging: module -> (current pose, staging pose) of later-stage modules that stage.
+        direct: modules of the active stage already on their axis beyond the pre-dock pose
+            (no path: they slide straight in; fixed obstacles of the stage's MAPF).
+        zones: module -> zone of every dock of the active stage.
+    """
+
+    staging: dict[str, tuple[Pose2D, Pose2D]]
+    direct: set[str]
+    zones: dict[str, Rect]
+
+
+def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collection[str],
+                    standoff: float, settings: StagingSettings | None = None,
+                    width: float = MODULE_WIDTH) -> StagingProblem:
+    """What moves besides the active stage's docks in a pipelined stage.
+
+    Args:
+        plan: the pipelined plan; stage: the active stage (0-based).
+        poses: tracked module poses (``world``); done: modules reported DOCKED.
+        standoff: pre-dock distance [m].
+
+    Returns:
+        A :class:`StagingProblem`: modules of later stages whose staging pose exists and
+        whose body is not inside a zone of the active stage now (those wait where they
+        are), and the active stage's modules that need no path.
+    """
+    s = settings or StagingSettings()
+    zones = stage_zones(plan, stage, standoff, width)
+    targets = staging_poses(plan, standoff, s, width)
+    r = width / math.sqrt(2.0)
+    staging = {}
+    direct = set()
+    for a in plan.actions:
+        if a.module in done or a.module not in poses:
+            continue
+        cur = poses[a.module]
+        if a.stage == stage and not a.needs_helper and on_staging_axis(
+                cur, a.goal, plan.goals[a.parent_module], standoff,
+                s.staging_direct_tolerance):
+            direct.add(a.module)
+        elif a.stage > stage and a.module in targets:
+            if any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
+                continue
+            staging[a.module] = (cur, targets[a.module])
+    return StagingProblem(staging, direct, zones)
+
+
+def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
+                         staging: Mapping[str, tuple[Pose2D, Pose2D]],
+                         obstacles: Mapping[str, Pose2D], zones: Collection[Rect],
+                         nav_settings=None, fixed: Collection[str] = (),
+                         width: float = MODULE_WIDTH, clock_factory=None):
+    """Plan the active stage's modules and the staging moves together.
+
+    One :func:`smores_assembly.navigation.stage.plan_stage` problem with the staging
+    modules as extra moving modules (so nothing that moves collides); every staging path is
+    then checked with :func:`path_enters` against ``zones`` (the active stage's): offenders
+    are dropped (they stay where they are, as obstacles) and the stage planned again. When
+    the joint problem cannot be planned, the staging moves are dropped one by one (latest
+    first) until it can; without any the result is that of plan_stage alone.
+
+    Args:
+        moving: the active stage's modules -> (current pose, goal); staging: later-stage
+            modules -> (current pose, staging pose); obstacles: every other module,
+            staging modules included (they are taken out while they move); fixed: ids of
+            obstacles never moved; clock_factory: makes the ``clock`` of each plan_stage
+            call (e.g. ``WorkClock`` in lockstep), None: wall time.
+
+    Returns:
+        ``(StagePlan, staged)``: the plan and the ids that got a staging path.
+
+    Raises:
+        NavigationError, InputError: as plan_stage, for the active stage's modules alone.
+    """
+    from smores_assembly.navigation.stage import plan_stage
+
+    staged = dict(staging)
+    zones = list(zones)
+    while True:
+        mv = dict(moving)
+        mv.update(staged)
+        obs = {m: p for m, p in obstacles.items() if m not in mv}
+        fx = [m for m in fixed if m in obs]
+        try:
+            sp = plan_stage(mv, obs, nav_settings, fixed=fx,
+                            clock=clock_factory() if clock_factory else None)
+        except NavigationError:
+            if not staged:
+                raise
+            staged.pop(sorted(staged)[-1])
+            continue
+        bad = [m for m in staged if path_enters(sp.paths.get(m, []), zones, width)]
+        if not bad:
+            if staged:
+                clearance = getattr(nav_settings, "clearance", 0.115)
+                for m in sorted(moving):
+                    retime_final_leg(sp.paths, m, clearance)
+            return sp, sorted(staged)
+        for m in bad:
+            staged.pop(m)
+
+
+def retime_final_leg(paths: dict[str, list[tuple[float, Pose2D]]], module: str,
+                     clearance: float, dt: float = 0.05) -> bool:
+    """Let ``module`` leave for its goal pose as soon as it stands on its last grid cell.
+
+    The stage planner starts every final leg (goal cell centre -> exact goal pose) after the
+    whole schedule, so the longer staging paths of a pipelined stage would hold the active
+    stage's modules at their goal cells. The wait before the final leg is cut when, at
+    every instant from the module's arrival on the cell to the end of the old path, its
+    centre stays at least ``min(clearance, the old path's smallest distance)`` [m] from
+    every other path's (sampled every ``dt`` s). ``paths`` is changed in place.
+
+    Returns:
+        True when the path was retimed.
+    """
+    from smores_assembly.navigation.stage import pose_at
+
+    path = paths.get(module)
+    if not path or len(path) < 3:
+        return False
+    (ta, ca), (tb, cb), (tc, goal) = path[-3:]
+    if math.hypot(ca.x - cb.x, ca.y - cb.y) > 1e-9 or tb - ta <= 1e-9:
+        return False  # no wait on the cell before the final leg
+    new = path[:-2] + [(ta + (tc - tb), goal)]
+    others = [p for m, p in paths.items() if m != module and p]
+    n = int(math.ceil((tc - ta) / dt)) + 1
+    old_min = new_min = math.inf
+    for k in range(n + 1):
+        t = ta + k * dt
+        a, b = pose_at(path, t), pose_at(new, t)
+        for p in others:
+            q = pose_at(p, t)
+            old_min = min(old_min, math.hypot(a.x - q.x, a.y - q.y))
+            new_min = min(new_min, math.hypot(b.x - q.x, b.y - q.y))
+    if new_min < min(clearance, old_min) - 1e-9:
+        return False
+    paths[module] = new
+    return True
+
+
+__all__ = ["SCHEDULES", "DEFAULT_SCHEDULE", "check_schedule", "StagingSettings", "Rect",
+           "rect_overlap", "body", "dock_zone", "nominal_predock", "stage_zones",
+           "staging_poses", "path_enters", "on_staging_axis", "StagingProblem",
+           "staging_problem", "plan_stage_pipelined"]

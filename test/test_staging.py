@@ -1,0 +1,219 @@
+"""Pipelined stages (issue 14): staging poses and staging paths never enter a corridor of the
+active stage; schedule modes; several helpers.
+
+The geometric checks use the independent oracle of ``corridor_oracle`` (continuous squares
+sampled along each dock's slide, ``geometry.square_overlap``), not the zones of
+``smores_assembly.staging``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from corridor_oracle import STANDOFF, TOL, swept_bodies
+from smores_assembly.errors import InputError, NavigationError, ParamsError, PlanningError
+from smores_assembly.geometry import Pose2D, square_overlap
+from smores_assembly.navigation.stage import NavSettings, clear_predock
+from smores_assembly.planning import (PlanningNodeSettings, plan_assembly, sequential,
+                                      with_schedule)
+from smores_assembly.scenario import Scenario, load_scenario
+from smores_assembly.staging import (StagingSettings, check_schedule, plan_stage_pipelined,
+                                     staging_poses, staging_problem)
+from smores_assembly.topology import random_planar_tree
+
+W = 0.08
+YAWS = [k * math.pi / 12 for k in range(12)]   # a body at any heading (90 deg symmetric)
+
+
+def _scenario(n: int, seed: int, helpers: int = 1) -> Scenario:
+    """A random planar tree of ``n`` nodes and ``n + helpers`` modules on a jittered 0.3 m
+    lattice (no two bodies overlap)."""
+    rng = random.Random(seed)
+    nodes, edges = random_planar_tree(n, seed=seed, reverse_prob=0.4)
+    ids = [f"m{i}" for i in range(n)] + [f"h{i}" for i in range(helpers)]
+    side = math.ceil(math.sqrt(len(ids))) + 1
+    cells = rng.sample(list(itertools.product(range(side), range(side))), len(ids))
+    mods = {m: Pose2D(0.3 * (i - side / 2) + rng.uniform(-0.05, 0.05),
+                      0.3 * (j - side / 2) + rng.uniform(-0.05, 0.05), rng.uniform(-3, 3))
+            for m, (i, j) in zip(ids, cells)}
+    return Scenario(name="r", source="test", module_width=W, nodes=nodes, edges=edges,
+                    modules=mods, helpers=[f"h{i}" for i in range(helpers)])
+
+
+def _penetrates(pose: Pose2D, sweeps, headings=None) -> bool:
+    ys = [pose.yaw] if headings is None else headings
+    return any(square_overlap((pose.x, pose.y, y), b, W) > TOL for y in ys for b in sweeps)
+
+
+def _path_points(path, step=0.005):
+    pts = [p for _, p in path]
+    for p, q in zip(pts, pts[1:]):
+        n = max(1, int(math.ceil(math.hypot(q.x - p.x, q.y - p.y) / step)))
+        for k in range(n + 1):
+            yield Pose2D(p.x + (q.x - p.x) * k / n, p.y + (q.y - p.y) * k / n, 0.0)
+
+
+def _stage_moving(plan, k, poses, direct, s: NavSettings):
+    """The active stage's moving modules as the navigation node builds them (no helper
+    docks: those modules wait to be carried)."""
+    moving = {}
+    for a in plan.actions:
+        if a.stage == k and not a.needs_helper and a.module not in direct:
+            others = [(p.x, p.y) for m, p in poses.items() if m != a.module]
+            moving[a.module] = (poses[a.module], clear_predock(
+                a.goal, a.child_face.angle, s.predock_standoff, others, s.predock_clearance))
+    return moving
+
+
+def test_staging_never_enters_a_corridor_of_the_active_stage():
+    """Random targets, every stage of a pipelined plan, executed stage by stage (docked
+    modules at their goals, staged modules at their staging poses): no staging pose, and no
+    point of a staging path (body at any heading), penetrates the area swept by a dock of
+    the active stage or a module placed before that stage; staging happens at all."""
+    s = NavSettings()
+    checked = staged_total = 0
+    for seed in range(40):
+        sc = _scenario(random.Random(seed).randint(4, 9), 500 + seed)
+        try:
+            plan = with_schedule(plan_assembly(sc), "pipelined")
+        except PlanningError:
+            continue
+        targets = staging_poses(plan, STANDOFF)
+        poses = dict(sc.modules)
+        for k in range(len(plan.stages)):
+            prob = staging_problem(plan, k, poses, set(), STANDOFF)
+            sweeps = [b for a in plan.actions if a.stage == k
+                      for b in swept_bodies(a, plan.goals[a.parent_module], W)]
+            placed = [(plan.goals[m].x, plan.goals[m].y, plan.goals[m].yaw)
+                      for m in [plan.root_module] + [a.module for a in plan.actions
+                                                     if a.stage < k]]
+            moving = _stage_moving(plan, k, poses, prob.direct, s)
+            fixed = {plan.root_module} | {a.module for a in plan.actions if a.stage < k}
+            fixed |= {a.module for a in plan.actions if a.stage == k and a.needs_helper}
+            fixed |= prob.direct
+            obstacles = {m: p for m, p in poses.items() if m not in moving}
+            try:
+                sp, staged = plan_stage_pipelined(moving, prob.staging, obstacles,
+                                                  prob.zones.values(), s, fixed=fixed)
+            except NavigationError:
+                break  # the stage itself cannot be planned (not a staging matter)
+            for m in staged:
+                goal = prob.staging[m][1]
+                assert goal == targets[m]
+                assert not _penetrates(goal, sweeps), (seed, k, m, "staging pose")
+                assert not _penetrates(goal, [p for p in placed]), (seed, k, m, "on placed")
+                for p in _path_points(sp.paths[m]):
+                    assert not _penetrates(p, sweeps, YAWS), (seed, k, m, "staging path", p)
+                checked += 1
+            staged_total += len(staged)
+            for a in plan.actions:
+                if a.stage == k:
+                    poses[a.module] = a.goal
+            for m in staged:
+                poses[m] = targets[m]
+    assert checked > 30 and staged_total == checked
+
+
+def test_staging_pose_rules_on_random_plans():
+    """Staging poses lie on the dock's own axis beyond its pre-dock pose, heading as the
+    goal, keep the clearance from each other, and none is given to a helper dock."""
+    st = StagingSettings()
+    n_poses = 0
+    for seed in range(60):
+        sc = _scenario(random.Random(seed).randint(4, 12), 900 + seed)
+        try:
+            plan = plan_assembly(sc)
+        except PlanningError:
+            continue
+        poses = staging_poses(plan, STANDOFF, st)
+        for a in plan.actions:
+            if a.module not in poses:
+                continue
+            p = poses[a.module]
+            assert not a.needs_helper
+            par = plan.goals[a.parent_module]
+            nx, ny = (a.goal.x - par.x) / W, (a.goal.y - par.y) / W
+            dx, dy = p.x - a.goal.x, p.y - a.goal.y
+            assert abs(-dx * ny + dy * nx) < 1e-9          # on the axis
+            along = dx * nx + dy * ny
+            assert STANDOFF - 1e-9 <= along <= STANDOFF + st.staging_limit + 1e-9
+            assert p.yaw == a.goal.yaw
+            n_poses += 1
+        for m1, m2 in itertools.combinations(poses, 2):
+            assert poses[m1].distance_to(poses[m2]) >= st.staging_clearance - 1e-9
+    assert n_poses > 100
+
+
+def test_task1_stages_every_later_module_and_arm_queues_out():
+    """Task 1: every later dock has a staging pose; the arm's modules wait one behind the
+    other on the arm's axis, arm2 beyond arm1's corridor, arm3 beyond arm2's."""
+    plan = with_schedule(plan_assembly(load_scenario("config/scenarios/mobile_manipulator.yaml")),
+                         "pipelined")
+    poses = staging_poses(plan, STANDOFF)
+    assert set(poses) == {a.module for a in plan.actions}
+    node = {a.node: a for a in plan.actions}
+    d = {n: poses[node[n].module].distance_to(plan.goals[plan.root_module])
+         for n in ("arm1", "arm2", "arm3")}
+    assert d["arm1"] == pytest.approx(0.08 + STANDOFF)
+    assert d["arm1"] + 0.13 - 1e-9 <= d["arm2"] < d["arm3"]
+
+
+def test_schedule_modes_keep_the_paper_stages():
+    sc = load_scenario("config/scenarios/mobile_manipulator.yaml")
+    plan = plan_assembly(sc)
+    staged, pipe = with_schedule(plan, "staged"), with_schedule(plan, "pipelined")
+    seq = with_schedule(plan, "sequential")
+    assert staged.stages == pipe.stages == plan.stages and pipe.schedule == "pipelined"
+    assert seq.stages == sequential(plan).stages and seq.schedule == "sequential"
+    assert type(pipe).from_dict(pipe.to_dict()).schedule == "pipelined"
+    with pytest.raises(InputError, match="schedule: 'fast'"):
+        with_schedule(plan, "fast")
+    with pytest.raises(InputError, match="schedule"):
+        check_schedule("")
+    with pytest.raises(ParamsError, match="schedule"):
+        PlanningNodeSettings(schedule="pipeline").validate()
+    assert PlanningNodeSettings().schedule == "pipelined"
+
+
+def test_two_helpers_never_carry_the_same_module_and_are_matched_optimally():
+    """Random targets with two helpers: in every stage each helper carries at most one
+    module, each helper dock has exactly one helper, wheel-face docks of one stage use both
+    helpers when there are two or more of them, and the matching minimises the summed
+    helper-to-module distance (brute force over the pool's first helpers)."""
+    parallel = 0
+    for seed in range(80):
+        sc = _scenario(random.Random(seed).randint(4, 12), 3000 + seed, helpers=2)
+        try:
+            plan = plan_assembly(sc)
+        except PlanningError:
+            continue
+        pool = ["h0", "h1"]
+        for k in range(len(plan.stages)):
+            need = [a for a in plan.actions if a.stage == k and a.needs_helper]
+            hs = [a.helper for a in need]
+            assert len(set(hs)) == len(hs) <= 2, (seed, k, hs)
+            assert all(h in pool for h in hs)
+            assert all(a.helper is None for a in plan.actions
+                       if a.stage == k and not a.needs_helper)
+            if len(need) == 2:
+                parallel += 1
+                cost = lambda hh: sum(sc.modules[h].distance_to(sc.modules[a.module])  # noqa
+                                      for h, a in zip(hh, need))
+                best = min(cost(p) for p in itertools.permutations(pool))
+                assert cost(hs) == pytest.approx(best)
+        carried = [a.module for a in plan.actions if a.needs_helper]
+        assert len(carried) == len(set(carried))
+    assert parallel > 10
+
+
+def test_rc_car_two_helpers_runs_wheel_docks_in_parallel():
+    one = plan_assembly(load_scenario("config/scenarios/rc_car.yaml"))
+    two = plan_assembly(load_scenario("config/scenarios/rc_car_two_helpers.yaml"))
+    assert len(two.stages) < len(one.stages)
+    for k in range(len(two.stages)):
+        hs = [a.helper for a in two.actions if a.stage == k and a.needs_helper]
+        assert len(hs) == len(set(hs))
+    assert sorted(two.helpers) == ["h0", "h1"]
