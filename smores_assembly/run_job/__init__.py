@@ -36,15 +36,18 @@ DEFAULT_TIMEOUT_S = 900.0
 
 def run(args) -> int:
     """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
-    from smores_assembly.planning import plan_assembly
+    from smores_assembly.planning import plan_assembly, with_schedule
     from smores_assembly.scenario import load_scenario
+    from smores_assembly.staging import DEFAULT_SCHEDULE
 
     from smores_assembly.run_job.stack import ALL_NODES, check_namespace, select_nodes
 
     t_wall0 = time.monotonic()
     try:
         scenario = load_scenario(args.scenario)
-        plan = plan_assembly(scenario)
+        # as task_assignment will plan it (the progress and approval show its stages)
+        plan = with_schedule(plan_assembly(scenario),
+                             getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
         namespace = check_namespace(getattr(args, "namespace", None) or "")
         local = select_nodes(getattr(args, "nodes", None))
         if getattr(args, "params_file", None):
