@@ -35,12 +35,13 @@ TASK1_GOAL_S = 45.0
 
 
 def run_one(scenario: str, mode: str, out: Path, seed: int, domain: int,
-            rtf: float = 0.0) -> dict:
+            rtf: float = 0.0, timeout: float = 7200.0) -> dict:
     """One ``smores-assemble run`` of ``config/scenarios/<scenario>.yaml`` with ``--schedule
     mode``; its report (``process_wall_s`` added; a failed start gives ``success: False``)."""
     cmd = [SMORES_ASSEMBLE, "run",
            str(REPO / "config" / "scenarios" / f"{scenario}.yaml"), "--out", str(out),
-           "--schedule", mode, "--seed", str(seed), "--real-time-factor", str(rtf)]
+           "--schedule", mode, "--seed", str(seed), "--real-time-factor", str(rtf),
+           "--timeout", str(timeout)]
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)

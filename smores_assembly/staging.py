@@ -192,6 +192,9 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
     zones = _zones(plan, standoff, width)
     stage_of = {a.module: a.stage for a in plan.actions}
     stage_of[plan.root_module] = -1
+    for m in getattr(plan, "kept", ()):   # a reconfiguration's kept part: placed
+        if m in plan.goals:
+            stage_of[m] = -1
     predocks = {a.module: nominal_predock(a.goal, plan.goals[a.parent_module], standoff)
                 for a in plan.actions}
     chosen: dict[str, Pose2D] = {}
@@ -281,10 +284,13 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
     Returns:
         A :class:`StagingProblem`: modules of later stages whose staging pose exists and
         whose body is not inside a zone of the active stage now (those wait where they
-        are), and the active stage's modules that need no path.
+        are), and the active stage's modules that need no path; nothing during a
+        reconfiguration's undocking stage.
     """
     s = settings or StagingSettings()
     zones = stage_zones(plan, stage, standoff, width)
+    if any(u.stage == stage for u in getattr(plan, "undocks", ())):
+        return StagingProblem({}, set(), zones)  # an undocking stage: nothing else moves
     targets = staging_poses(plan, standoff, s, width)
     r = width / math.sqrt(2.0)
     staging = {}

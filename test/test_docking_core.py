@@ -289,6 +289,24 @@ def test_path_follower_stops_at_the_end():
     assert g.tick(1.0, PoseSample(end, 0.0)) == (0.0, 0.0)
 
 
+def test_path_follower_with_final_yaw_ends_on_the_staging_pose():
+    """A staging move (pipelined stages): after the path the follower regulates onto the
+    path's end with the given heading, within the POSE_ADJUST tolerances, then stops."""
+    s = DockingSettings()
+    for yaw in (0.0, 1.2, -2.8, math.pi):
+        world = SimWorld({"a": Pose2D(0.0, 0.0, 0.3)})
+        path = TimedPath(((0.0, 0.0, 0.0), (5.0, 0.2, 0.0), (8.0, 0.2, 0.15)))
+        f = PathFollower("a", path, s, final_yaw=yaw)
+        while world.t < 30.0:
+            v, w = f.tick(world.t, PoseSample(world.pose("a"), world.t))
+            world.set_cmd_vel("a", v, w)
+            world.step(DT)
+        end = world.pose("a")
+        assert math.hypot(end.x - 0.2, end.y - 0.15) <= s.adjust_pos_tolerance + 1e-9, yaw
+        assert abs(wrap_angle(end.yaw - yaw)) <= math.radians(s.adjust_yaw_tolerance_deg)
+        assert f.tick(world.t, PoseSample(end, world.t)) == (0.0, 0.0)
+
+
 def test_bodies_starting_against_a_module_back_away_before_turning():
     """Regression: a module 1 cm from the parent (turning in place there is blocked), and a
     helper whose TOP face touches the parent, both get clear and dock."""

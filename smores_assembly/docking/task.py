@@ -1133,8 +1133,9 @@ class PathFollower:
     """Follows a timed path of a module that has no docking action in the active stage
     (moved aside by the navigation, or driving to its staging pose in a pipelined stage)
     and stops at its end (timed pure pursuit, forward only); with ``final_yaw`` [rad] it
-    then turns in place to that heading (a staging pose: the module's stage then starts
-    aligned on its docking axis)."""
+    then regulates to the path's end point with that heading (turn-drive-turn within the
+    POSE_ADJUST tolerances: a staging pose, so that the module's stage starts on its
+    docking axis)."""
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
                  final_yaw: float | None = None):
@@ -1143,6 +1144,7 @@ class PathFollower:
         self.s = settings
         self.finished = False
         self.final_yaw = final_yaw
+        self.reg: PoseRegulator | None = None
         self.obs = PoseObserver(settings.filter_alpha)
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
@@ -1163,10 +1165,15 @@ class PathFollower:
             if not fin:
                 self._cmd = saturate(v, w, self.s)
                 return self._cmd
-        err = wrap_angle(self.final_yaw - pose.yaw)
-        if abs(err) <= math.radians(self.s.adjust_yaw_tolerance_deg):
-            self.final_yaw = None  # aligned: stop here
+        if self.final_yaw is None:
             self._cmd = (0.0, 0.0)
             return self._cmd
-        self._cmd = saturate(0.0, self.s.adjust_k_yaw * err, self.s)
+        if self.reg is None:
+            ex, ey = self.path.end
+            self.reg = PoseRegulator(Pose2D(ex, ey, self.final_yaw))
+        if self.reg.done(pose, self.s):
+            self.final_yaw = None  # there: stop
+            self._cmd = (0.0, 0.0)
+            return self._cmd
+        self._cmd = saturate(*self.reg.command(pose, self.s, self.s.v_max), self.s)
         return self._cmd

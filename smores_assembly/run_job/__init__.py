@@ -38,9 +38,8 @@ def run(args) -> int:
     """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
     from smores_assembly.planning import plan_assembly, with_schedule
     from smores_assembly.scenario import load_scenario
-    from smores_assembly.staging import DEFAULT_SCHEDULE
-
     from smores_assembly.run_job.stack import ALL_NODES, check_namespace, select_nodes
+    from smores_assembly.staging import DEFAULT_SCHEDULE
 
     t_wall0 = time.monotonic()
     try:
