@@ -121,6 +121,14 @@ def blockers(corridors: Iterable[DockCorridor], cells: Mapping[str, Cell]
     return out
 
 
+def corridor_halo(d: DockCorridor) -> set[Cell]:
+    """The swept cells of ``d`` and their 4-neighbours: ``conflict(a, b)`` holds exactly
+    when a swept cell of ``b`` lies in ``corridor_halo(a)`` (one set lookup per cell, so a
+    stage's conflicts are checked in O(swept cells) instead of over all pairs of docks)."""
+    return {(x + dx, y + dy) for x, y in d.swept
+            for dx, dy in ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1))}
+
+
 def conflict(a: DockCorridor, b: DockCorridor) -> bool:
     """True when docks ``a`` and ``b`` may not run in the same stage: some swept cell of one
     equals or touches (shares an edge with) a swept cell of the other."""

@@ -27,7 +27,8 @@ import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from smores_assembly.corridors import DEFAULT_STANDOFF, DockCorridor, conflict, dock_corridor
+from smores_assembly.corridors import (DEFAULT_STANDOFF, Cell, DockCorridor, corridor_halo,
+                                      dock_corridor)
 from smores_assembly.corridors import blockers as corridor_blockers
 from smores_assembly.edge import Edge
 from smores_assembly.errors import InputError, ParamsError, PlanningError
@@ -293,8 +294,9 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
 
     Minimises the summed straight-line distance (cost matrix: nodes x modules, rectangular
     when there are spare modules, which stay unassigned). Solved with
-    ``scipy.optimize.linear_sum_assignment``; rows and columns are sorted by name first, so
-    the result does not depend on dict order.
+    :func:`solve_assignment` (scipy's ``linear_sum_assignment``, warm-started on clustered
+    goals); rows and columns are sorted by name first, so the result does not depend on
+    dict order.
 
     Args:
         goals: node -> goal pose (``world``).
@@ -318,10 +320,85 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
     g = np.array([[goals[n].x, goals[n].y] for n in nodes])
     m = np.array([[modules[i].x, modules[i].y] for i in ids])
     cost = np.hypot(g[:, None, 0] - m[None, :, 0], g[:, None, 1] - m[None, :, 1])
-    rows, cols = linear_sum_assignment(cost)
+    rows, cols = solve_assignment(cost, g, m)
     chosen = {nodes[r]: ids[c] for r, c in zip(rows, cols)}
     total = float(cost[rows, cols].sum())
     return {n: chosen[n] for n in goals}, total
+
+
+#: Below this many goals the warm start is not worth building (scipy alone is ~1 ms).
+WARM_START_MIN_GOALS = 64
+#: Warm start only when the goals are this clustered: RMS radius of the goals about their
+#: centroid below this fraction of the modules' RMS distance from that centroid.
+WARM_START_MAX_SPREAD = 0.5
+
+
+def radial_duals(cost: np.ndarray, goals_xy: np.ndarray) -> np.ndarray:
+    """Reduced cost matrix of the rectangular assignment ``cost`` (n goals x m modules,
+    n <= m), squared with m - n dummy rows, under approximate optimal duals.
+
+    For modules that converge on a compact group of goals (the unfolded target sits at the
+    physical root, among the modules) the Kantorovich potential of Euclidean transport
+    falls at slope 1 along the rays into the group: goal duals ``u_i = -|g_i - c|``
+    (``c`` the goals' centroid). The module duals are its c-transform
+    ``v_j = min(min_i (cost_ij - u_i), a)``, with ``a`` the n-th smallest of the inner
+    minima: the dummy rows' dual, so that about m - n modules are left over (the farthest
+    in this potential). Every reduced cost is >= 0.
+
+    Subtracting a constant from a row or a column of a *square* matrix changes every
+    complete assignment's total by the same amount, so the optimal assignments of the
+    returned matrix are exactly those of ``cost`` padded with zero-cost dummy rows (a
+    dummy row's column = a module left over): the result stays exact; only the work of a
+    shortest-augmenting-path solver changes (scipy's starts from zero duals and, on
+    clustered goals, searches through long chains of near-ties).
+
+    Args:
+        cost: (n, m) distances [m], n <= m.
+        goals_xy: (n, 2) goal positions [m] (rows of ``cost``).
+
+    Returns:
+        (m, m) reduced costs; rows n.. are the dummy rows.
+    """
+    n, m = cost.shape
+    cen = goals_xy.mean(axis=0)
+    u = -np.hypot(goals_xy[:, 0] - cen[0], goals_xy[:, 1] - cen[1])
+    red = cost - u[:, None]
+    w = red.min(axis=0)
+    a = np.partition(w, n - 1)[n - 1] if m > n else float(w.max())
+    v = np.minimum(w, a)
+    out = np.empty((m, m))
+    np.subtract(red, v[None, :], out=out[:n])
+    out[n:] = (a - v)[None, :]
+    return out
+
+
+def solve_assignment(cost: np.ndarray, goals_xy: np.ndarray, modules_xy: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Optimal assignment of the rows (goals) of ``cost`` to its columns (modules).
+
+    ``scipy.optimize.linear_sum_assignment`` (shortest augmenting paths, exact). When the
+    goals are clustered among the modules (the common case: the target unfolds around the
+    root module, the swarm is spread around it) and there are at least
+    :data:`WARM_START_MIN_GOALS`, it solves the equivalent reduced matrix of
+    :func:`radial_duals` instead: the same optimum (an exact transformation, not a
+    heuristic), 5-10x faster at 1,000 modules (``bench/bench_planning.py``).
+
+    Args:
+        cost: (n, m) costs [m], n <= m; goals_xy: (n, 2); modules_xy: (m, 2) [m].
+
+    Returns:
+        ``(rows, cols)`` as ``linear_sum_assignment`` (rows sorted, every row assigned).
+    """
+    n, m = cost.shape
+    if n >= WARM_START_MIN_GOALS and m >= n:
+        cen = goals_xy.mean(axis=0)
+        spread = math.sqrt(float(((goals_xy - cen) ** 2).sum(axis=1).mean()))
+        reach = math.sqrt(float(((modules_xy - cen) ** 2).sum(axis=1).mean()))
+        if spread < WARM_START_MAX_SPREAD * reach:
+            rows, cols = linear_sum_assignment(radial_duals(cost, goals_xy))
+            keep = rows < n
+            return rows[keep], cols[keep]
+    return linear_sum_assignment(cost)
 
 
 def search_root(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
@@ -547,22 +624,26 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
 
     stages: list[list[str]] = []
     actions: list[DockAction] = []
+    # Kahn-style readiness (O(N log N + edges) over all stages, not O(stages x N)): an
+    # action is ready when none of its predecessors is left unplaced.
+    rank = {v: i for i, v in enumerate(order)}
     placed_now = {root_node} | kept
-    remaining = set(acts)
-    while remaining:
-        ready = [v for v in order if v in remaining
-                 and all(u in placed_now for u in prec.predecessors(v))]
-        kmin = key[ready[0]]  # acyclic: something is always ready
+    missing = {v: sum(1 for u in prec.predecessors(v) if u not in placed_now) for v in acts}
+    ready = sorted((v for v in acts if missing[v] == 0), key=rank.__getitem__)
+    while ready:
+        kmin = key[ready[0]]
         chosen: list[str] = []
+        halo: set[Cell] = set()  # cells a dock of this stage may not sweep (conflict())
         helped = 0
         for v in ready:
             if key[v] != kmin:
                 continue
             if acts[v].needs_helper and helped >= n_help:
                 continue
-            if any(conflict(corr[v], corr[u]) for u in chosen):
+            if not halo.isdisjoint(corr[v].swept):
                 continue
             chosen.append(v)
+            halo.update(corridor_halo(corr[v]))
             helped += acts[v].needs_helper
         stage_actions = [acts[v] for v in chosen]
         need = [a for a in stage_actions if a.needs_helper]
@@ -574,7 +655,16 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
         stages.append([a.module for a in stage_actions])
         actions.extend(stage_actions)
         placed_now.update(chosen)
-        remaining.difference_update(chosen)
+        done = set(chosen)
+        ready = [v for v in ready if v not in done]
+        for u in chosen:
+            for v in prec.successors(u):
+                if v in missing:
+                    missing[v] -= 1
+                    if missing[v] == 0:
+                        ready.append(v)
+        ready.sort(key=rank.__getitem__)
+    assert len(actions) == len(acts), "precedence graph is acyclic: every action placed"
     return stages, actions
 
 

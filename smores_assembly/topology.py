@@ -289,3 +289,29 @@ def random_planar_tree(n: int, seed: int | None = None, reverse_prob: float = 0.
         else:
             edges.append(Edge(u, fu, v, fv))
     return nodes, edges
+
+
+def comb_tree(teeth: int, length: int, prefix: str = "n") -> tuple[list[str], list[Edge]]:
+    """A comb of ``teeth * length`` nodes (for tests and benchmarks; issue 16's 10 x 10).
+
+    The spine is the first node of every tooth, chained TOP -> BOTTOM along the root's x
+    axis; each tooth continues from its spine node's LEFT face (BOTTOM onto it) and then
+    TOP -> BOTTOM along +y, ``length`` nodes per tooth. Teeth stand side by side, so the
+    target fills a ``teeth x length`` block of cells. Node ``f"{prefix}{i}_{j}"`` is node j
+    of tooth i; the spine is ``j == 0``.
+
+    Raises:
+        InputError: ``teeth`` or ``length`` < 1.
+    """
+    if teeth < 1 or length < 1:
+        raise InputError(f"teeth, length: need >= 1, got {teeth}, {length}", field="teeth")
+    name = [[f"{prefix}{i}_{j}" for j in range(length)] for i in range(teeth)]
+    nodes = [v for tooth in name for v in tooth]
+    edges = [Edge(name[i][0], Face.TOP, name[i + 1][0], Face.BOTTOM)
+             for i in range(teeth - 1)]
+    for i in range(teeth):
+        if length > 1:
+            edges.append(Edge(name[i][0], Face.LEFT, name[i][1], Face.BOTTOM))
+        edges.extend(Edge(name[i][j], Face.TOP, name[i][j + 1], Face.BOTTOM)
+                     for j in range(1, length - 1))
+    return nodes, edges
