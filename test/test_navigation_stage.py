@@ -232,3 +232,27 @@ def test_work_clock_bounds_count_work():
         check_plan(plan, moving, obstacles)
         runs.append((plan.paths, clk.readings))
     assert runs[0] == runs[1] and runs[0][1] > 0   # the clock given is the one read
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_stages_planned_with_lacam_are_safe(seed):
+    """The stage engine for many modules (LaCAM, k_robust = 1): the same random stages as
+    above, planned with ``lacam_min_agents=1``, keep every module apart over time and end at
+    the exact goals; a second planning gives the same paths (count budgets only)."""
+    rng = random.Random(seed)
+    fixed, goals = structure()
+    spots = []
+    while len(spots) < 7:
+        p = (rng.uniform(-0.7, 0.7), rng.uniform(-0.7, 0.7))
+        if math.hypot(*p) > 0.4 and all(math.dist(p, q) > 0.15 for q in spots):
+            spots.append(p)
+    ids = ["m3", "m4", "m5"]
+    moving = {m: (Pose2D(*spots[i], rng.uniform(-3, 3)), goals[m]) for i, m in enumerate(ids)}
+    obstacles = dict(fixed)
+    for i in range(3, 7):
+        obstacles[f"i{i}"] = Pose2D(*spots[i], 0.0)
+    s = NavSettings(lacam_min_agents=1)
+    plan = plan_stage(moving, obstacles, s, fixed=list(fixed))
+    assert plan.stats["algorithm"] == "lacam"
+    check_plan(plan, moving, obstacles)
+    assert plan_stage(moving, obstacles, s, fixed=list(fixed)).paths == plan.paths

@@ -1,7 +1,8 @@
 """Multi-vehicle navigation (no ROS imports).
 
 * :mod:`.mapf`: grid MAPF in space-time — CBS (optimal sum of costs, with cardinal-conflict
-  selection), ECBS (bounded-suboptimal focal search), prioritized planning (fallback),
+  selection), ECBS (bounded-suboptimal focal search), LaCAM (complete, dense or large
+  stages; the fallback), prioritized planning,
   :func:`~.mapf.validate_schedule`, and the error classes (all
   :class:`~smores_assembly.errors.NavigationError`, a ``PlanningError``; arguments a
   function refuses raise :class:`~smores_assembly.errors.InputError`).

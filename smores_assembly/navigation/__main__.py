@@ -1,4 +1,4 @@
-"""``python -m smores_assembly.navigation INPUT.yaml [--algorithm cbs|ecbs] [--w 1.3]``.
+"""``python -m smores_assembly.navigation INPUT.yaml [--algorithm cbs|ecbs|prioritized|lacam]``.
 
 Reads a MAPF instance in the libMultiRobotPlanning input format::
 
@@ -123,10 +123,12 @@ def load_instance(data: dict) -> tuple[Grid, dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m smores_assembly.navigation",
-                                 description="Multi-agent path finding (CBS / ECBS) on a grid.")
+    ap = argparse.ArgumentParser(
+        prog="python -m smores_assembly.navigation",
+        description="Multi-agent path finding (CBS / ECBS / LaCAM) on a grid.")
     ap.add_argument("input", help="instance YAML (libMultiRobotPlanning format)")
-    ap.add_argument("--algorithm", choices=("cbs", "ecbs", "prioritized"), default="cbs")
+    ap.add_argument("--algorithm", choices=("cbs", "ecbs", "prioritized", "lacam"),
+                    default="cbs")
     ap.add_argument("--w", type=_at_least_one, default=1.3,
                     help="ECBS suboptimality factor (>= 1)")
     ap.add_argument("--output", "-o", help="write the solution here instead of stdout")

@@ -74,7 +74,7 @@ class NavSettings:
     goal_search_cells: int = param_field(
         4, "radius [cells] searched for a free cell near a start or goal pose", 1, 50)
     nominal_speed: float = param_field(0.03, "planned travel speed [m/s]", 1e-3, 1.0)
-    algorithm: str = param_field("ecbs", "MAPF algorithm: cbs, ecbs or prioritized")
+    algorithm: str = param_field("ecbs", "MAPF algorithm: cbs, ecbs, prioritized or lacam")
     suboptimality: float = param_field(1.3, "ECBS suboptimality factor w", 1.0, 10.0)
     tight_suboptimality: float = param_field(
         1.05, "ECBS first tries this smaller w on a quarter of the bounds (1 = optimal)",
@@ -86,7 +86,15 @@ class NavSettings:
                                                 1, 10**9)
     time_limit_s: float = param_field(2.0, "bound on planning wall time [s]", 0.01, 600.0)
     fallback_prioritized: bool = param_field(
-        True, "when CBS/ECBS hits a bound, try prioritized planning before failing")
+        True, "when CBS/ECBS hits a bound, try the complete LaCAM (prioritized planning when "
+        "k_robust >= 2) before failing")
+    lacam_min_agents: int = param_field(
+        12, "a stage with at least this many moving or moved-aside modules is planned with "
+        "LaCAM (complete, fast; cost not bounded) instead of algorithm (k_robust <= 1)",
+        1, 10**6)
+    lacam_expansions: int = param_field(
+        100_000, "bound on the configurations LaCAM generates (a count: the plan does not "
+        "depend on the machine's load)", 1, 10**9)
     predock_standoff: float = param_field(
         0.06, "distance of the pre-dock pose from the docked pose along the dock axis [m]",
         0.0, 1.0)
@@ -523,13 +531,17 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 def _solve_grid(grid: Grid, agents_start: dict[str, Cell], agents_goal: dict[str, Cell],
                 s: NavSettings, clock=None):
     """The MAPF schedule of every agent (:func:`~smores_assembly.navigation.mapf.solve`
-    with the settings' algorithm and bounds)."""
-    return solve(grid, agents_start, agents_goal, algorithm=s.algorithm, w=s.suboptimality,
+    with the settings' algorithm and bounds; LaCAM for ``lacam_min_agents`` agents or
+    more)."""
+    algorithm = s.algorithm
+    if len(agents_start) >= s.lacam_min_agents and s.k_robust <= 1:
+        algorithm = "lacam"
+    return solve(grid, agents_start, agents_goal, algorithm=algorithm, w=s.suboptimality,
                  k_robust=s.k_robust, max_expansions=s.max_expansions,
                  max_low_level_expansions=s.max_low_level_expansions,
                  time_limit_s=s.time_limit_s, fallback=s.fallback_prioritized,
                  tight_w=s.tight_suboptimality if s.tight_suboptimality < s.suboptimality
-                 else None, clock=clock)
+                 else None, clock=clock, lacam_expansions=s.lacam_expansions)
 
 
 def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
