@@ -72,14 +72,16 @@ def test_error_hierarchy():
 
 def test_cli_reports_project_errors_but_not_programming_errors(monkeypatch, tmp_path, capsys):
     """A bug (plain ValueError) is not turned into 'bad input' (exit 2): it propagates."""
-    from smores_assembly import cli, planning
+    from smores_assembly import cli, planning, reconfigure
     scen = tmp_path / "s.yaml"
     scen.write_text("name: s\ntarget: {nodes: [a], edges: []}\nmodules: {m: [0, 0, 0]}\n")
 
     def buggy(*_a, **_k):
         raise ValueError("a bug")
 
+    # `plan` reaches the planner through the reconfiguration planner (issue 15)
     monkeypatch.setattr(planning, "plan_assembly", buggy)
+    monkeypatch.setattr(reconfigure, "plan_assembly", buggy)
     with pytest.raises(ValueError, match="a bug"):
         cli.main(["plan", str(scen)])
 
@@ -87,6 +89,7 @@ def test_cli_reports_project_errors_but_not_programming_errors(monkeypatch, tmp_
         raise planning.PlanningError("modules: too few")
 
     monkeypatch.setattr(planning, "plan_assembly", refused)
+    monkeypatch.setattr(reconfigure, "plan_assembly", refused)
     assert cli.main(["plan", str(scen)]) == 2
     assert "modules: too few" in capsys.readouterr().err
 
