@@ -89,6 +89,9 @@ class DockingSettings:
     obstacle_clearance: float = param_field(
         0.13, "Centre distance kept from other modules by direct moves (detours) [m]",
         0.0, 1.0)
+    lane_heading_max_deg: float = param_field(
+        1.5, "Bound on the heading reference off the docking axis while sliding along a lane "
+        "between flush neighbours (corners, slots) [deg]", 0.0, 30.0)
     escape_distance: float = param_field(
         0.12, "A direct move starting closer than this (centre distance) to another module "
         "first drives straight away from it, without turning [m]", 0.0, 1.0)
@@ -586,7 +589,8 @@ class PoseRegulator:
 
 
 def approach_command(body: Pose2D, face_offset: float, axis: DockAxis,
-                     s: DockingSettings, speed: float) -> tuple[float, float, bool]:
+                     s: DockingSettings, speed: float,
+                     max_heading_ref: float | None = None) -> tuple[float, float, bool]:
     """Straight approach along ``axis`` with lateral/heading correction (virtual frame).
 
     ``theta_d = h - atan(k_y * e_axle / d)``, ``w = k_theta * wrap(theta_d - theta)`` where
@@ -597,13 +601,21 @@ def approach_command(body: Pose2D, face_offset: float, axis: DockAxis,
     ``approach_align_gap`` the body stops to turn in place when the heading is off by more
     than ``dock_yaw_tolerance_deg`` (turning in place leaves the axle lateral unchanged).
 
+    ``max_heading_ref`` [rad] bounds ``|theta_d - h|`` (a lane between flush neighbours,
+    issue 11: steering at a lateral error of a few mm with the full law turns the body by
+    5-8 deg, and its corner presses into the neighbour it slides past; bounded, the
+    lateral error decays more slowly and the capture's lateral range takes the rest).
+
     Returns:
         ``(v, w, holding)``: unsaturated command; ``holding`` is True when the body stopped
         at the stop gap (waiting for capture).
     """
     gap, _lat, yaw_err = axis.errors(body, face_offset)
     e_axle = axis.axle_lateral(body)
-    theta_d = axis.heading - math.atan(s.approach_k_lateral * e_axle / abs(face_offset))
+    ref = math.atan(s.approach_k_lateral * e_axle / abs(face_offset))
+    if max_heading_ref is not None:
+        ref = max(-max_heading_ref, min(max_heading_ref, ref))
+    theta_d = axis.heading - ref
     w = s.approach_k_yaw * wrap_angle(theta_d - body.yaw)
     if gap <= s.approach_stop_gap:
         # At contact: keep the heading, do not push.

@@ -329,6 +329,13 @@ class DockingContext:
         return lane_neighbours(axis, self.face_offset, self.s.standoff, self.s.module_width,
                                obstacles, self.clearance())
 
+    def lane_heading_bound(self, axis: DockAxis) -> float | None:
+        """``lane_heading_max_deg`` [rad] when modules stand flush beside this dock's lane
+        (the approach law's heading reference is bounded there), else None."""
+        if self.lane_neighbours(axis, self.obstacles_for_body()):
+            return math.radians(self.s.lane_heading_max_deg)
+        return None
+
     def in_lane(self, axis: DockAxis) -> bool:
         """The body stands in the approach lane: axle within 1 cm of the axis, heading
         within 10 deg, its face no farther from the target face than the stand-off plus
@@ -490,9 +497,15 @@ class PoseAdjust(PhaseStep):
     (:func:`~smores_assembly.docking.control.lane_neighbours`) and the pre-dock pose is
     closer than the direct-move clearance to some module, the body first regulates to a
     staging pose further out on the axis (:func:`~smores_assembly.docking.control.staging_extra`:
-    clear enough to turn there), aligned with the axis, then drives straight along the
-    lane to the pre-dock pose; inside the lane (aligned, on the axis) it does not flee
-    from the lane's flush neighbours.
+    clear enough to turn there), aligned with the axis, then *slides* along the lane to
+    the pre-dock pose and on into APPROACH; inside the lane (aligned, on the axis) it does
+    not flee from the lane's flush neighbours. The slide follows the axis with the
+    approach law (:func:`~smores_assembly.docking.control.approach_command`: the heading
+    stays within a few degrees of the axis), never by steering at the pre-dock point:
+    near a point the bearing is mocap noise, and turning on it swept the body's corner
+    into the flush neighbour (pocket.yaml). A body found in the lane aligned within half
+    the APPROACH misalignment bounds slides at once (after a RETRY, say); all in-place
+    turns happen at the staging pose, clear of every module.
     """
 
     phase = Phase.POSE_ADJUST
@@ -503,6 +516,7 @@ class PoseAdjust(PhaseStep):
         self.goal_key: Pose2D | None = None
         self.extra = 0.0        # staging distance beyond the stand-off [m]
         self.staging = False    # regulating to the staging pose (not yet the pre-dock)
+        self.sliding = False    # sliding along the lane from the staging pose
 
     def tick(self, ctx):
         s = ctx.s
@@ -519,6 +533,8 @@ class PoseAdjust(PhaseStep):
             self.reg = None   # plan the direct move again once clear
             return None
         body = ctx.body_virtual()
+        if self.sliding or (in_lane and self._can_slide(ctx, ax, body)):
+            return self._slide(ctx, ax, body)
         goal = ctx.predock(ax)
         if (self.reg is None or self.goal_key is None
                 or self.goal_key.distance_to(goal) > 0.5 * s.adjust_pos_tolerance
@@ -544,10 +560,33 @@ class PoseAdjust(PhaseStep):
         if self.reg.done(body, s):
             if not self.staging:
                 return Phase.APPROACH
-            # aligned at the staging pose: straight along the lane to the pre-dock pose
+            # aligned at the staging pose: slide along the lane to the pre-dock pose
             self.staging = False
-            self.reg = PoseRegulator(goal, [])
+            return self._slide(ctx, ax, body)
         v, w = self.reg.command(body, s, ctx.speed_limit(body, ax))
+        ctx.set_cmd(v, w)
+        return None
+
+    @staticmethod
+    def _can_slide(ctx: DockingContext, ax: DockAxis, body: Pose2D) -> bool:
+        """The body is aligned with the lane well enough to slide in (half the APPROACH
+        misalignment bounds: the approach law then never needs a large turn)."""
+        s = ctx.s
+        _gap, lat, yaw = ax.errors(body, ctx.face_offset)
+        return (abs(lat) <= 0.5 * s.misalign_lateral_bound
+                and abs(ax.axle_lateral(body)) <= 0.5 * s.misalign_lateral_bound
+                and abs(yaw) <= math.radians(0.5 * s.misalign_yaw_bound_deg))
+
+    def _slide(self, ctx: DockingContext, ax: DockAxis, body: Pose2D) -> Phase | None:
+        """Follow the axis towards the face (approach law) until the face gap is down to
+        the stand-off -> APPROACH."""
+        s = ctx.s
+        self.sliding = True
+        gap, _lat, _yaw = ax.errors(body, ctx.face_offset)
+        if gap <= s.standoff + s.adjust_pos_tolerance:
+            return Phase.APPROACH
+        v, w, _ = approach_command(body, ctx.face_offset, ax, s, ctx.speed_limit(body, ax),
+                                   ctx.lane_heading_bound(ax))
         ctx.set_cmd(v, w)
         return None
 
@@ -560,6 +599,7 @@ class Approach(PhaseStep):
 
     def enter(self, ctx):
         self.target0 = ctx.target_est
+        self.bound = ctx.lane_heading_bound(ctx.axis())
         self.hold_t = 0.0
         self.dwell_t = 0.0
 
@@ -585,7 +625,8 @@ class Approach(PhaseStep):
             if inside and self.dwell_t >= s.confirm_dwell_s:
                 return Phase.DOCKED
         v, w, holding = approach_command(body, ctx.face_offset, ax, s,
-                                         min(s.approach_speed, ctx.speed_limit(body, ax)))
+                                         min(s.approach_speed, ctx.speed_limit(body, ax)),
+                                         self.bound)
         self.hold_t = self.hold_t + ctx.dt if holding else 0.0
         if self.hold_t > s.confirm_timeout_s:
             raise PhaseTimeout(f"no capture {s.confirm_timeout_s} s after reaching the face")
