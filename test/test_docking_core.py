@@ -820,3 +820,17 @@ def test_slides_flush_into_a_corner_without_touching(pf, cf):
         assert r.phase is Phase.DOCKED and r.connected, (seed, r.phase, r.message)
         assert r.collisions == 0 and r.retries == 0, (seed, r.collisions, r.retries)
         assert abs(r.capture_lateral_mm) <= 4.0 and abs(r.capture_yaw_deg) <= 2.0
+
+
+@pytest.mark.parametrize("pf,cf", NON_HELPER_CASES,
+                         ids=[f"{c.value}-onto-{p.value}" for p, c in NON_HELPER_CASES])
+def test_slides_into_a_flush_one_module_slot(pf, cf):
+    """A slot exactly one module wide (both neighbours flush, as docked modules stand):
+    the fake hardware's walls square the module up and it slides in (issue 11; without
+    that rule any heading error pressed both walls and blocked it): docked, no collision,
+    no retry."""
+    nb = _lane_neighbours(pf, cf, 2, 0.0)
+    for seed in range(2):
+        r = run_trial(pf, cf, seed, dt=DT, settings=DockingSettings(), neighbours=nb)
+        assert r.phase is Phase.DOCKED and r.connected, (seed, r.phase, r.message)
+        assert r.collisions == 0 and r.retries == 0, (seed, r.collisions, r.retries)

@@ -625,3 +625,33 @@ def test_flush_slide_along_a_neighbour_face_is_legal_motion(yaw_err_deg):
         for _ in range(400):
             stiff.step(0.01)
         assert stiff.pose("m").x < end.x - 0.09  # stuck at the corner
+
+
+@pytest.mark.parametrize("yaw_err_deg", [-3.0, 2.0])
+def test_walls_square_up_a_module_in_a_one_module_slot(yaw_err_deg):
+    """A slot exactly one module wide (neighbours flush on both sides, as placed modules
+    stand): a module entering it with a small heading error presses both walls. The walls
+    square it up (turned to their orientation, pushed out of the faces) and it slides in:
+    it reaches the end of the slot, ends aligned, never penetrates either wall deeper than
+    the tolerance, and no collision is reported (issue 11). With a turn above
+    ``capture_angle_max`` it is not squared: it stops at the mouth."""
+    w = 0.08
+    walls = {"a": (0.0, w, 0.0), "b": (0.0, -w, 0.0)}
+    world = SimWorld({**walls, "m": (-0.10, 0.0005, math.radians(yaw_err_deg))},
+                     SimParams(wheel_accel_max=1e6))
+    events = []
+    world.set_cmd_vel("m", 0.03, 0.0)
+    for _ in range(400):  # 0.12 m of travel: from 0.10 m before the slot to 0.02 m in it
+        events += world.step(0.01)
+        for p in walls.values():
+            assert square_overlap(tuple(world.pose("m").as_tuple()), p, w) <= 1e-6
+    end = world.pose("m")
+    assert end.x > 0.015 and abs(end.yaw) < 1e-9
+    assert not [e for e in events if e.kind == "collision"]
+    # far off square: no squaring, the module stops at the slot's mouth
+    stuck = SimWorld({**walls, "m": (-0.10, 0.0, math.radians(15.0))},
+                     SimParams(wheel_accel_max=1e6))
+    stuck.set_cmd_vel("m", 0.03, 0.0)
+    for _ in range(400):
+        stuck.step(0.01)
+    assert stuck.pose("m").x < -0.05

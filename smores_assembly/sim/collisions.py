@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from smores_assembly.geometry import square_overlap
+from smores_assembly.geometry import square_overlap, wrap_angle
 from smores_assembly.sim.faces import facing_push, is_face_contact
 from smores_assembly.sim.model import SimEvent
 
@@ -84,16 +84,20 @@ class CollisionsMixin:
         if not ok and p.face_contact_slide and all(fc for _, _, _, fc, _ in blocks):
             # Flush slide: push the unit back out of the faces it presses against, along
             # those faces' normals; accepted when that overlaps nothing more.
-            push = np.zeros(2)
-            for i, j, _, _, _ in blocks:
-                d, nx, ny = facing_push(tuple(prop[i]), tuple(self._pose[j]),
-                                        p.module_width)
-                push += max(0.0, d + 0.5 * p.overlap_tolerance) * np.array([nx, ny])
-            slid = prop.copy()
-            slid[unit, 0] += push[0]
-            slid[unit, 1] += push[1]
+            slid = self._slid(unit, blocks, prop)
             ok2, seen2, _ = self._unit_overlaps(unit, candidates, slid)
-            if ok2 and math.hypot(*push) <= p.contact_penetration_max:
+            if not ok2 and len(unit) == 1:
+                # A slot (faces pressed on both sides): the walls square the module up --
+                # turned to their orientation (within capture_angle_max), then pushed out.
+                sq = self._squared(unit[0], blocks, prop)
+                if sq is not None:
+                    ok3, _, blocks3 = self._unit_overlaps(unit, candidates, sq)
+                    if not ok3 and all(fc for _, _, _, fc, _ in blocks3):
+                        sq = self._slid(unit, blocks3, sq)
+                    ok2, seen2, _ = self._unit_overlaps(unit, candidates, sq)
+                    slid = sq
+            if ok2 and math.hypot(*(slid[unit[0], :2] - prop[unit[0], :2])) \
+                    <= p.contact_penetration_max:
                 prop[unit] = slid[unit]
                 ok, seen, blocks = True, seen2, []
         for _, _, key, fc, dn in blocks:
@@ -109,6 +113,36 @@ class CollisionsMixin:
                 self._carry[h][2] = new_rel[h]
         else:
             self._wheel[unit] = 0.0
+
+    def _slid(self, unit: list[int], blocks, prop: np.ndarray) -> np.ndarray:
+        """``prop`` with ``unit`` pushed back out of the faces it presses against (along
+        their normals, :func:`facing_push`), a copy."""
+        p = self.params
+        push = np.zeros(2)
+        for i, j, _, _, _ in blocks:
+            d, nx, ny = facing_push(tuple(prop[i]), tuple(self._pose[j]), p.module_width)
+            push += max(0.0, d + 0.5 * p.overlap_tolerance) * np.array([nx, ny])
+        slid = prop.copy()
+        slid[unit, 0] += push[0]
+        slid[unit, 1] += push[1]
+        return slid
+
+    def _squared(self, i: int, blocks, prop: np.ndarray) -> np.ndarray | None:
+        """``prop`` with module ``i`` turned to the nearest quarter turn of the modules it
+        presses against (all of one orientation, within ``capture_angle_max``), a copy;
+        None when they differ or the turn is larger."""
+        p = self.params
+        yaws = [float(self._pose[j][2]) for _, j, _, _, _ in blocks]
+        y0 = yaws[0]
+        if any(abs(wrap_angle(4.0 * (y - y0))) > 4.0 * 1e-3 for y in yaws):
+            return None
+        q = round(wrap_angle(float(prop[i][2]) - y0) / (0.5 * math.pi))
+        target = wrap_angle(y0 + 0.5 * math.pi * q)
+        if abs(wrap_angle(target - float(prop[i][2]))) > p.capture_angle_max:
+            return None
+        sq = prop.copy()
+        sq[i, 2] = target
+        return sq
 
     def _resolve_motion(self, moving: np.ndarray, prop: np.ndarray,
                         new_rel: dict[str, float], moved: np.ndarray,
