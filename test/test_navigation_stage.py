@@ -256,3 +256,61 @@ def test_random_stages_planned_with_lacam_are_safe(seed):
     assert plan.stats["algorithm"] == "lacam"
     check_plan(plan, moving, obstacles)
     assert plan_stage(moving, obstacles, s, fixed=list(fixed)).paths == plan.paths
+
+
+# ------------------------------------------------------- a helper carrying a module (issue 11)
+
+def _pair_overlaps(sp, helper: str, obstacles: dict, w: float, t_end: float,
+                   dt: float = 0.05) -> float:
+    """Deepest overlap [m] up to ``t_end`` between the carried module (one ``w`` ahead of
+    the helper on its heading) or the helper and any module of ``obstacles`` (at its
+    planned pose when it has a path, else standing)."""
+    from smores_assembly.geometry import square_overlap
+    from smores_assembly.navigation.stage import pose_at
+    worst = -1.0
+    t = 0.0
+    while t <= t_end + 1e-9:
+        h = pose_at(sp.paths[helper], t)
+        bodies = [h.as_tuple(), (h.x + w * math.cos(h.yaw), h.y + w * math.sin(h.yaw), h.yaw)]
+        for o, p in obstacles.items():
+            q = pose_at(sp.paths[o], t) if o in sp.paths else p
+            for b in bodies:
+                worst = max(worst, square_overlap(b, q.as_tuple(), w))
+        t += dt
+    return worst
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_carried_pair_planned_with_its_two_cell_footprint(seed):
+    """rc_car_fig12's first stage as a kind (issue 11): a helper carrying a module drives to
+    its pre-dock pose through a band of idle modules. Planned as a pair
+    (:func:`plan_carried`), neither the carried module nor the helper touches an idle
+    module on the grid part of its path (idle modules avoided, or moved aside along their
+    own paths; the last straight leg onto the pre-dock pose is the docking controller's
+    direct move, which detours round modules itself). A single-module plan
+    (:func:`plan_stage`) runs the carried end into idle modules on most of these layouts.
+    The path ends on the pre-dock pose, where the carried face is ``standoff`` from the
+    target face."""
+    from smores_assembly.navigation.stage import carried_predock, plan_carried
+    w = MODULE_WIDTH
+    rng = random.Random(seed)
+    root = Pose2D(0.0, 0.0, 0.0)
+    goal = child_pose(root, Face.LEFT, Face.RIGHT, w)      # carried module's docked pose
+    pre = carried_predock(goal, Face.RIGHT.angle, 0.06, w)
+    fx = pre.x + 1.5 * w * math.cos(pre.yaw)
+    fy = pre.y + 1.5 * w * math.sin(pre.yaw)
+    lx = root.x + 0.5 * w * math.cos(Face.LEFT.angle)
+    ly = root.y + 0.5 * w * math.sin(Face.LEFT.angle)
+    assert math.hypot(fx - lx, fy - ly) == pytest.approx(0.06, abs=1e-9)
+    start = Pose2D(rng.uniform(-0.1, 0.1), 0.75, -math.pi / 2)
+    idle: dict[str, Pose2D] = {}
+    while len(idle) < 5:
+        p = Pose2D(rng.uniform(-0.35, 0.35), rng.uniform(0.3, 0.6), rng.uniform(-3, 3))
+        if (all(math.hypot(p.x - q.x, p.y - q.y) > 0.13 for q in idle.values())
+                and math.hypot(p.x - start.x, p.y - start.y) > 0.2):
+            idle[f"i{len(idle)}"] = p
+    obstacles = {"root": root, **idle}
+    sp = plan_carried("h", start, pre, obstacles, fixed=["root"])
+    path = sp.paths["h"]
+    assert path[-1][1] == pre
+    assert _pair_overlaps(sp, "h", idle, w, path[-2][0]) <= 0.0

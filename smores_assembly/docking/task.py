@@ -325,9 +325,12 @@ class DockingContext:
 
     def lane_neighbours(self, axis: DockAxis, obstacles) -> list[tuple[float, float]]:
         """Modules flush beside this dock's approach lane
-        (:func:`~smores_assembly.docking.control.lane_neighbours`)."""
+        (:func:`~smores_assembly.docking.control.lane_neighbours`). Up to
+        ``obstacle_clearance`` off the axis also while carrying: the pair is one module
+        wide (with the carrying clearance, modules 0.2 m off the lane counted as flush
+        neighbours and sent the pair to a far staging pose, into an idle module)."""
         return lane_neighbours(axis, self.face_offset, self.s.standoff, self.s.module_width,
-                               obstacles, self.clearance())
+                               obstacles, self.s.obstacle_clearance)
 
     def lane_heading_bound(self, axis: DockAxis) -> float | None:
         """``lane_heading_max_deg`` [rad] when modules stand flush beside this dock's lane

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Collection, Mapping
 
 import numpy as np
@@ -178,6 +178,66 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
         if e >= limit or all(math.hypot(p.x - ox, p.y - oy) >= clearance for ox, oy in others):
             return p
         e += step
+
+
+def carried_predock(goal: Pose2D, face_angle: float, standoff: float,
+                    width: float = MODULE_WIDTH) -> Pose2D:
+    """The helper's pre-dock pose for a module it carries (wheel-face dock, issue 11).
+
+    ``goal`` is the carried module's docked pose, ``face_angle`` [rad] its docking face's
+    angle in the module frame. The helper carries the module one ``width`` ahead with
+    the docking face forward (``docs/ARCHITECTURE.md``, helping modules), so at the
+    pre-dock pose the carried face is ``standoff`` [m] from the target face: the helper's
+    centre is ``width + standoff`` behind the goal centre along the face normal, heading
+    along it (towards the parent).
+    """
+    a = goal.yaw + face_angle
+    d = width + standoff
+    return Pose2D(goal.x - d * math.cos(a), goal.y - d * math.sin(a), wrap_angle(a))
+
+
+def carry_clearance(width: float = MODULE_WIDTH) -> float:
+    """Centre clearance [m] of a helper carrying a module (a two-cell footprint): the
+    farthest corner of the pair from the helper's centre (``hypot(1.5 w, 0.5 w)``) plus
+    the corner radius ``w / sqrt(2)`` of another module, plus 2 mm: turning in place
+    anywhere on its path, the pair touches no module standing on a blocked cell."""
+    return math.hypot(1.5 * width, 0.5 * width) + width / math.sqrt(2.0) + 0.002
+
+
+def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[str, Pose2D],
+                 settings: NavSettings | None = None,
+                 fixed: Collection[str] = (), clock=None) -> StagePlan:
+    """Timed path of a helper carrying a module (the pair as one agent with a two-cell
+    footprint, issue 11), with idle modules moved aside as in :func:`plan_stage`.
+
+    The pair is planned as the helper's centre with every module blocking the cells within
+    :func:`carry_clearance` (instead of ``settings.clearance``) of it, so the pair passes
+    idle modules instead of running into them with its carried end: round all of them if
+    it can, else moving idle ones aside. The grid's cells are then one pair clearance wide
+    (``cell_margin`` raised), so a module moved aside, one cell from the pair at all times
+    (the search's robustness), keeps clear of the carried end too.
+
+    Args:
+        helper: the helper's id; start: its pose (carrying); goal: its pre-dock pose
+            (:func:`carried_predock`).
+        obstacles: every other module but the carried one -> pose (``world``).
+        settings, fixed, clock: as in :func:`plan_stage`.
+
+    Raises:
+        As :func:`plan_stage`.
+    """
+    s = settings or NavSettings()
+    s.validate()
+    cc = max(s.clearance, carry_clearance(s.module_width))
+    # cells one pair clearance wide: modules moved aside keep one cell from the pair
+    wide = replace(s, clearance=cc, cell_margin=max(s.cell_margin, cc - s.module_width))
+    try:
+        # round every module first: a module moved aside keeps only one grid cell from
+        # the pair (the search's robustness), not the pair's clearance
+        return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=list(obstacles),
+                          clock=clock)
+    except NavigationError:
+        return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed, clock=clock)
 
 
 def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:

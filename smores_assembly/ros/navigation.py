@@ -19,7 +19,12 @@ plans for every action of stage ``k``:
   module to be carried, its TOP face ``predock_standoff`` from the module's face, on the
   free side nearest the helper; the docking controller uses the same rule); a helper
   serving several actions of one stage goes to the first one (in plan order) whose module
-  is not docked yet, and is replanned when it docks.
+  is not docked yet, and is replanned when it docks;
+* once that module is carried (its docking status NAVIGATE), the helper again, now with the
+  pair's two-cell footprint (:func:`plan_carried`), to its pre-dock pose
+  (:func:`carried_predock`): idle modules are passed at the pair's clearance or moved
+  aside (issue 11: the pair used to drive straight at the pre-dock pose and ran into an
+  idle module).
 
 Pipelined plans (``AssemblyPlan.schedule == "pipelined"``, :mod:`smores_assembly.staging`):
 the modules of later stages that have a staging pose and stand outside the active stage's
@@ -63,7 +68,8 @@ from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock, clear_predock,
+from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock,
+                                              carried_predock, clear_predock, plan_carried,
                                               plan_stage, pose_at)
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
@@ -87,6 +93,7 @@ class NavigationNode(Node):
         self._poses: dict[str, Pose2D] = {}
         self._stage = -1
         self._docked: set[str] = set()
+        self._phases: dict[str, Phase] = {}
         self._pending = False
         self._current: StagePlan | None = None
         self._current_moving: set[str] = set()
@@ -128,6 +135,7 @@ class NavigationNode(Node):
             return
         self._plan = plan
         self._docked.clear()
+        self._phases.clear()
         if self._stage >= 0:
             self._pending = True
             self._try_plan("new assembly plan")
@@ -160,7 +168,15 @@ class NavigationNode(Node):
         self._try_plan(f"stage {k} active")
 
     def _on_status(self, msg: DockingStatusArray) -> None:
-        newly = {m for m, ph in phases_from_status(msg).items()
+        phases = phases_from_status(msg)
+        carried = {m for m, ph in phases.items() if ph is Phase.NAVIGATE
+                   and self._phases.get(m) is not Phase.NAVIGATE and m in self._carried_by()}
+        self._phases.update(phases)
+        if carried:
+            # a helper lifted its module: plan the pair's way to the pre-dock pose
+            self._pending = True
+            self._try_plan(f"{sorted(carried)} carried")
+        newly = {m for m, ph in phases.items()
                  if ph is Phase.DOCKED} - self._docked
         if not newly:
             return
@@ -181,8 +197,17 @@ class NavigationNode(Node):
         return resp
 
     # --- planning -------------------------------------------------------------------------
+    def _carried_by(self) -> dict[str, str]:
+        """Carried module -> its helper, for the helper actions of the active stage."""
+        if self._plan is None:
+            return {}
+        return {a.module: a.helper for a in self._plan.actions
+                if a.stage == self._stage and a.needs_helper and a.helper}
+
     def _stage_problem(self):
-        """(moving, obstacles, fixed, missing) for the active stage from plan and poses."""
+        """(moving, obstacles, fixed, missing, carried) for the active stage from plan and
+        poses; ``carried``: helper -> (pose, pre-dock pose, carried module) of each pair
+        on its way to the pre-dock pose (planned separately, :func:`plan_carried`)."""
         plan, k, s = self._plan, self._stage, self.settings
         actions = list(plan.actions)
         fixed = {plan.root_module} if plan.root_module else set()
@@ -191,6 +216,7 @@ class NavigationNode(Node):
         moving: dict[str, tuple[Pose2D, Pose2D]] = {}
         missing: list[str] = []
         helper_targets: dict[str, str] = {}
+        carried: dict[str, tuple[Pose2D, Pose2D, str]] = {}
         for a in actions:
             if a.stage != k or a.module in self._docked:
                 continue
@@ -205,6 +231,15 @@ class NavigationNode(Node):
                     missing += [x for x in (h, a.module) if x not in self._poses]
                     continue
                 helper_targets[h] = a.module
+                ph = self._phases.get(a.module)
+                if ph in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
+                    continue  # carried, past its path: the docking controller moves it
+                if ph is Phase.NAVIGATE:
+                    carried[h] = (self._poses[h],
+                                  carried_predock(a.goal, a.child_face.angle,
+                                                  s.predock_standoff, s.module_width),
+                                  a.module)
+                    continue
                 others = [(p.x, p.y) for m, p in self._poses.items() if m not in (h, a.module)]
                 goal_pose = pickup_pose(self._poses[a.module], self._poses[h], others,
                                         s.module_width, s.predock_standoff)
@@ -230,17 +265,35 @@ class NavigationNode(Node):
             fixed |= direct
             staging = {m: v for m, v in sp.staging.items() if m not in moving}
             zones = list(sp.zones.values())
+        fixed |= set(carried) | {c[2] for c in carried.values()}
         obstacles = {m: p for m, p in self._poses.items() if m not in moving}
         fixed = {m for m in fixed if m in obstacles}
         self._helper_targets = helper_targets
-        return moving, obstacles, fixed, missing, staging, zones, direct
+        return moving, obstacles, fixed, missing, staging, zones, direct, carried
+
+    def _add_carried(self, sp: StagePlan | None, fixed, moving, carried, work) -> StagePlan:
+        """``sp`` (the stage's plan, or None) with each carried pair's plan merged in (the
+        pair planned among the rest, the modules moving in this stage held fixed)."""
+        for h, (start, goal, module) in sorted(carried.items()):
+            others = {m: p for m, p in self._poses.items() if m not in (h, module)}
+            hold = (set(fixed) | set(moving)) & set(others)
+            cp = plan_carried(h, start, goal, others, self.settings, fixed=hold,
+                              clock=work() if work else None)
+            if sp is None:
+                sp = cp
+                continue
+            sp.paths.update(cp.paths)
+            sp.moved_aside = sorted(set(sp.moved_aside) | set(cp.moved_aside))
+        assert sp is not None  # moving, staging or carried is non-empty
+        return sp
 
     def _try_plan(self, reason: str) -> bool:
         self._update_poses()
         if self._plan is None or self._stage < 0 or not self._poses:
             return False
-        moving, obstacles, fixed, missing, staging, zones, direct = self._stage_problem()
-        if missing and not moving and not direct:
+        moving, obstacles, fixed, missing, staging, zones, direct, carried = \
+            self._stage_problem()
+        if missing and not moving and not direct and not carried:
             # states may still be incomplete: wait for more (the pending flag stays set)
             self.get_logger().warning(f"stage {self._stage}: no pose yet for {sorted(missing)}",
                                       throttle_duration_sec=5.0)
@@ -256,7 +309,7 @@ class NavigationNode(Node):
         if direct:
             # on their axis at the staging pose: the controller slides them straight in
             self._publish_empty(sorted(direct), t_start)
-        if not moving and not staging:
+        if not moving and not staging and not carried:
             self._current = None
             return True
         staged: list[str] = []
@@ -264,30 +317,33 @@ class NavigationNode(Node):
             # lockstep: the search bounds count work, not wall time (the same plan on a
             # busy machine)
             work = WorkClock if self.lockstep.enabled else None
+            sp: StagePlan | None = None
             if staging:
                 sp, staged = plan_stage_pipelined(moving, staging, obstacles, zones,
                                                   self.settings, fixed=fixed,
                                                   width=self.settings.module_width,
                                                   clock_factory=work)
-            else:
+            elif moving:
                 sp = plan_stage(moving, obstacles, self.settings, fixed=fixed,
                                 clock=work() if work else None)
+            sp = self._add_carried(sp, fixed, moving, carried, work)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
-                                    f"for {sorted(moving)} (direct driving)")
+                                    f"for {sorted(set(moving) | set(carried))} "
+                                    "(direct driving)")
             self._current = None
-            self._publish_empty(sorted(moving), t_start)
+            self._publish_empty(sorted(set(moving) | set(carried)), t_start)
             return False
         self.last_error = ""
         self._current, self._t_start = sp, t_start
-        self._current_moving = set(moving) | set(staged)
+        self._current_moving = set(moving) | set(staged) | set(carried)
         for m, path in sp.paths.items():
             self._publish_path(m, path, t_start)
         self._publish_markers(sp)
         st = sp.stats
         self.get_logger().info(
-            f"stage {self._stage} ({reason}): planned {sorted(moving)}"
+            f"stage {self._stage} ({reason}): planned {sorted(set(moving) | set(carried))}"
             + (f", staging {staged}" if staged else "")
             + (f", straight in {sorted(direct)}" if direct else "")
             + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")
