@@ -133,3 +133,41 @@ def conflict(a: DockCorridor, b: DockCorridor) -> bool:
     """True when docks ``a`` and ``b`` may not run in the same stage: some swept cell of one
     equals or touches (shares an edge with) a swept cell of the other."""
     return any(abs(x[0] - y[0]) + abs(x[1] - y[1]) <= 1 for x in a.swept for y in b.swept)
+
+
+def enclosure(start: Cell, occupied: Mapping[Cell, str]) -> tuple[set[Cell], list[str]] | None:
+    """The free region around ``start`` when the ``occupied`` cells (cell -> node) wall it
+    in: ``(cells of the region, nodes bordering it, sorted)``; None when it is open (a
+    4-connected way over free cells leads out of the occupied cells' bounding box).
+
+    A module whose pre-dock pose lies in such a region cannot reach it (issue 11: refused
+    at plan time, not found out by retries). Flood fill, O(region size).
+    """
+    if not occupied:
+        return None
+    xs = [c[0] for c in occupied]
+    ys = [c[1] for c in occupied]
+    lo_x, hi_x, lo_y, hi_y = min(xs), max(xs), min(ys), max(ys)
+    if start in occupied:
+        return {start}, [occupied[start]]
+    # fast path: a straight ray out of the bounding box over free cells
+    sx, sy = start
+    if (all((x, sy) not in occupied for x in range(sx, hi_x + 1))
+            or all((x, sy) not in occupied for x in range(lo_x, sx + 1))
+            or all((sx, y) not in occupied for y in range(sy, hi_y + 1))
+            or all((sx, y) not in occupied for y in range(lo_y, sy + 1))):
+        return None
+    seen = {start}
+    stack = [start]
+    walls: set[str] = set()
+    while stack:
+        x, y = stack.pop()
+        if not (lo_x <= x <= hi_x and lo_y <= y <= hi_y):
+            return None
+        for c in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+            if c in occupied:
+                walls.add(occupied[c])
+            elif c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return seen, sorted(walls)

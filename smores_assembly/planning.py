@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from smores_assembly.corridors import (DEFAULT_STANDOFF, Cell, DockCorridor, corridor_halo,
-                                      dock_corridor)
+                                       dock_corridor, enclosure)
 from smores_assembly.corridors import blockers as corridor_blockers
 from smores_assembly.edge import Edge
 from smores_assembly.errors import InputError, ParamsError, PlanningError
@@ -622,6 +622,36 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     if not nx.is_directed_acyclic_graph(prec):
         raise PlanningError(_infeasible_message(prec, acts, corr))
 
+    # A dock whose pre-dock pose the structure placed before it walls in gets a precedence
+    # before one of the walls (one not after it already) and the stages are built again;
+    # refused when no wall can wait (issue 11).
+    for _ in range(len(acts) + 1):
+        try:
+            return _list_schedule(acts, order, key, prec, corr, cells, root_node, kept,
+                                  n_help, helper_pool, poses)
+        except _Enclosed as enc:
+            v, walls = enc.node, enc.walls
+            later = [w for w in walls if w in acts and not nx.has_path(prec, w, v)]
+            if not later:
+                raise PlanningError(enc.message + " (every wall must be placed before it)")
+            prec.add_edge(v, later[0], why="enclosure")
+    raise PlanningError("schedule: enclosure precedences did not converge")
+
+
+class _Enclosed(Exception):
+    """A dock's pre-dock pose is walled in by the nodes placed before it."""
+
+    def __init__(self, node: str, walls: list[str], message: str):
+        super().__init__(message)
+        self.node, self.walls, self.message = node, walls, message
+
+
+def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
+                   helper_pool, poses) -> tuple[list[list[str]], list[DockAction]]:
+    """Stages by list scheduling (rule 3 of :func:`build_schedule`); raises
+    :class:`_Enclosed` when a dock's pre-dock pose is walled in."""
+    for a in acts.values():
+        a.stage, a.helper = -1, None
     stages: list[list[str]] = []
     actions: list[DockAction] = []
     # Kahn-style readiness (O(N log N + edges) over all stages, not O(stages x N)): an
@@ -645,6 +675,7 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
             chosen.append(v)
             halo.update(corridor_halo(corr[v]))
             helped += acts[v].needs_helper
+        _check_reachable(chosen, corr, acts, cells, placed_now)
         stage_actions = [acts[v] for v in chosen]
         need = [a for a in stage_actions if a.needs_helper]
         if need:
@@ -666,6 +697,24 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
         ready.sort(key=rank.__getitem__)
     assert len(actions) == len(acts), "precedence graph is acyclic: every action placed"
     return stages, actions
+
+
+def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
+                     acts: Mapping[str, DockAction], cells: Mapping[str, tuple[int, int]],
+                     placed: Collection[str]) -> None:
+    """:class:`_Enclosed` when a dock's pre-dock pose (its outermost corridor cell) lies in
+    a region walled in by the nodes placed before its stage: no path leads there, and
+    the module would only find that out by retrying (issue 11)."""
+    occupied = {cells[n]: n for n in placed}
+    for v in chosen:
+        inside = enclosure(corr[v].corridor[-1], occupied)
+        if inside is not None:
+            region, walls = inside
+            raise _Enclosed(v, walls,
+                            f"action {acts[v].describe()}: its pre-dock pose (cell "
+                            f"{corr[v].corridor[-1]} in module widths from the root) lies in "
+                            f"a region of {len(region)} cell(s) walled in by nodes {walls}: "
+                            "the module cannot reach it")
 
 
 def _infeasible_message(prec: "nx.DiGraph", acts: Mapping[str, DockAction],

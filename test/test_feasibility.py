@@ -170,3 +170,44 @@ def test_random_targets_hard_kinds_all_executable():
             seen[k] = seen.get(k, 0) + 1
     assert seen.get("corner", 0) > 20 and seen.get("slot", 0) >= 1 \
         and seen.get("not depth order", 0) > 3, seen
+
+
+def _walled_in(start, occupied) -> bool:
+    """Oracle: no 4-connected way over free cells from ``start`` to a cell two beyond the
+    occupied cells' bounding box (plain BFS over the box)."""
+    xs = [c[0] for c in occupied]
+    ys = [c[1] for c in occupied]
+    box = (min(xs) - 2, max(xs) + 2, min(ys) - 2, max(ys) + 2)
+    seen, todo = {start}, [start]
+    while todo:
+        x, y = todo.pop(0)
+        if x in (box[0], box[1]) or y in (box[2], box[3]):
+            return False
+        for c in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+            if c not in occupied and c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return True
+
+
+def test_dock_into_a_ring_runs_before_the_ring_closes():
+    """A ring of placed nodes round a two-cell hole; x docks onto f from inside the hole
+    (its pre-dock pose in the hole). In depth order the ring closes (h, depth 3) long before
+    x (depth 7) docks and x could never reach its pre-dock pose; the schedule makes x dock
+    before h. Judged by an independent walled-in check at every dock and the corridor
+    oracle."""
+    cells = {"r": (None, (0, 0)), "i": ("r", (0, 1)), "h": ("i", (0, 2)), "g": ("h", (0, 3)),
+             "a": ("r", (1, 0)), "b": ("a", (2, 0)), "c": ("b", (2, 1)), "d": ("c", (2, 2)),
+             "e": ("d", (2, 3)), "f": ("e", (1, 3)), "x": ("f", (1, 2))}
+    sc, root = layout(cells)
+    plan = plan_assembly(sc, root=root)
+    assert corridor_violations(plan, W) == []
+    stage = {a.node: a.stage for a in plan.actions}
+    stage["r"] = -1
+    assert stage["x"] < stage["h"]
+    for a in plan.actions:
+        occupied = {cells[n][1] for n, k in stage.items() if k < a.stage}
+        i, j = cells[a.node][1]
+        pi, pj = cells[a.parent_node][1]
+        predock = (2 * i - pi, 2 * j - pj)   # one cell further out along the dock axis
+        assert not _walled_in(predock, occupied), a.node
