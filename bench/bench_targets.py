@@ -7,6 +7,9 @@ edge has a wheel face (LEFT/RIGHT) on either side. Each scenario is planned firs
 (``smores-assemble plan``: exit 2 = refused at plan time), then run end to end with
 ``smores-assemble run`` under a wall-clock timeout.
 
+A run whose stack does not come up (the executive's action missing: a loaded machine's
+start-up, nothing moved) is started again, at most twice.
+
 Table: assembled / refused at plan time / failed after motion started; median and p95
 assembly time (simulated s) of the assembled ones; collisions and retries summed over all
 runs. Goal (issue 11): 100 % assembled or refused at plan time, at most 5 % refused, no
@@ -94,17 +97,23 @@ def run_one(data: dict, out: Path, rtf: float, timeout: float, domain: int) -> d
         row.update(outcome="refused", reason=(plan.stderr or plan.stdout).strip()[-300:])
         return row
     t0 = time.monotonic()
-    try:
-        proc = _cli("run", str(path), "--out", str(out), "--real-time-factor", str(rtf),
-                    "--timeout", str(timeout), timeout=timeout + 120, env=env)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        code = -1
+    for attempt in range(3):
+        try:
+            proc = _cli("run", str(path), "--out", str(out), "--real-time-factor", str(rtf),
+                        "--timeout", str(timeout), timeout=timeout + 120, env=env)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = -1
+        try:
+            rep = json.loads((out / "report.json").read_text())
+        except (OSError, ValueError):
+            rep = {}
+        # the stack did not come up (a loaded machine's start-up, not the assembly):
+        # nothing moved, run it again
+        if code == 0 or "did not come up" not in str(rep.get("error", "")):
+            break
+        row["restarts"] = attempt + 1
     row["wall_s"] = time.monotonic() - t0
-    try:
-        rep = json.loads((out / "report.json").read_text())
-    except (OSError, ValueError):
-        rep = {}
     row["collisions"] = len(rep.get("collisions", []))
     row["retries"] = sum(int(a.get("retries", 0)) for a in rep.get("actions", []))
     row["assembly_time_s"] = rep.get("assembly_time_s")
