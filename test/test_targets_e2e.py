@@ -1,0 +1,44 @@
+"""End to end (issue 11): targets whose docks need corners, flush slides and a helper
+carrying its module past idle modules assemble completely, with no collision.
+
+``test/data/pocket.yaml``: m3 docks into the corner between m1 (its parent) and m2 (docked
+before it, flush beside its final cell). ``test/data/rc_car_fig12.yaml``: the helping
+module carries m5 and m2 past idle modules (m6 stands near the straight way). Both run the
+whole stack on the fake hardware in lockstep at full pace and are judged by the fake
+hardware's ground truth (connections formed, collision events)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import installed
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "test" / "data"
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.mark.parametrize("name", ["pocket", "rc_car_fig12"])
+def test_corner_and_carried_pair_targets_assemble_without_collision(name, tmp_path,
+                                                                     ros_domain):
+    r = subprocess.run(
+        [*installed.cli(), "run", str(DATA / f"{name}.yaml"),
+         "--out", str(tmp_path), "--timeout", "1500"],
+        capture_output=True, text=True, timeout=1800, cwd=REPO)
+    report_file = tmp_path / "report.json"
+    assert report_file.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(report_file.read_text())
+    assert r.returncode == 0, (report["error"], r.stdout[-3000:])
+    assert report["success"] is True and report["missing_connections"] == []
+    expected = {frozenset({f"{a['module']}.{a['child_face']}",
+                           f"{a['parent_module']}.{a['parent_face']}"})
+                for a in report["actions"]}
+    assert {frozenset(c) for c in report["connections"]} == expected
+    assert report["collisions"] == []
+    assert report["lockstep"] is True
+    for a in report["actions"]:
+        assert a["phases"][-1]["phase"] == "DOCKED", a["module"]
