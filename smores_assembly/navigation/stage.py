@@ -213,9 +213,10 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     The pair is planned as the helper's centre with every module blocking the cells within
     :func:`carry_clearance` (instead of ``settings.clearance``) of it, so the pair passes
     idle modules instead of running into them with its carried end: round all of them if
-    it can, else moving idle ones aside. The grid's cells are then one pair clearance wide
-    (``cell_margin`` raised), so a module moved aside, one cell from the pair at all times
-    (the search's robustness), keeps clear of the carried end too.
+    it can (idle modules within that clearance of the pre-dock pose are moved aside), else
+    moving idle ones aside as :func:`plan_stage` does. The grid's cells are one pair
+    clearance wide (``cell_margin`` raised), so a module moved aside, one cell from the
+    pair at all times (the search's robustness), keeps clear of the carried end too.
 
     Args:
         helper: the helper's id; start: its pose (carrying); goal: its pre-dock pose
@@ -231,11 +232,13 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     cc = max(s.clearance, carry_clearance(s.module_width))
     # cells one pair clearance wide: modules moved aside keep one cell from the pair
     wide = replace(s, clearance=cc, cell_margin=max(s.cell_margin, cc - s.module_width))
+    # round every module first, but for idle ones standing within the pair's clearance of
+    # its pre-dock pose (they must go: the pair turns and slides in there)
+    near_goal = {o for o, p in obstacles.items() if o not in fixed
+                 and math.hypot(p.x - goal.x, p.y - goal.y) < wide.clearance}
     try:
-        # round every module first: a module moved aside keeps only one grid cell from
-        # the pair (the search's robustness), not the pair's clearance
-        return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=list(obstacles),
-                          clock=clock)
+        return plan_stage({helper: (start, goal)}, obstacles, wide,
+                          fixed=[o for o in obstacles if o not in near_goal], clock=clock)
     except NavigationError:
         return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed, clock=clock)
 
