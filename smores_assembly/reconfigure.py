@@ -45,8 +45,9 @@ from typing import Iterable, Mapping, Sequence
 from smores_assembly.edge import Connection, Edge
 from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Face, Pose2D, wrap_angle
+from smores_assembly import planning
 from smores_assembly.planning import (Plan, UndockAction, assign_modules, build_schedule,
-                                      check_finite_poses, plan_assembly)
+                                      check_finite_poses)
 from smores_assembly.scenario import Scenario
 from smores_assembly.topology import tree_centroid, unfold
 
@@ -423,7 +424,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
                 raise PlanningError(f"connections: {c.describe()} names module {m!r}, "
                                     f"which has no pose")
     if not conns:
-        return plan_assembly(scenario, mods)
+        return planning.plan_assembly(scenario, mods)
     s = settings or ReconfigurationSettings()
     tried: list[str] = []
     if method == "reuse":
@@ -445,7 +446,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
 def _plan_full(scenario: Scenario, conns: Sequence[Connection], mods: dict[str, Pose2D],
                s: ReconfigurationSettings) -> Plan:
     undocks, after = plan_disassembly(conns, mods, (), scenario.module_width, (), s)
-    plan = plan_assembly(scenario, after)
+    plan = planning.plan_assembly(scenario, after)
     return _prepend(plan, undocks, kept=[], method="full")
 
 

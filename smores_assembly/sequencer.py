@@ -116,11 +116,11 @@ class StageSequencer:
             return self._fail(now, f"stage {self.stage + 1}: docking failed for "
                                    f"{', '.join(sorted(failed))}")
         if now - self.records[-1].start > self.stage_timeout_s:
-            waiting = [m for m in active if phases.get(m) is not Phase.DOCKED]
+            waiting = [m for m in active if not _succeeded(phases.get(m))]
             return self._fail(now, f"stage {self.stage + 1}: timed out after "
                                    f"{self.stage_timeout_s:.0f} s waiting for "
                                    f"{', '.join(sorted(waiting))}")
-        if all(phases.get(m) is Phase.DOCKED for m in active):
+        if all(_succeeded(phases.get(m)) for m in active):
             self.records[-1].end = now
             if self.stage + 1 == self.num_stages:
                 self.state = SeqState.SUCCEEDED
@@ -150,3 +150,8 @@ class StageSequencer:
         if not self.records or self.records[-1].end is None:
             return 0.0
         return self.records[-1].end - self.records[0].start
+
+
+def _succeeded(phase: Phase | None) -> bool:
+    """DOCKED for a dock, UNDOCKED for a reconfiguration's undock."""
+    return phase is not None and phase.succeeded

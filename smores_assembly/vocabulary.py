@@ -14,6 +14,11 @@ Phases of one docking action (see ``docs/CONVENTIONS.md``, "Docking phases")::
                                               ^            |
                                               +-- RETRY <--+      (any active) -> FAILED
     any active phase -> PAUSED (a needed pose is stale) -> the same phase again
+
+Phases of one undocking action of a reconfiguration (``smores_assembly.docking.undock``)::
+
+    IDLE -> UNDOCK (magnets off, connection gone, back off) -> NAVIGATE (to the parking
+    pose) -> UNDOCKED                                            (any active) -> FAILED
 """
 from __future__ import annotations
 
@@ -34,6 +39,8 @@ class Phase(enum.IntEnum):
     DOCKED = 6
     FAILED = 7
     PAUSED = 8
+    UNDOCK = 9
+    UNDOCKED = 10
 
     @property
     def is_active(self) -> bool:
@@ -44,6 +51,12 @@ class Phase(enum.IntEnum):
     def is_terminal(self) -> bool:
         """True once the action has ended (:data:`TERMINAL_PHASES`: DOCKED or FAILED)."""
         return self in TERMINAL_PHASES
+
+    @property
+    def succeeded(self) -> bool:
+        """True when the action reached its goal (:data:`SUCCESS_PHASES`: DOCKED for a
+        dock, UNDOCKED for an undock)."""
+        return self in SUCCESS_PHASES
 
     @property
     def colour(self) -> str:
@@ -69,15 +82,18 @@ class Phase(enum.IntEnum):
 
 #: Phases of an action in progress (it has started and not ended; PAUSED included).
 ACTIVE_PHASES = frozenset({Phase.WAIT_HELPER, Phase.NAVIGATE, Phase.POSE_ADJUST,
-                           Phase.APPROACH, Phase.RETRY, Phase.PAUSED})
+                           Phase.APPROACH, Phase.RETRY, Phase.PAUSED, Phase.UNDOCK})
 #: Phases of an action that has ended.
-TERMINAL_PHASES = frozenset({Phase.DOCKED, Phase.FAILED})
+TERMINAL_PHASES = frozenset({Phase.DOCKED, Phase.FAILED, Phase.UNDOCKED})
+#: Phases of an action that has ended well (a dock made, an undock done).
+SUCCESS_PHASES = frozenset({Phase.DOCKED, Phase.UNDOCKED})
 
 #: Display colour of each phase, in legend order (Okabe-Ito colour-blind-safe palette).
 PHASE_COLOURS: dict[Phase, str] = {
     Phase.WAIT_HELPER: "#999999", Phase.NAVIGATE: "#0072B2", Phase.POSE_ADJUST: "#E69F00",
     Phase.APPROACH: "#009E73", Phase.RETRY: "#D55E00", Phase.PAUSED: "#CC79A7",
     Phase.DOCKED: "#56B4E9", Phase.FAILED: "#000000", Phase.IDLE: "#DDDDDD",
+    Phase.UNDOCK: "#F0E442", Phase.UNDOCKED: "#8C6D31",
 }
 
 

@@ -338,3 +338,25 @@ def test_plan_dict_round_trip_keeps_undocks():
     again = Plan.from_dict(plan.to_dict())
     assert again.undocks == plan.undocks and again.kept == plan.kept
     assert again.method == "full" and again.stages == plan.stages
+
+
+def test_report_splits_a_modules_undock_from_its_later_dock():
+    from smores_assembly.report import PhaseRecorder
+    from smores_assembly.run_job.results import expected_connections, split_intervals
+    from smores_assembly.vocabulary import Phase
+    s = load_scenario(WALKER)
+    plan = plan_reconfiguration(s)
+    rec = PhaseRecorder()
+    for t, ph in ((0.0, Phase.UNDOCK), (4.0, Phase.NAVIGATE), (8.0, Phase.UNDOCKED),
+                  (30.0, Phase.NAVIGATE), (50.0, Phase.APPROACH), (57.0, Phase.DOCKED)):
+        rec.sample(t, "m4", ph)
+    undock, dock = split_intervals(plan, rec, "m4")
+    assert [(i.phase, i.start, i.end) for i in undock] == [
+        (Phase.UNDOCK, 0.0, 4.0), (Phase.NAVIGATE, 4.0, 8.0), (Phase.UNDOCKED, 8.0, 8.0)]
+    assert [i.phase for i in dock] == [Phase.NAVIGATE, Phase.APPROACH, Phase.DOCKED]
+    # a module the plan does not undock: everything is its dock
+    rec.sample(1.0, "m1", Phase.DOCKED)
+    assert split_intervals(plan, rec, "m1")[0] == []
+    # the verdict expects every target edge, the kept ones included
+    exp = expected_connections(plan, s)
+    assert len(exp) == 6 and len(expected_connections(plan)) == 2

@@ -10,6 +10,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
 from smores_assembly.docking.task import (DockingSpec, DockingTask, HelperRequest,
                                           PathFollower, PoseObserver, PoseSample, TaskOutput,
                                           TaskStatus, face_errors)
+from smores_assembly.docking.undock import UndockSpec, UndockTask, line_command
 from smores_assembly.vocabulary import ACTIVE_PHASES, ErrorCode, HelperOp, Phase
 
 __all__ = ["ACTIVE_PHASES", "DockAxis", "DockingSettings", "DockingSpec", "DockingTask",
@@ -17,4 +18,5 @@ __all__ = ["ACTIVE_PHASES", "DockAxis", "DockingSettings", "DockingSpec", "Docki
            "PoseRegulator", "PoseSample", "TaskOutput", "TaskStatus", "TimedPath",
            "approach_command", "detour_waypoints", "dock_axis", "face_errors", "goto_point",
            "pickup_axis", "pickup_pose", "real_command",
-           "saturate", "track_timed_path", "virtual_pose"]
+           "saturate", "track_timed_path", "virtual_pose", "UndockSpec", "UndockTask",
+           "line_command"]

@@ -23,7 +23,7 @@ module carrying it for LEFT/RIGHT docks (see :mod:`smores_assembly.docking.contr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
@@ -114,12 +114,15 @@ class TaskOutput:
         magnets: ``module id -> faces`` the task wants on (others: the task does not care).
         helper_commands: commands to send now (edge triggered).
         status: the task's status.
+        magnets_off: ``module id -> faces`` the task wants off even while they are
+            connected (an undock, :mod:`smores_assembly.docking.undock`).
     """
 
     cmd: dict
     magnets: dict
     helper_commands: list
     status: TaskStatus
+    magnets_off: dict = field(default_factory=dict)
 
 
 class PoseObserver:

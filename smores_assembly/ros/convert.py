@@ -21,6 +21,7 @@ fields travel as their integer values (:mod:`smores_assembly.vocabulary`). Poses
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Mapping, Sequence
 
 from builtin_interfaces.msg import Time
@@ -28,14 +29,16 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path
 
 from smores_assembly.docking import (DockingSpec, HelperRequest, PoseSample, TaskStatus,
-                                     TimedPath)
+                                     TimedPath, UndockSpec)
+from smores_assembly.edge import Connection as CoreConnection
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D
 from smores_assembly.msg import (AssemblyPlan, Connection, ConnectionArray, DockingAction,
                                  DockingStatus, DockingStatusArray, HelperCommand,
                                  MagnetCommand, ModuleStateArray, RootSelection, TargetEdge,
                                  TargetTopology)
-from smores_assembly.planning import DockAction, Plan, RootChoice
+from smores_assembly.msg import UndockAction as UndockActionMsg
+from smores_assembly.planning import DockAction, Plan, RootChoice, UndockAction
 from smores_assembly.ros.common import WORLD_FRAME, pose2d_to_pose, sec_to_time, time_to_sec
 from smores_assembly.scenario import Scenario, ScenarioError, scenario_from_dict
 from smores_assembly.staging import check_schedule
@@ -57,17 +60,39 @@ def scenario_to_target_msg(scenario: Scenario, stamp: Time | None = None) -> Tar
     msg.edges = [TargetEdge(parent=e.parent, parent_face=e.parent_face.value, child=e.child,
                             child_face=e.child_face.value) for e in scenario.edges]
     msg.helpers = list(scenario.helpers)
+    msg.start_connections = [Connection(module_a=c.module_a, face_a=c.face_a.value,
+                                        module_b=c.module_b, face_b=c.face_b.value)
+                             for c in scenario.initial_connections]
     return msg
 
 
+def start_connections_from_msg(connections: Iterable[Connection], field: str
+                               ) -> list[CoreConnection]:
+    """``Connection`` messages (e.g. ``TargetTopology.start_connections``) as normalised
+    core connections, sorted.
+
+    Raises:
+        InputError: an unknown face name (naming ``field[i]``).
+    """
+    out = []
+    for i, c in enumerate(connections):
+        out.append(CoreConnection.make(c.module_a, Face.parse(c.face_a, f"{field}[{i}].face_a"),
+                                       c.module_b, Face.parse(c.face_b, f"{field}[{i}].face_b")))
+    return sorted(out)
+
+
 def target_msg_to_scenario(msg: TargetTopology, modules: Mapping[str, Pose2D],
-                           source: str = "/assembly/target") -> Scenario:
+                           source: str = "/assembly/target",
+                           with_start: bool = True) -> Scenario:
     """Validate a target message together with the current module poses.
 
     Args:
         msg: the target topology.
         modules: module id -> current pose (e.g. :func:`states_msg_to_poses`).
         source: recorded as the scenario's ``source`` and prefixed to error messages.
+        with_start: take ``start_connections`` over as the scenario's
+            ``initial_connections`` (their modules must have poses); False: only check
+            their faces.
 
     Raises:
         ScenarioError: any validation error of
@@ -87,7 +112,25 @@ def target_msg_to_scenario(msg: TargetTopology, modules: Mapping[str, Pose2D],
         "modules": {m: list(p.as_tuple()) for m, p in modules.items()},
         "helpers": list(msg.helpers),
     }
-    return scenario_from_dict(data, origin=source)
+    scenario = scenario_from_dict(data, origin=source)
+    if msg.start_connections and not with_start:
+        try:
+            start_connections_from_msg(msg.start_connections, "start_connections")
+        except InputError as exc:
+            raise ScenarioError(f"{source}: {exc}", field=exc.field) from None
+    elif msg.start_connections:
+        # live poses: the start structure is what the hardware reports; its poses are not
+        # checked against it here (measured, they may be a few mm off)
+        try:
+            conns = start_connections_from_msg(msg.start_connections, "start_connections")
+        except InputError as exc:
+            raise ScenarioError(f"{source}: {exc}", field=exc.field) from None
+        missing = sorted({m for c in conns for m in (c.module_a, c.module_b)} - set(modules))
+        if missing:
+            raise ScenarioError(f"{source}: start_connections: modules {missing} have no "
+                                f"pose", field="start_connections")
+        scenario = dataclasses.replace(scenario, initial_connections=conns)
+    return scenario
 
 
 def validate_target_msg(msg: TargetTopology, source: str = "/assembly/target") -> None:
@@ -110,7 +153,7 @@ def validate_target_msg(msg: TargetTopology, source: str = "/assembly/target") -
     # placeholders on a row, two widths apart, so that they never overlap each other
     spacing = 2.0 * (msg.module_width if msg.module_width > 0 else 0.08)
     fake = {m: Pose2D(k * spacing, 0.0, 0.0) for k, m in enumerate(dict.fromkeys(names))}
-    target_msg_to_scenario(msg, fake, source)
+    target_msg_to_scenario(msg, fake, source, with_start=False)
 
 
 def states_msg_to_poses(msg: ModuleStateArray, tracked_only: bool = True
@@ -154,6 +197,17 @@ def action_msg_to_spec(msg: DockingAction) -> DockingSpec:
     """
     return DockingSpec(msg.module, msg.parent_module, msg.parent_face, msg.child_face,
                        msg.helper)
+
+
+def undock_msg_to_spec(msg: UndockActionMsg) -> UndockSpec:
+    """An ``UndockAction`` message as the undocking task's spec.
+
+    Raises:
+        InputError: empty or equal module ids, an unknown face, a bad direction/distance.
+    """
+    return UndockSpec(msg.module, msg.face, msg.from_module, msg.from_face,
+                      int(msg.direction), float(msg.distance),
+                      Pose2D(msg.park_x, msg.park_y, msg.park_yaw))
 
 
 def phases_from_status(msg: DockingStatusArray) -> dict[str, Phase]:
@@ -323,6 +377,14 @@ def plan_to_msg(plan: Plan, stamp: Time | None = None) -> AssemblyPlan:
         goal_y=float(a.goal.y), goal_yaw=float(a.goal.yaw)) for a in plan.actions]
     msg.idle_modules = list(plan.idle)
     msg.schedule = plan.schedule
+    msg.undocks = [UndockActionMsg(
+        module=u.module, face=u.face.value, from_module=u.from_module,
+        from_face=u.from_face.value, stage=u.stage, start_x=float(u.start.x),
+        start_y=float(u.start.y), start_yaw=float(u.start.yaw), direction=int(u.direction),
+        distance=float(u.distance), park_x=float(u.park.x), park_y=float(u.park.y),
+        park_yaw=float(u.park.yaw)) for u in plan.undocks]
+    msg.kept_modules = list(plan.kept)
+    msg.method = plan.method
     return msg
 
 
@@ -353,7 +415,21 @@ def msg_to_plan(msg: AssemblyPlan) -> Plan:
             child_face=Face.parse(a.child_face, f"actions[{i}].child_face"),
             needs_helper=bool(a.needs_helper), helper=a.helper or None,
             goal=Pose2D(a.goal_x, a.goal_y, a.goal_yaw)))
+    undocks = []
+    for i, u in enumerate(msg.undocks):
+        if u.stage >= msg.num_stages:
+            raise InputError(f"undocks[{i}].stage: {u.stage} >= num_stages {msg.num_stages}",
+                             field=f"undocks[{i}].stage")
+        undocks.append(UndockAction(
+            module=u.module, face=Face.parse(u.face, f"undocks[{i}].face"),
+            from_module=u.from_module,
+            from_face=Face.parse(u.from_face, f"undocks[{i}].from_face"), stage=int(u.stage),
+            start=Pose2D(u.start_x, u.start_y, u.start_yaw),
+            park=Pose2D(u.park_x, u.park_y, u.park_yaw), direction=int(u.direction),
+            distance=float(u.distance)))
     stages: list[list[str]] = [[] for _ in range(msg.num_stages)]
+    for u in undocks:
+        stages[u.stage].append(u.module)
     helpers: list[str] = []
     goals = {msg.root.root_module: root_pose}
     for a in actions:
@@ -366,4 +442,5 @@ def msg_to_plan(msg: AssemblyPlan) -> Plan:
                 assignment=dict(zip(msg.assigned_nodes, msg.assigned_modules)), goals=goals,
                 total_cost_m=float(msg.total_cost_m), stages=stages, actions=actions,
                 idle=list(msg.idle_modules), helpers=helpers,
-                schedule=check_schedule(msg.schedule or "staged", "schedule"))
+                schedule=check_schedule(msg.schedule or "staged", "schedule"),
+                undocks=undocks, kept=list(msg.kept_modules), method=msg.method or "assembly")

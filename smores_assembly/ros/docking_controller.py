@@ -7,7 +7,9 @@ config/docking_controller.yaml`` (add ``-p use_sim_time:=true`` with the fake ha
 
 Subscribes:
 
-* ``/assembly/plan`` (AssemblyPlan, latched): the docking actions;
+* ``/assembly/plan`` (AssemblyPlan, latched): the docking actions, and a reconfiguration's
+  undocking actions (one :class:`~smores_assembly.docking.UndockTask` each: magnets of the
+  connection's two faces held off, back off, park);
 * ``/assembly/active_stage`` (std_msgs/Int32, latched): the stage whose actions run; ``-1``
   stops every module (zero ``cmd_vel``; magnets of docked faces stay on);
 * ``/modules/states`` (ModuleStateArray, sensor QoS): poses, ``tracked`` flags and stamps;
@@ -46,7 +48,7 @@ from std_msgs.msg import Int32
 
 from smores_assembly import params
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
-                                     PoseSample, TimedPath)
+                                     PoseSample, TimedPath, UndockTask)
 from smores_assembly.docking.settings import DockingNodeSettings
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face
@@ -57,7 +59,8 @@ from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_msg,
                                          faces_to_magnet_msg, helper_request_to_msg,
                                          path_msg_to_timed, refused_action_status,
-                                         states_raw_to_samples, task_status_to_msg)
+                                         states_raw_to_samples, task_status_to_msg,
+                                         undock_msg_to_spec)
 from smores_assembly.vocabulary import Phase
 
 
@@ -82,7 +85,7 @@ class DockingControllerNode(Node):
         self._samples: dict[str, PoseSample] = {}
         self._connections: set[frozenset] = set()
         self._conn_faces: dict[str, set] = {}
-        self._tasks: dict[str, DockingTask] = {}       # action module -> task
+        self._tasks: dict[str, DockingTask | UndockTask] = {}   # action module -> task
         self._bad: list[DockingStatus] = []            # actions refused at creation
         self._followers: dict[str, PathFollower] = {}
         self._new_paths: dict[str, TimedPath | None] = {}   # arrived since the last tick
@@ -149,7 +152,7 @@ class DockingControllerNode(Node):
     def _plan_key(msg: AssemblyPlan) -> tuple:
         return (msg.target_name, tuple(
             (a.module, a.stage, a.parent_module, a.parent_face, a.child_face, a.helper)
-            for a in msg.actions))
+            for a in msg.actions), tuple((u.module, u.stage, u.face) for u in msg.undocks))
 
     def _on_plan(self, msg: AssemblyPlan) -> None:
         if self._plan is not None and self._plan_key(msg) == self._plan_key(self._plan):
@@ -213,6 +216,20 @@ class DockingControllerNode(Node):
         if self._plan is None or self._stage is None or self._stage < 0 or self._tasks:
             return
         now = self._now()
+        for u in self._plan.undocks:
+            if u.stage != self._stage:
+                continue
+            try:
+                uspec = undock_msg_to_spec(u)
+            except InputError as exc:
+                st = DockingStatus(module=u.module, target_module=u.from_module,
+                                   phase=int(Phase.FAILED), phase_name=Phase.FAILED.name,
+                                   message=f"invalid undock action refused: {exc}")
+                self._bad.append(st)
+                self.get_logger().error(st.message)
+                continue
+            self._tasks[u.module] = UndockTask(uspec, self.settings)
+            self._driven.add(u.module)
         # paths from earlier stages (their timing is over) are not for this stage
         for m, (path, t_rx) in list(self._paths.items()):
             if path is not None and path.end_time < now - 1.0:
@@ -246,11 +263,16 @@ class DockingControllerNode(Node):
         msg.linear.x, msg.angular.z = float(v), float(w)
         self._pub(module, names.CMD_VEL, Twist).publish(msg)
 
-    def _connected(self, spec: DockingSpec) -> bool:
-        return frozenset({(spec.module, spec.child_face),
-                          (spec.parent_module, spec.parent_face)}) in self._connections
+    def _connected(self, spec) -> bool:
+        if isinstance(spec, DockingSpec):
+            return frozenset({(spec.module, spec.child_face),
+                              (spec.parent_module, spec.parent_face)}) in self._connections
+        return frozenset({(spec.module, spec.face),
+                          (spec.from_module, spec.from_face)}) in self._connections
 
-    def _obstacles(self, task: DockingTask) -> list[tuple[float, float]]:
+    def _obstacles(self, task) -> list[tuple[float, float]]:
+        if not isinstance(task, DockingTask):
+            return []
         skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
         me = self._samples.get(task.driven)
         r = self.node_settings.obstacle_radius
@@ -275,6 +297,7 @@ class DockingControllerNode(Node):
         self._stopped = set()
         cmds: dict[str, tuple[float, float]] = {}
         wanted: dict[str, set] = {}
+        off: dict[str, set] = {}
         helper_busy: set[str] = set()
         for task in self._tasks.values():
             if task.uses_helper:
@@ -296,6 +319,8 @@ class DockingControllerNode(Node):
                     cmds[m] = c
             for m, faces in out.magnets.items():
                 wanted.setdefault(m, set()).update(faces)
+            for m, faces in out.magnets_off.items():
+                off.setdefault(m, set()).update(faces)
             for hc in out.helper_commands:
                 msg = helper_request_to_msg(hc)
                 self._pub(hc.helper, names.HELPER_COMMAND, HelperCommand).publish(msg)
@@ -316,7 +341,7 @@ class DockingControllerNode(Node):
         for m in self._driven:
             v, w = cmds.get(m, (0.0, 0.0))
             self._send_cmd(m, v, w)
-        self._send_magnets(now, wanted)
+        self._send_magnets(now, wanted, off)
 
     def _staging_yaw(self, module: str) -> float | None:
         """The goal heading of ``module`` when a pipelined plan stages it now (its dock
@@ -329,11 +354,18 @@ class DockingControllerNode(Node):
                 return float(a.goal_yaw)
         return None
 
-    def _send_magnets(self, now: float, wanted: dict[str, set]) -> None:
+    def _send_magnets(self, now: float, wanted: dict[str, set],
+                      off: dict[str, set] | None = None) -> None:
+        """Magnets on: the tasks' wishes, the faces of DOCKED actions and of the reported
+        connections -- except the faces an undock holds off."""
         faces: dict[str, set] = {}
         for src in (wanted, self._docked_faces, self._conn_faces):
             for m, some in src.items():
                 faces.setdefault(m, set()).update(some)
+        for m, fs in (off or {}).items():
+            faces.setdefault(m, set()).difference_update(fs)
+            if m in self._docked_faces:
+                self._docked_faces[m].difference_update(fs)
         for m in set(faces) | set(self._mag_sent):
             fs = frozenset(faces.get(m, ()))
             sent = self._mag_sent.get(m)

@@ -91,6 +91,8 @@ class ExecutiveNode(Node):
         self._plan_wanted: tuple[int, str] | None = None
         self._status: DockingStatusArray | None = None
         self._connections: ConnectionArray | None = None
+        self._method = "reuse"                  # reconfiguration method of the goal
+        self._start_connections: list[Connection] = []
         self._goal_handle = None
         self.runner = GoalRunner(self, self.settings)
 
@@ -230,8 +232,8 @@ class ExecutiveNode(Node):
         return target_msg_to_scenario(target, poses)
 
     def plan_locally(self, scenario, poses) -> None:
-        from smores_assembly.planning import plan_assembly
-        plan_assembly(scenario, poses)
+        from smores_assembly.reconfigure import plan_reconfiguration
+        plan_reconfiguration(scenario, modules=poses, method=self._method)
 
     def target_name(self, target) -> str:
         return target.name
@@ -303,13 +305,31 @@ class ExecutiveNode(Node):
             self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         return self._steady
 
+    def _with_start_connections(self, goal):
+        """The goal's target with the connections that exist now (reconfiguration): the
+        fake hardware's when it publishes them, else the goal's ``connections`` (real
+        modules), else the target's own ``start_connections``."""
+        target = goal.target
+        if self._connections is not None:
+            target.start_connections = list(self._connections.connections)
+        elif goal.connections:
+            target.start_connections = list(goal.connections)
+        target.full_disassembly = bool(goal.full_disassembly or target.full_disassembly)
+        self._method = "full" if target.full_disassembly else "reuse"
+        self._start_connections = list(target.start_connections)
+        return target
+
     def _formed_connections(self, plan: AssemblyPlan):
-        """Connections measured by the fake hardware, else those of confirmed docks."""
+        """Connections measured by the fake hardware, else those of confirmed docks and,
+        in a reconfiguration, the start connections of the kept modules."""
         if self._connections is not None:
             return self._connections.connections
         docked = {m for m, ph in self._phases().items() if ph is Phase.DOCKED}
-        return [Connection(module_a=a.module, face_a=a.child_face, module_b=a.parent_module,
-                           face_b=a.parent_face) for a in plan.actions if a.module in docked]
+        kept = set(plan.kept_modules)
+        return [c for c in self._start_connections
+                if c.module_a in kept and c.module_b in kept] + [
+            Connection(module_a=a.module, face_a=a.child_face, module_b=a.parent_module,
+                       face_b=a.parent_face) for a in plan.actions if a.module in docked]
 
     # --- visualisation ---------------------------------------------------------------------
     def _publish_markers(self) -> None:
@@ -370,8 +390,9 @@ class ExecutiveNode(Node):
         # lockstep: start at a turn of this node; the simulation then waits for the goal's
         # preparation (target, plan, approval) until the stages start
         await self._waiter.enter()
+        target = self._with_start_connections(goal_handle.request)
         try:
-            outcome = await self.runner.execute(goal_handle.request.target)
+            outcome = await self.runner.execute(target)
         finally:
             self._waiter.release()
         res = Assemble.Result()

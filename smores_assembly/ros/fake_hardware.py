@@ -139,7 +139,8 @@ class FakeHardwareNode(Node):
             self.set_parameters([Parameter("module_width", value=float(scen.module_width))])
         try:
             self.world = make_world(s.backend, scen.modules, self.sim_params,
-                                    helpers=scen.helpers)
+                                    helpers=scen.helpers,
+                                    connections=scen.initial_connections)
         except SimError as exc:
             raise ParamsError(f"scenario {s.scenario}: {exc}") from exc
         self.ids = self.world.modules()

@@ -34,8 +34,10 @@ active stage already on its docking axis beyond its pre-dock pose (at its stagin
 gets an empty path: the docking controller slides it straight in.
 
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
-reported DOCKED and modules waiting to be carried. Every other tracked module is an
-obstacle that may be moved aside (it then gets a path too).
+reported DOCKED, modules waiting to be carried, and a reconfiguration's kept modules
+(its undocking actions get no path: the docking controller backs them off and parks
+them). Every other tracked module is an obstacle that may be moved aside (it then gets a
+path too).
 
 Publishes: ``/<id>/path`` (nav_msgs/Path, latched, frame ``world``, ``header.stamp`` = stage
 planning time, each pose's stamp = planned arrival time) for every moving or moved-aside
@@ -211,6 +213,7 @@ class NavigationNode(Node):
         plan, k, s = self._plan, self._stage, self.settings
         actions = list(plan.actions)
         fixed = {plan.root_module} if plan.root_module else set()
+        fixed |= set(plan.kept)
         fixed |= {a.module for a in actions if a.stage < k}
         fixed |= self._docked
         moving: dict[str, tuple[Pose2D, Pose2D]] = {}

@@ -15,6 +15,11 @@ Publishes:
     states, with the grid anchored at the root pose given by the root selection. The plan's
     ``header.stamp`` is the target's.
 
+A target with ``start_connections`` (a reconfiguration) is planned by
+:func:`smores_assembly.reconfigure.plan_reconfiguration` (``full_disassembly``: the paper's
+method, else keeping the largest common part); its root is the kept part's, not the root
+selection's, and its schedule is the staged one.
+
 The plan's schedule mode is the ``schedule`` parameter (``sequential | staged |
 pipelined``, :func:`~smores_assembly.planning.with_schedule`). Planning errors (e.g. a
 wheel-face dock with no helping module) are logged once as errors and nothing is
@@ -31,6 +36,7 @@ from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, T
 from smores_assembly.params import node_settings
 from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
                                       with_schedule)
+from smores_assembly.reconfigure import plan_reconfiguration
 from smores_assembly.ros import names
 from smores_assembly.ros.common import (LATCHED_QOS, STATES_ON_DEMAND_QOS, declare_dataclass_params,
                                         node_kwargs, run_node)
@@ -115,8 +121,13 @@ class TaskAssignmentNode(Node):
         self._pending = False
         self._want_states(False)
         try:
-            plan = with_schedule(plan_assembly(scenario, root=msg_to_root(self._root)),
-                                 self.settings.schedule)
+            if scenario.initial_connections:
+                plan = plan_reconfiguration(
+                    scenario, modules=poses,
+                    method="full" if target.full_disassembly else "reuse")
+            else:
+                plan = with_schedule(plan_assembly(scenario, root=msg_to_root(self._root)),
+                                     self.settings.schedule)
         except (PlanningError, ScenarioError) as exc:
             self.get_logger().error(f"target {target.name!r}: cannot plan: {exc}")
             return
@@ -125,7 +136,10 @@ class TaskAssignmentNode(Node):
         self._pub.publish(msg)
         self.get_logger().info(
             f"target {target.name!r}: {plan.schedule} plan with {len(plan.stages)} stages, "
-            f"{len(plan.actions)} docking actions, travel {plan.total_cost_m:.3f} m")
+            f"{len(plan.actions)} docking actions"
+            + (f", {len(plan.undocks)} undocking actions ({plan.method}; kept "
+               f"{plan.kept})" if plan.method != "assembly" else "")
+            + f", travel {plan.total_cost_m:.3f} m")
 
 
 def main(args: list[str] | None = None) -> int:

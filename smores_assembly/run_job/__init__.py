@@ -36,7 +36,8 @@ DEFAULT_TIMEOUT_S = 900.0
 
 def run(args) -> int:
     """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
-    from smores_assembly.planning import plan_assembly, with_schedule
+    from smores_assembly.planning import with_schedule
+    from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
     from smores_assembly.run_job.stack import ALL_NODES, check_namespace, select_nodes
     from smores_assembly.staging import DEFAULT_SCHEDULE
@@ -45,8 +46,10 @@ def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario)
         # as task_assignment will plan it (the progress and approval show its stages)
-        plan = with_schedule(plan_assembly(scenario),
-                             getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
+        plan = plan_reconfiguration(
+            scenario, method="full" if getattr(args, "full_disassembly", False) else "reuse")
+        if plan.method == "assembly":
+            plan = with_schedule(plan, getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
         namespace = check_namespace(getattr(args, "namespace", None) or "")
         local = select_nodes(getattr(args, "nodes", None))
         if getattr(args, "params_file", None):
@@ -80,7 +83,10 @@ def run(args) -> int:
         env["ROS_LOG_DIR"] = str(out / "ros_log")
     say(f"scenario '{scenario.name}': {len(scenario.nodes)} nodes, "
         f"{len(scenario.modules)} modules; root {plan.root_module} as {plan.root_node}; "
-        f"{len(plan.actions)} docks in {len(plan.stages)} stages "
+        f"{len(plan.actions)} docks"
+        + (f" after {len(plan.undocks)} undocks ({plan.method})" if plan.method != "assembly"
+           else "")
+        + f" in {len(plan.stages)} stages "
         f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}"
         + (f", namespace {namespace}" if namespace else "") + f", output in {out}/)")
     if remote:
@@ -132,7 +138,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         signals.restore()
 
     wall = time.monotonic() - t_wall0
-    verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error)
+    verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario)
     run_info = {"seed": int(getattr(args, "seed", 0) or 0), "lockstep": lockstep,
                 "single_process": bool(getattr(args, "single_process", False)),
                 "trace_sha256": trace["sha256"] if trace else "",

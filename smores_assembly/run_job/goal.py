@@ -68,7 +68,8 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             raise RuntimeError("the executive's /assembly/assemble action did not come up "
                                f"within {SERVER_WAIT_S:.0f} s")
         goal = Assemble.Goal(target=scenario_to_target_msg(scenario),
-                             require_approval=bool(approve))
+                             require_approval=bool(approve),
+                             full_disassembly=getattr(plan, "method", "") == "full")
         state = {"fb": None}
         send = client.send_goal_async(goal, feedback_callback=lambda f: state.__setitem__(
             "fb", f.feedback))

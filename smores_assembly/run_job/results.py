@@ -17,10 +17,37 @@ def connection_key(module_a: str, face_a: str, module_b: str, face_b: str) -> fr
     return frozenset({(module_a, face_a.upper()), (module_b, face_b.upper())})
 
 
-def expected_connections(plan) -> set:
-    """Target edges as module/face pairs under the plan's assignment."""
+def expected_connections(plan, scenario=None) -> set:
+    """Target edges as module/face pairs under the plan's assignment (with ``scenario``:
+    every target edge, a reconfiguration's kept ones included; without: the plan's
+    docks)."""
+    if scenario is not None:
+        return {connection_key(plan.assignment[e.parent], e.parent_face.value,
+                               plan.assignment[e.child], e.child_face.value)
+                for e in scenario.edges}
     return {connection_key(a.module, a.child_face.value, a.parent_module, a.parent_face.value)
             for a in plan.actions}
+
+
+def split_intervals(plan, recorder: PhaseRecorder, module: str
+                    ) -> tuple[list[PhaseInterval], list[PhaseInterval]]:
+    """``module``'s recorded phases split into its undock (up to and including its first
+    UNDOCKED or FAILED, when the plan undocks it) and its dock (the rest)."""
+    ivs = recorder.intervals.get(module, [])
+    if not any(u.module == module for u in getattr(plan, "undocks", [])):
+        return [], list(ivs)
+    for i, iv in enumerate(ivs):
+        if iv.phase in (Phase.UNDOCKED, Phase.FAILED):
+            # the recorder stretches the last phase until the next one: parked, then idle
+            return list(ivs[:i]) + [PhaseInterval(iv.phase, iv.start, iv.start)], \
+                list(ivs[i + 1:])
+    return list(ivs), []
+
+
+def _stage_intervals(plan, recorder: PhaseRecorder, k: int) -> list[PhaseInterval]:
+    undocking = k < getattr(plan, "num_undock_stages", 0)
+    return [iv for m in plan.stages[k]
+            for iv in split_intervals(plan, recorder, m)[0 if undocking else 1]]
 
 
 @dataclass
@@ -36,10 +63,11 @@ class Verdict:
     error: str
 
 
-def judge(plan, result, connections_msg, error: str) -> Verdict:
+def judge(plan, result, connections_msg, error: str, scenario=None) -> Verdict:
     """Compare the fake hardware's last ``ConnectionArray`` with the target edges under the
-    plan the stack executed (``result.plan`` when it holds one, else ``plan``)."""
-    if result is not None and result.plan.actions:
+    plan the stack executed (``result.plan`` when it holds one, else ``plan``); with
+    ``scenario``, every target edge (a reconfiguration's kept ones included)."""
+    if result is not None and (result.plan.actions or result.plan.undocks):
         # The plan the stack executed (made from mocap poses) is the one to judge against.
         from smores_assembly.ros.convert import msg_to_plan
         plan = msg_to_plan(result.plan)
@@ -47,7 +75,7 @@ def judge(plan, result, connections_msg, error: str) -> Verdict:
     if connections_msg is not None:
         formed = {connection_key(c.module_a, c.face_a, c.module_b, c.face_b)
                   for c in connections_msg.connections}
-    expected = expected_connections(plan)
+    expected = expected_connections(plan, scenario)
     complete = formed == expected
     success = bool(result is not None and result.success and complete)
     if result is not None and not result.success and not error:
@@ -62,9 +90,9 @@ def judge(plan, result, connections_msg, error: str) -> Verdict:
 def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
     """Per stage, the span of its modules' docking activity [s, ROS time]."""
     bounds = []
-    for stage in plan.stages:
-        ivs = [iv for m in stage for iv in recorder.intervals.get(m, [])
-               if iv.phase not in (Phase.IDLE, Phase.DOCKED)]
+    for k in range(len(plan.stages)):
+        ivs = [iv for iv in _stage_intervals(plan, recorder, k)
+               if iv.phase not in (Phase.IDLE, Phase.DOCKED, Phase.UNDOCKED)]
         if ivs:
             bounds.append((min(i.start for i in ivs), max(i.end for i in ivs)))
     return bounds
@@ -73,7 +101,7 @@ def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
 def activity_start(recorder: PhaseRecorder) -> float:
     """Time of the first docking activity [s, ROS time]: t = 0 of the report and timeline."""
     return min((iv.start for ivs in recorder.intervals.values() for iv in ivs
-                if iv.phase not in (Phase.IDLE, Phase.DOCKED)), default=0.0)
+                if iv.phase not in (Phase.IDLE, Phase.DOCKED, Phase.UNDOCKED)), default=0.0)
 
 
 def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) -> dict:
@@ -86,10 +114,20 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
     # span of the recorded docking activity.
     assembly_time = (float(result.assembly_time_s) if result is not None
                      and result.assembly_time_s > 0 else max(0.0, t1 - t0))
+    def entries(ivs: list[PhaseInterval]) -> list[dict]:
+        return [{"phase": i.phase.name, "start_s": round(i.start - t0, 3),
+                 "end_s": round(i.end - t0, 3)} for i in ivs if i.phase is not Phase.IDLE]
+
+    undocks = []
+    for u in sorted(getattr(plan, "undocks", []), key=lambda u: (u.stage, u.module)):
+        undocks.append({"module": u.module, "stage": u.stage, "face": u.face.value,
+                        "from_module": u.from_module, "from_face": u.from_face.value,
+                        "park": [round(v, 4) for v in u.park.as_tuple()],
+                        "phases": entries(split_intervals(plan, recorder, u.module)[0]),
+                        "last_error": recorder.messages.get(u.module, "")})
     actions = []
     for a in sorted(plan.actions, key=lambda a: (a.stage, a.module)):
-        phases = [{**p, "start_s": round(p["start_s"] - t0, 3), "end_s": round(p["end_s"] - t0, 3)}
-                  for p in recorder.to_dict(a.module) if p["phase"] != Phase.IDLE.name]
+        phases = entries(split_intervals(plan, recorder, a.module)[1])
         actions.append({"module": a.module, "node": a.node, "stage": a.stage,
                         "parent_module": a.parent_module, "parent_face": a.parent_face.value,
                         "child_face": a.child_face.value, "needs_helper": a.needs_helper,
@@ -111,6 +149,9 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
         "missing_connections": sorted([sorted([f"{m}.{f}" for m, f in c])
                                        for c in expected - formed]),
         "actions": actions,
+        "method": getattr(plan, "method", "assembly"),
+        "kept": list(getattr(plan, "kept", [])),
+        "undocks": undocks,
         "final_errors": final_errors(plan.goals, obs.final),
         "capture_errors": recorder.capture,
         "collisions": obs.collisions,
@@ -127,14 +168,22 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
         plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
                           title=f"{scenario.name}: trajectories (dashed: target)")
         t0 = activity_start(recorder)
-        rows = [(f"s{a.stage + 1} {a.module}->{a.parent_module} "
-                 f"{a.child_face.value}/{a.parent_face.value}",
+        rows = [(f"s{u.stage + 1} {u.module} undock {u.face.value}/{u.from_module}."
+                 f"{u.from_face.value}",
                  [PhaseInterval(i.phase, i.start - t0, i.end - t0)
-                  for i in recorder.intervals.get(a.module, [])]) for a in
-                sorted(plan.actions, key=lambda a: (a.stage, a.module))]
+                  for i in split_intervals(plan, recorder, u.module)[0]])
+                for u in sorted(getattr(plan, "undocks", []),
+                                key=lambda u: (u.stage, u.module))]
+        rows += [(f"s{a.stage + 1} {a.module}->{a.parent_module} "
+                  f"{a.child_face.value}/{a.parent_face.value}",
+                  [PhaseInterval(i.phase, i.start - t0, i.end - t0)
+                   for i in split_intervals(plan, recorder, a.module)[1]]) for a in
+                 sorted(plan.actions, key=lambda a: (a.stage, a.module))]
         plot_timeline(out / "timeline.png", rows,
                       [(lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
-                      title=f"{scenario.name}: docking actions by phase")
+                      title=f"{scenario.name}: "
+                            + ("undocking and docking" if getattr(plan, "undocks", None)
+                               else "docking") + " actions by phase")
     except Exception as exc:  # a plotting problem must not hide the result
         say(f"warning: could not draw the pictures: {exc}")
 

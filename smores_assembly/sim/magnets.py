@@ -21,6 +21,59 @@ class MagnetsMixin(WorldBase):
         super()._recompute_bodies()
         self._kin = None
 
+    def connect_at_start(self, connections) -> None:
+        """Start structures (a reconfiguration's ``initial.connections``): connect each
+        pair of faces, switch both magnets on, and place every structure's modules exactly
+        at their docked poses (breadth-first from the structure's first module in the
+        world's order; measured start poses are a few mm off).
+
+        Raises:
+            SimError: an unknown module, a face already connected, or a cycle.
+        """
+        from smores_assembly.sim.model import SimError  # noqa: PLC0415
+        conns = list(connections)
+        for c in conns:
+            ia = self._i(c.module_a, "connections")
+            ib = self._i(c.module_b, "connections")
+            for m, f in ((c.module_a, c.face_a), (c.module_b, c.face_b)):
+                if (m, f) in self._face_used:
+                    raise SimError(f"connections: face {f.value} of {m!r} is already "
+                                   f"connected ({self._face_used[(m, f)].describe()})")
+            if self._body[ia] == self._body[ib]:
+                raise SimError(f"connections: {c.describe()} closes a cycle")
+            self._mag[ia, FACE_INDEX[c.face_a]] = True
+            self._mag[ib, FACE_INDEX[c.face_b]] = True
+            self._conns.add(c)
+            self._face_used[(c.module_a, c.face_a)] = c
+            self._face_used[(c.module_b, c.face_b)] = c
+            self._recompute_bodies()
+        adj: dict[str, list] = {}
+        for c in conns:
+            adj.setdefault(c.module_a, []).append(c)
+            adj.setdefault(c.module_b, []).append(c)
+        seen: set[str] = set()
+        for m0 in self._ids:
+            if m0 in seen or m0 not in adj:
+                continue
+            seen.add(m0)
+            queue = [m0]
+            while queue:
+                u = queue.pop(0)
+                for c in adj[u]:
+                    v, fv = c.other(u)
+                    if v in seen:
+                        continue
+                    fu = c.face_a if v == c.module_b else c.face_b
+                    goal = child_pose(Pose2D(*self._pose[self._idx[u]]), fu, fv,
+                                      self.params.module_width)
+                    self._pose[self._idx[v]] = goal.as_tuple()
+                    seen.add(v)
+                    queue.append(v)
+        self._capture_dirty[:] = True
+        self._overlap_dirty = True
+        self._clearance_movers = None
+        self._kin = None
+
     def _release_connections(self, events: list[SimEvent], t_end: float) -> None:
         """Step phase 1: drop the connections of which a magnet was switched off."""
         if not self._conns:
