@@ -44,11 +44,11 @@ from typing import Iterable, Mapping, Sequence
 
 from smores_assembly.edge import Connection, Edge
 from smores_assembly.errors import PlanningError
-from smores_assembly.geometry import Face, Pose2D, wrap_angle
+from smores_assembly.geometry import Face, Pose2D, child_pose, wrap_angle
 from smores_assembly import planning
 from smores_assembly.planning import (Plan, UndockAction, assign_modules, build_schedule,
                                       check_finite_poses)
-from smores_assembly.scenario import Scenario
+from smores_assembly.scenario import INITIAL_POSE_TOLERANCE_M, Scenario
 from smores_assembly.topology import tree_centroid, unfold
 
 __all__ = ["ReconfigurationSettings", "common_parts", "plan_disassembly",
@@ -378,7 +378,9 @@ def _lane_blocker(m: str, lane: Rect, pose: Mapping[str, Pose2D], comp_of: Mappi
         if o == m or o in leaving:
             continue
         gap = _rect_gap(lane, _body(p, width))
-        need = 0.0 if comp_of[o] == comp_of[m] else clearance
+        # a module of the same structure stands flush: measured poses may overlap by the
+        # tolerance of a start structure's poses
+        need = -INITIAL_POSE_TOLERANCE_M if comp_of[o] == comp_of[m] else clearance
         if gap < need - 1e-9:
             return o
     for o, other in lanes:
@@ -425,6 +427,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
                                     f"which has no pose")
     if not conns:
         return planning.plan_assembly(scenario, mods)
+    mods = snap_structures(conns, mods, scenario.module_width)
     s = settings or ReconfigurationSettings()
     tried: list[str] = []
     if method == "reuse":
@@ -441,6 +444,30 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
             raise PlanningError(f"{exc} (reuse plans refused first: {'; '.join(tried)})"
                                 ) from None
         raise
+
+
+def snap_structures(connections: Sequence[Connection], poses: Mapping[str, Pose2D],
+                    width: float) -> dict[str, Pose2D]:
+    """Poses with every start structure made exact: breadth-first from the structure's
+    smallest module id, each module at its docked pose on its neighbour
+    (:func:`~smores_assembly.geometry.child_pose`). Measured poses of docked modules are a
+    few mm off (mocap noise); the plan's flush neighbours and goals must not be."""
+    out = dict(poses)
+    adj = _adjacency(connections)
+    seen: set[str] = set()
+    for m0 in sorted(adj):
+        if m0 in seen:
+            continue
+        seen.add(m0)
+        q = deque([m0])
+        while q:
+            u = q.popleft()
+            for f, (v, fv) in sorted(adj[u].items()):
+                if v not in seen:
+                    seen.add(v)
+                    out[v] = child_pose(out[u], f, fv, width)
+                    q.append(v)
+    return out
 
 
 def _plan_full(scenario: Scenario, conns: Sequence[Connection], mods: dict[str, Pose2D],

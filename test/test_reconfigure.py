@@ -19,7 +19,7 @@ from smores_assembly.edge import Connection
 from smores_assembly.errors import PlanningError, ScenarioError
 from smores_assembly.geometry import Face, Pose2D, child_pose, square_overlap
 from smores_assembly.planning import Plan
-from smores_assembly.reconfigure import common_parts, plan_reconfiguration
+from smores_assembly.reconfigure import common_parts, plan_reconfiguration, snap_structures
 from smores_assembly.scenario import load_scenario, scenario_from_dict
 from smores_assembly.topology import random_planar_tree, unfold
 
@@ -66,7 +66,8 @@ def _motion(u) -> list[Pose2D]:
 def replay(plan: Plan, scenario, connections) -> set[Connection]:
     """Independent check of a reconfiguration plan; returns the final connections."""
     conns = set(connections)
-    pose = dict(scenario.modules)
+    # the plan works on the start structures made exact (measured poses are mm off)
+    pose = snap_structures(sorted(conns), scenario.modules, W)
     kept = set(plan.kept)
     for k in range(plan.num_undock_stages):
         stage = [u for u in plan.undocks if u.stage == k]

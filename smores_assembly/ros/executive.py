@@ -306,14 +306,17 @@ class ExecutiveNode(Node):
         return self._steady
 
     def _with_start_connections(self, goal):
-        """The goal's target with the connections that exist now (reconfiguration): the
-        fake hardware's when it publishes them, else the goal's ``connections`` (real
-        modules), else the target's own ``start_connections``."""
+        """The goal's target with the connections that exist now when the goal asks for a
+        reconfiguration (``reconfigure``, ``full_disassembly`` or non-empty
+        ``connections``): the fake hardware's when it publishes them, else the goal's
+        ``connections`` (real modules); otherwise the target's own ``start_connections``
+        (a plain goal assembles as if every module were single, as before)."""
         target = goal.target
-        if self._connections is not None:
-            target.start_connections = list(self._connections.connections)
-        elif goal.connections:
-            target.start_connections = list(goal.connections)
+        if goal.reconfigure or goal.full_disassembly or goal.connections:
+            if self._connections is not None:
+                target.start_connections = list(self._connections.connections)
+            elif goal.connections:
+                target.start_connections = list(goal.connections)
         target.full_disassembly = bool(goal.full_disassembly or target.full_disassembly)
         self._method = "full" if target.full_disassembly else "reuse"
         self._start_connections = list(target.start_connections)

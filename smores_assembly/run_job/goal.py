@@ -69,6 +69,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                                f"within {SERVER_WAIT_S:.0f} s")
         goal = Assemble.Goal(target=scenario_to_target_msg(scenario),
                              require_approval=bool(approve),
+                             reconfigure=bool(scenario.initial_connections),
                              full_disassembly=getattr(plan, "method", "") == "full")
         state = {"fb": None}
         send = client.send_goal_async(goal, feedback_callback=lambda f: state.__setitem__(
