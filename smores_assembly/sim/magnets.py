@@ -10,7 +10,7 @@ import numpy as np
 from smores_assembly.geometry import Face, Pose2D, child_pose
 from smores_assembly.sim.base import WorldBase
 from smores_assembly.sim.faces import capture_qualifies
-from smores_assembly.sim.model import FACES, Connection, SimEvent
+from smores_assembly.sim.model import FACE_INDEX, FACES, Connection, SimError, SimEvent
 
 
 class MagnetsMixin(WorldBase):
@@ -30,7 +30,6 @@ class MagnetsMixin(WorldBase):
         Raises:
             SimError: an unknown module, a face already connected, or a cycle.
         """
-        from smores_assembly.sim.model import SimError  # noqa: PLC0415
         conns = list(connections)
         for c in conns:
             ia = self._i(c.module_a, "connections")
@@ -43,10 +42,7 @@ class MagnetsMixin(WorldBase):
                 raise SimError(f"connections: {c.describe()} closes a cycle")
             self._mag[ia, FACE_INDEX[c.face_a]] = True
             self._mag[ib, FACE_INDEX[c.face_b]] = True
-            self._conns.add(c)
-            self._face_used[(c.module_a, c.face_a)] = c
-            self._face_used[(c.module_b, c.face_b)] = c
-            self._recompute_bodies()
+            self._add_connection(c.module_a, c.face_a, c.module_b, c.face_b)
         adj: dict[str, list] = {}
         for c in conns:
             adj.setdefault(c.module_a, []).append(c)
