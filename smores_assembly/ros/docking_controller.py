@@ -362,10 +362,10 @@ class DockingControllerNode(Node):
         for src in (wanted, self._docked_faces, self._conn_faces):
             for m, some in src.items():
                 faces.setdefault(m, set()).update(some)
-        for m, fs in (off or {}).items():
-            faces.setdefault(m, set()).difference_update(fs)
+        for m, gone in (off or {}).items():
+            faces.setdefault(m, set()).difference_update(gone)
             if m in self._docked_faces:
-                self._docked_faces[m].difference_update(fs)
+                self._docked_faces[m].difference_update(gone)
         for m in set(faces) | set(self._mag_sent):
             fs = frozenset(faces.get(m, ()))
             sent = self._mag_sent.get(m)
