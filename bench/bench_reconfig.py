@@ -58,8 +58,11 @@ def make_pair(n: int, seed: int) -> dict:
 
 
 def _cli(*args: str, timeout: float, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "smores_assembly.cli", *args],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
+    # the installed command (the checkout root's package has no generated interfaces)
+    exe = Path(sys.prefix) / "bin" / "smores-assemble"
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "smores_assembly.cli"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=timeout)
 
 
 def run_case(path: Path, out: Path, full: bool, rtf: float, timeout: float,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import installed
 import pytest
 
 from smores_assembly.reconfigure import plan_reconfiguration
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.ros
 
 def _run(scenario: Path, out: Path, *extra: str, timeout: float = 900.0):
     return subprocess.run(
-        [sys.executable, "-m", "smores_assembly.cli", "run", str(scenario), "--out", str(out),
-         *extra], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+        [*installed.cli(), "run", str(scenario), "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
 def _target_edges(report: dict, scenario) -> set:
