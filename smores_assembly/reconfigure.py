@@ -45,9 +45,8 @@ from typing import Iterable, Mapping, Sequence
 from smores_assembly.edge import Connection, Edge
 from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Face, Pose2D, child_pose, wrap_angle
-from smores_assembly import planning
 from smores_assembly.planning import (Plan, UndockAction, assign_modules, build_schedule,
-                                      check_finite_poses)
+                                      check_finite_poses, plan_assembly)
 from smores_assembly.scenario import INITIAL_POSE_TOLERANCE_M, Scenario
 from smores_assembly.topology import tree_centroid, unfold
 
@@ -426,7 +425,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
                 raise PlanningError(f"connections: {c.describe()} names module {m!r}, "
                                     f"which has no pose")
     if not conns:
-        return planning.plan_assembly(scenario, mods)
+        return plan_assembly(scenario, mods)
     mods = snap_structures(conns, mods, scenario.module_width)
     s = settings or ReconfigurationSettings()
     tried: list[str] = []
@@ -473,7 +472,7 @@ def snap_structures(connections: Sequence[Connection], poses: Mapping[str, Pose2
 def _plan_full(scenario: Scenario, conns: Sequence[Connection], mods: dict[str, Pose2D],
                s: ReconfigurationSettings) -> Plan:
     undocks, after = plan_disassembly(conns, mods, (), scenario.module_width, (), s)
-    plan = planning.plan_assembly(scenario, after)
+    plan = plan_assembly(scenario, after)
     return _prepend(plan, undocks, kept=[], method="full")
 
 
