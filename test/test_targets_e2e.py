@@ -1,12 +1,11 @@
-"""End to end (issue 11): targets whose docks need corners and flush slides assemble
-completely, with no collision.
+"""End to end (issue 11): targets whose docks need corners, flush slides and a helper
+carrying its module past idle modules assemble completely, with no collision.
 
 ``test/data/pocket.yaml``: m3 docks into the corner between m1 (its parent) and m2 (docked
-before it, flush beside its final cell). The whole stack runs on the fake hardware in
-lockstep at full pace, judged by the fake hardware's ground truth (connections formed,
-collision events). ``test/data/rc_car_fig12.yaml`` (a helper carrying m5 past idle
-modules) belongs here too once a whole run of it has been seen to pass: its first dock
-passed with the carried pair's plan, the rest is unverified (issue 11)."""
+before it, flush beside its final cell). ``test/data/rc_car_fig12.yaml``: the helping
+module carries m5 and m2 past idle modules (m6 stands near m5's pre-dock pose and is
+moved aside). Both run the whole stack on the fake hardware in lockstep at full pace and
+are judged by the fake hardware's ground truth (connections formed, collision events)."""
 from __future__ import annotations
 
 import json
@@ -23,7 +22,7 @@ DATA = REPO / "test" / "data"
 pytestmark = pytest.mark.ros
 
 
-@pytest.mark.parametrize("name", ["pocket"])
+@pytest.mark.parametrize("name", ["pocket", "rc_car_fig12"])
 def test_corner_and_carried_pair_targets_assemble_without_collision(name, tmp_path,
                                                                      ros_domain):
     r = subprocess.run(
