@@ -77,9 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print one JSON object (its 'stage' numbers are 0-based indices "
                          "into 'stages'; the table numbers stages from 1)")
     pp.add_argument("--schedule", choices=SCHEDULES, default=None,
-                    help="schedule mode (default: staged, the paper's stages; pipelined "
-                         "runs the same stages with staging moves; sequential: one dock "
-                         "per stage)")
+                    help="schedule mode (default: pipelined, as run; staged: the paper's "
+                         "stages without staging moves; sequential: one dock per stage)")
     pp.add_argument("--sequential", action="store_true",
                     help="same as --schedule sequential")
     pp.add_argument("--full-disassembly", action="store_true", dest="full_disassembly",
@@ -150,6 +149,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from smores_assembly.planning import PlanningError, with_schedule
     from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
+    from smores_assembly.staging import DEFAULT_SCHEDULE
 
     scenario = load_scenario(args.scenario)
     try:
@@ -162,7 +162,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         raise PlanningError(f"{args.scenario}: {msg}") from None
     if args.sequential and args.schedule not in (None, "sequential"):
         raise InputError(f"--sequential: contradicts --schedule {args.schedule}")
-    plan = with_schedule(plan, "sequential" if args.sequential else args.schedule or "staged")
+    plan = with_schedule(plan, "sequential" if args.sequential
+                         else args.schedule or DEFAULT_SCHEDULE)
     if args.json:
         print(json.dumps(plan.to_dict()))
     else:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from smores_assembly.geometry import Pose2D
-from smores_assembly.planning import RootChoice, plan_assembly, search_root
+from smores_assembly.planning import RootChoice, plan_assembly, search_root, with_schedule
+from smores_assembly.staging import DEFAULT_SCHEDULE
 from smores_assembly.ros import names
 from smores_assembly.scenario import ScenarioError, load_scenario
 
@@ -149,7 +150,8 @@ def test_nodes_publish_root_and_plan_equal_to_core(harness):
     assert (root.x, root.y, root.yaw) == core_root.pose.as_tuple()
     assert (root.header.stamp.sec, root.header.stamp.nanosec) == (7, 11)
     plan = msg_to_plan(plan_for(h, sc.name)[-1])
-    assert plan == plan_assembly(sc)
+    # the node plans in its `schedule` parameter's mode (default pipelined)
+    assert plan == with_schedule(plan_assembly(sc), DEFAULT_SCHEDULE)
     assert "m9" not in plan.assignment.values() and "m9" not in plan.idle
 
 
@@ -171,7 +173,7 @@ def test_nodes_plan_rc_car_with_live_poses_and_skip_invalid_target(harness):
     assert [r.target_name for r in h.roots] == [sc.name]
     assert [p.target_name for p in h.plans] == [sc.name]
     plan = msg_to_plan(h.plans[-1])
-    expected = plan_assembly(sc, modules=live)
+    expected = with_schedule(plan_assembly(sc, modules=live), DEFAULT_SCHEDULE)
     assert plan == expected
     assert plan.helpers == ["h0"] and all(
         a.helper == "h0" for a in plan.actions if a.needs_helper)

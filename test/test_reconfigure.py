@@ -362,3 +362,24 @@ def test_report_splits_a_modules_undock_from_its_later_dock():
     # the verdict expects every target edge, the kept ones included
     exp = expected_connections(plan, s)
     assert len(exp) == 6 and len(expected_connections(plan)) == 2
+
+
+def test_run_refuses_start_structures_on_the_mujoco_backend_before_anything_starts(
+        tmp_path, capsys):
+    """The MuJoCo world has no start structures yet: `run --backend mujoco` on a scenario
+    with `initial:` is refused with exit 2 before any node starts (it crashed at start-up
+    with a traceback), and the world itself refuses them naming the field."""
+    from argparse import Namespace
+
+    from smores_assembly import run_job
+    from smores_assembly.sim.backend import make_world
+    from smores_assembly.sim.model import SimError
+
+    out = tmp_path / "out"
+    assert run_job.run(Namespace(scenario=str(WALKER), backend="mujoco", out=str(out))) == 2
+    assert "--backend mujoco: start structures" in capsys.readouterr().err
+    assert not out.exists()
+    sc = load_scenario(WALKER)
+    assert sc.initial_connections
+    with pytest.raises(SimError, match="connections: start structures"):
+        make_world("mujoco", sc.modules, connections=sc.initial_connections)

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from smores_assembly.errors import ParamsError, SmoresError
+from smores_assembly.errors import InputError, ParamsError, SmoresError
 from smores_assembly.run_job.console import say
 from smores_assembly.run_job.results import expected_connections
 
@@ -50,6 +50,11 @@ def run(args) -> int:
             scenario, method="full" if getattr(args, "full_disassembly", False) else "reuse")
         if plan.method == "assembly":
             plan = with_schedule(plan, getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
+        if getattr(args, "backend", None) == "mujoco" and scenario.initial_connections:
+            # refused before anything starts (the fake hardware would exit at start-up)
+            raise InputError("--backend mujoco: start structures (initial.connections) "
+                             "are not supported on the mujoco backend yet; use the "
+                             "kinematic one")
         namespace = check_namespace(getattr(args, "namespace", None) or "")
         local = select_nodes(getattr(args, "nodes", None))
         if getattr(args, "params_file", None):

@@ -38,9 +38,8 @@ def make_world(backend: str, poses: Mapping[str, Pose2D | tuple[float, float, fl
             world.connect_at_start(conns)
         return world
     if backend == "mujoco":
-        if conns:
-            raise SimError("connections: start structures (initial.connections) are not "
-                           "supported on the mujoco backend yet; use the kinematic one")
         from smores_assembly.sim.mujoco_world import MujocoWorld  # noqa: PLC0415
-        return MujocoWorld(poses, params, helpers=helpers, **kwargs)
+        mj = MujocoWorld(poses, params, helpers=helpers, **kwargs)
+        mj.connect_at_start(conns)  # refuses start structures, naming the field
+        return mj
     raise SimError(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")

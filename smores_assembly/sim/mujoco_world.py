@@ -541,6 +541,19 @@ class MujocoWorld(WorldBase):
                 del self._collisions[key]
 
     # --- stepping ------------------------------------------------------------------------
+    def connect_at_start(self, connections) -> None:
+        """Start structures (a reconfiguration's ``initial.connections``): not supported
+        on this backend yet (the kinematic world's
+        :meth:`~smores_assembly.sim.SimWorld.connect_at_start` has them); no connections
+        is a no-op.
+
+        Raises:
+            SimError: any connection given, naming the field.
+        """
+        if list(connections):
+            raise SimError("connections: start structures (initial.connections) are not "
+                           "supported on the mujoco backend yet; use the kinematic one")
+
     def step(self, dt: float) -> list[SimEvent]:
         """Advance the world by ``dt`` [s]: releases, joint and wheel references, carry
         poses, magnet forces, MuJoCo steps, captures, collision bookkeeping.
