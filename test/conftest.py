@@ -58,7 +58,9 @@ if _stale := _stale_modules(_PACKAGE):
 
 # Domain ids 1..232 are valid with the default port mapping; spread by pid so that two
 # pytest processes on one machine are unlikely to share one.
-_domains = itertools.cycle(range(1 + os.getpid() % 100, 233))
+# 101-232: `smores-assemble run` draws from 1-100 (smores_assembly.ros.domain), so a run
+# on the same machine never shares a domain with a test
+_domains = itertools.cycle(range(101 + os.getpid() % 100, 233))
 
 
 def pytest_collection_modifyitems(config, items):

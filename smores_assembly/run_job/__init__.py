@@ -19,7 +19,6 @@ prompt, progress, cancel), :mod:`.results` (verdict, report, pictures), :mod:`.c
 from __future__ import annotations
 
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -83,7 +82,13 @@ def run(args) -> int:
     # the nodes iterate over sets of module names: a fixed hash seed keeps that order
     env.setdefault("PYTHONHASHSEED", "0")
     if "ROS_DOMAIN_ID" not in env:
-        env["ROS_DOMAIN_ID"] = str(random.Random().randint(1, 100))
+        # a random domain in which no other stack (or test) is running
+        from smores_assembly.ros.domain import pick_free_domain
+        domain, busy = pick_free_domain()
+        if busy:
+            say(f"ROS domains in use by other stacks: drew {busy} busy domain(s)"
+                + ("; set ROS_DOMAIN_ID to choose one" if busy >= 5 else ""))
+        env["ROS_DOMAIN_ID"] = str(domain)
     if not any(k in env for k in ("ROS_LOG_DIR", "ROS_HOME")):
         env["ROS_LOG_DIR"] = str(out / "ros_log")
     say(f"scenario '{scenario.name}': {len(scenario.nodes)} nodes, "
