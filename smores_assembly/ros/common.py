@@ -55,6 +55,32 @@ STATES_PUB_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
 #: Subscription of a node that needs the poses only now and then: it subscribes when it
 #: needs them (and receives the latest states at once) and unsubscribes afterwards.
 STATES_ON_DEMAND_QOS = STATES_PUB_QOS
+class StatesOnDemandNode(Node):
+    """A planning node that decodes the module states only while it needs them (issue
+    10): :meth:`_want_states` subscribes to ``names.STATES`` (fresh samples only,
+    :data:`STATES_ON_DEMAND_QOS`) or drops the subscription. Subclasses define
+    ``_on_states(msg)``; the latest sample is ``self._states`` (None until one arrives)."""
+
+    _states: Any = None
+    _states_sub: Any = None
+
+    def _on_states(self, msg: Any) -> None:
+        raise NotImplementedError
+
+    def _want_states(self, on: bool) -> None:
+        """Subscribe to the module states (fresh ones only) or drop the subscription."""
+        from smores_assembly.msg import ModuleStateArray  # noqa: PLC0415
+        from smores_assembly.ros import names  # noqa: PLC0415
+
+        if on and self._states_sub is None:
+            self._states = None
+            self._states_sub = self.create_subscription(
+                ModuleStateArray, names.STATES, self._on_states, STATES_ON_DEMAND_QOS)
+        elif not on and self._states_sub is not None:
+            self.destroy_subscription(self._states_sub)
+            self._states_sub = None
+
+
 #: Reliable, volatile QoS for commands (cmd_vel, magnets, joints, helper commands).
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)

@@ -25,20 +25,19 @@ from __future__ import annotations
 
 import sys
 
-from rclpy.node import Node
 
 from smores_assembly.msg import ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.params import node_settings
 from smores_assembly.planning import PlanningError, PlanningNodeSettings, search_root
 from smores_assembly.ros import names
-from smores_assembly.ros.common import (LATCHED_QOS, STATES_ON_DEMAND_QOS, declare_dataclass_params,
+from smores_assembly.ros.common import (LATCHED_QOS, StatesOnDemandNode, declare_dataclass_params,
                                         node_kwargs, run_node)
 from smores_assembly.ros.convert import (root_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
 from smores_assembly.scenario import ScenarioError
 
 
-class RootSearchNode(Node):
+class RootSearchNode(StatesOnDemandNode):
     """Publishes the root selection of every received target (see the module docstring)."""
 
     def __init__(self, **kwargs):
@@ -54,16 +53,6 @@ class RootSearchNode(Node):
         self._pub = self.create_publisher(RootSelection, names.ROOT, LATCHED_QOS)
         self._states_sub = None
         self.create_subscription(TargetTopology, names.TARGET, self._on_target, LATCHED_QOS)
-
-    def _want_states(self, on: bool) -> None:
-        """Subscribe to the module states (fresh ones only) or drop the subscription."""
-        if on and self._states_sub is None:
-            self._states = None
-            self._states_sub = self.create_subscription(
-                ModuleStateArray, names.STATES, self._on_states, STATES_ON_DEMAND_QOS)
-        elif not on and self._states_sub is not None:
-            self.destroy_subscription(self._states_sub)
-            self._states_sub = None
 
     def _on_target(self, msg: TargetTopology) -> None:
         try:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import sys
 
-from rclpy.node import Node
 
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.params import node_settings
@@ -38,7 +37,7 @@ from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_
                                       with_schedule)
 from smores_assembly.reconfigure import plan_reconfiguration
 from smores_assembly.ros import names
-from smores_assembly.ros.common import (LATCHED_QOS, STATES_ON_DEMAND_QOS, declare_dataclass_params,
+from smores_assembly.ros.common import (LATCHED_QOS, StatesOnDemandNode, declare_dataclass_params,
                                         node_kwargs, run_node)
 from smores_assembly.ros.convert import (msg_to_root, plan_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
@@ -49,7 +48,7 @@ def _same_stamp(a, b) -> bool:
     return a.sec == b.sec and a.nanosec == b.nanosec
 
 
-class TaskAssignmentNode(Node):
+class TaskAssignmentNode(StatesOnDemandNode):
     """Publishes the assembly plan of the current target (see the module docstring)."""
 
     def __init__(self, **kwargs):
@@ -65,16 +64,6 @@ class TaskAssignmentNode(Node):
         self.create_subscription(TargetTopology, names.TARGET, self._on_target, LATCHED_QOS)
         self.create_subscription(RootSelection, names.ROOT, self._on_root, LATCHED_QOS)
         self._states_sub = None
-
-    def _want_states(self, on: bool) -> None:
-        """Subscribe to the module states (fresh ones only) or drop the subscription."""
-        if on and self._states_sub is None:
-            self._states = None
-            self._states_sub = self.create_subscription(
-                ModuleStateArray, names.STATES, self._on_states, STATES_ON_DEMAND_QOS)
-        elif not on and self._states_sub is not None:
-            self.destroy_subscription(self._states_sub)
-            self._states_sub = None
 
     def _on_target(self, msg: TargetTopology) -> None:
         try:
