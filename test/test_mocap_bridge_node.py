@@ -328,3 +328,85 @@ def test_body_names_that_are_not_ros_names_are_refused_at_start_up(ros_domain):
     assert r.returncode == 2, out
     assert "Traceback" not in out
     assert "module_ids: invalid module id 'Box 2 '" in out and "a letter, then letters" in out
+
+
+def test_hundred_subjects_at_100_hz_rate_and_staleness_on_message_time(make_bridge):
+    """Issue 16: 100 VICON subjects at 100 Hz (10,000 samples per simulated second) into one
+    bridge on simulated time (``use_sim_time``; this test is the driver and the clock).
+    Each 10 ms step publishes ``/clock`` and one sample per visible subject, and the next
+    step waits until the bridge has taken them (an event, not a sleep), so everything
+    below is a function of message time, whatever the machine's load. After 1 s ten
+    subjects stop. Checked: the bridge published ``modules/states`` at its 50 Hz in
+    simulated time (message stamps: count and spacing), took every sample (its rate
+    monitor: 100 Hz per visible subject over its window, 0 for the hidden ones), kept every
+    visible subject tracked, and flagged each hidden one untracked exactly when its last
+    sample is older than ``stale_timeout_s`` (first untracked within one publish period
+    of that), keeping its last pose."""
+    from rosgraph_msgs.msg import Clock
+
+    from smores_assembly.ros import common
+    from smores_assembly.ros.wire import read_module_states
+
+    ids = [f"s{i}" for i in range(100)]
+    hidden = set(ids[::10])
+    stale, rate, step = 0.5, 50.0, 0.01
+    rig = make_bridge(ids, use_sim_time=True, publish_rate_hz=rate, stale_timeout_s=stale,
+                      rate_window_s=0.5)
+    clock_pub = rig.node.create_publisher(Clock, "/clock", 10)
+    published = []                        # (stamp, modules) of every states message
+    pub = rig.bridge._pub
+    inner = pub.publish
+
+    def record(raw):
+        published.append(read_module_states(raw))
+        inner(raw)
+    pub.publish = record
+    bridge_now = rig.bridge._now
+    est = rig.bridge.filter._est
+    t0, t_hide, t_end = 100.0, 101.0, 102.0
+    n_steps = round((t_end - t0) / step)
+    last_sent = {}
+    for k in range(n_steps + 1):
+        t = round(t0 + k * step, 9)
+        clock_pub.publish(Clock(clock=common.sec_to_time(t)))
+        assert spin_until(rig.ex, lambda: bridge_now() >= t - 1e-9, 20), f"clock {t}"
+        for i, m in enumerate(ids):
+            if m in hidden and t > t_hide:
+                continue
+            rig.send(m, t, (0.3 * (i % 10), 0.3 * (i // 10), 0.04))
+            last_sent[m] = t
+        assert spin_until(rig.ex, lambda: all(est[m].stamp >= last_sent[m] - 1e-9
+                                               for m in ids), 20), f"samples at {t}"
+    # rates seen by the bridge (simulated time, over its window)
+    rates = rig.bridge.rates.rates(bridge_now())
+    for m in ids:
+        if m in hidden:
+            assert rates[m] == 0.0, m
+        else:
+            assert rates[m] == pytest.approx(100.0, abs=2.0), m
+    assert sum(sum(v.values()) for v in rig.bridge.filter.rejected.values()) == 0
+    # published rate: 50 Hz of message time, evenly spaced
+    stamps = [s for s, _ in published if t0 + 0.1 <= s <= t_end]
+    assert len(stamps) == pytest.approx(rate * (t_end - t0 - 0.1), abs=1)
+    gaps = np.diff(stamps)
+    assert gaps.max() <= 1.5 / rate and gaps.min() >= 0.5 / rate
+    # staleness: exact rule on message time; visible subjects always tracked
+    received = {m: est[m].received for m in hidden}
+    assert all(t_hide - step - 1e-9 <= r <= t_hide + 1e-9 for r in received.values())
+    for stamp, mods in published:
+        if stamp < t0 + 0.1:
+            continue
+        for st in mods:
+            if st.id in hidden:
+                assert st.tracked == (stamp - received[st.id] <= stale), (st.id, stamp)
+            else:
+                assert st.tracked, (st.id, stamp)
+    for m in hidden:
+        first = min(s for s, mods in published if s > t_hide
+                    for st in mods if st.id == m and not st.tracked)
+        assert stale < first - received[m] <= stale + 1.0 / rate + 1e-9
+        i = ids.index(m)
+        last = next(st for st in published[-1][1] if st.id == m)
+        assert (last.x, last.y) == pytest.approx((0.3 * (i % 10), 0.3 * (i // 10)))
+    # and the states did go out over DDS
+    assert rig.states and len(rig.states[-1].modules) == 100

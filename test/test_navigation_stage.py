@@ -314,3 +314,71 @@ def test_carried_pair_planned_with_its_two_cell_footprint(seed):
     path = sp.paths["h"]
     assert path[-1][1] == pre
     assert _pair_overlaps(sp, "h", idle, w, path[-2][0]) <= 0.0
+
+
+# ------------------------------------------- the footprint still to be built (issue 16)
+
+def _in_grown_hull(pts: np.ndarray, q: tuple[float, float], grow: float) -> bool:
+    """Oracle: ``q`` inside the convex hull of ``pts`` (scipy's Delaunay) or within
+    ``grow`` of it (distance to the hull's edges from scipy's ConvexHull)."""
+    from scipy.spatial import ConvexHull, Delaunay
+    if Delaunay(pts).find_simplex(np.array([q]))[0] >= 0:
+        return True
+    hull = ConvexHull(pts)
+    for i, j in hull.simplices:
+        a, b = pts[i], pts[j]
+        ab = b - a
+        t = min(1.0, max(0.0, float(np.dot(np.array(q) - a, ab) / np.dot(ab, ab))))
+        if math.dist(q, a + t * ab) < grow:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_idle_modules_on_the_footprint_to_build_are_parked_outside_it(seed):
+    """A block of cells still to be built (random 4-6 x 3-5 block of docked positions right
+    of a docked root, each with its pre-dock point) with random idle modules standing on
+    it and round it; one module moves in this stage. With ``keep_clear`` every movable
+    module within ``clearance`` of a point it does not own is moved aside, parks outside
+    the footprint's convex hull grown by ``clearance`` (scipy oracle), keeps its heading,
+    and nothing touches over time; modules owning the point they stand on and fixed ones
+    stay. Without ``keep_clear`` those idle modules are left where they stand."""
+    rng = random.Random(seed)
+    s = NavSettings()
+    w = MODULE_WIDTH
+    root = Pose2D(0.0, 0.0, 0.0)
+    nx, ny = rng.randint(4, 6), rng.randint(3, 5)
+    keep: dict[str, list[tuple[float, float]]] = {}
+    for i in range(nx):
+        for j in range(ny):
+            gx, gy = w * (i + 1), w * (j - ny // 2)
+            keep[f"n{i}_{j}"] = [(gx, gy), (gx + 0.06, gy)]
+    pts = np.array([q for v in keep.values() for q in v])
+    idle: dict[str, Pose2D] = {}
+    while len(idle) < 9:
+        p = (rng.uniform(-0.2, w * nx + 0.35), rng.uniform(-0.45, 0.45))
+        if math.hypot(*p) > 0.14 and all(math.dist(p, (q.x, q.y)) > 0.13
+                                         for q in idle.values()):
+            idle[f"i{len(idle)}"] = Pose2D(*p, rng.uniform(-3, 3))
+    owner = "n0_0"                      # a later dock's own module on its own cell
+    obstacles = {"root": root, **idle}
+    mover_goal = predock_pose(child_pose(root, Face.BOTTOM, Face.TOP), Face.TOP, 0.06)
+    moving = {"mv": (Pose2D(-0.6, 0.6, 0.0), mover_goal)}
+    must = {o for o, p in idle.items()
+            if np.min(np.hypot(pts[:, 0] - p.x, pts[:, 1] - p.y)) < s.clearance}
+    assert must, "the layout puts no idle module on the footprint"
+    plan = plan_stage(moving, obstacles, s, fixed=["root"], keep_clear=keep)
+    check_plan(plan, moving, obstacles)
+    assert must <= set(plan.moved_aside)
+    for o in plan.moved_aside:
+        park = plan.paths[o][-1][1]
+        assert park.yaw == obstacles[o].yaw
+        assert not _in_grown_hull(pts, (park.x, park.y), s.clearance - 1e-9), o
+    # owners may stand on their own points; without keep_clear nothing on it moves
+    own = {**obstacles, owner: Pose2D(*keep[owner][0], 0.0)}
+    own = {o: p for o, p in own.items()
+           if o in ("root", owner) or math.dist((p.x, p.y), keep[owner][0]) > 0.2}
+    plan2 = plan_stage(moving, own, s, fixed=["root"], keep_clear={owner: keep[owner]})
+    assert owner not in plan2.moved_aside
+    plan3 = plan_stage(moving, obstacles, s, fixed=["root"])
+    assert not must & set(plan3.moved_aside)

@@ -19,7 +19,7 @@ from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.navigation.stage import NavSettings, clear_predock
 from smores_assembly.planning import (PlanningNodeSettings, plan_assembly, sequential,
                                       with_schedule)
-from smores_assembly.scenario import Scenario, load_scenario
+from smores_assembly.scenario import Scenario, load_scenario, scenario_from_dict
 from smores_assembly.staging import (StagingSettings, check_schedule, plan_stage_pipelined,
                                      staging_poses, staging_problem)
 from smores_assembly.topology import random_planar_tree
@@ -145,6 +145,18 @@ def test_staging_pose_rules_on_random_plans():
         for m1, m2 in itertools.combinations(poses, 2):
             assert poses[m1].distance_to(poses[m2]) >= st.staging_clearance - 1e-9
     assert n_poses > 100
+
+
+@pytest.mark.parametrize("kind,n", [("comb", 49), ("random", 40), ("comb", 16)])
+def test_staging_prefilter_gives_the_same_poses(kind, n):
+    """The staging poses with the local prefilter (issue 16) equal those of testing every
+    zone, placed body and pose (``prefilter=False``) on larger plans."""
+    from bench.bench_scale import plannable_scenario
+    data, _ = plannable_scenario(kind, n, 3)
+    plan = plan_assembly(scenario_from_dict(data))
+    fast = staging_poses(plan, STANDOFF)
+    assert len(fast) > n // 4
+    assert fast == staging_poses(plan, STANDOFF, prefilter=False)
 
 
 def test_task1_stages_every_later_module_and_arm_queues_out():

@@ -30,9 +30,14 @@ Continuous world, discrete grid:
   ``clearance`` of a goal pose, or (b) on a cell chosen as a moving module's start or goal
   cell, or (c) on the only corridor between a module's start and goal (found with a
   shortest path where entering a cell of a movable obstacle costs ``1 + n_cells``, i.e.
-  crossing as few of them as possible). They become additional agents whose goal is the
+  crossing as few of them as possible), or (d) within ``clearance`` of a point of the
+  **footprint still to be built** (``keep_clear``: the docked and pre-dock poses of the
+  docks to come, issue 16: at 50-100 modules the target's footprint covers idle modules
+  that nothing else moves out of the way). They become additional agents whose goal is the
   nearest free cell that is no moving module's start or goal cell, lies on none of their
-  shortest paths and is not near a goal pose; they keep their heading.
+  shortest paths and is not near a goal pose, and (with ``keep_clear``) lies outside the
+  convex hull of the footprint grown by ``clearance`` (so a parked module stands in no
+  pocket of the target either); they keep their heading.
 
 Times: one grid step takes ``c / nominal_speed``; waypoint times are seconds from the
 stage start. Headings point along the motion; waits keep the heading; the final heading is
@@ -43,7 +48,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field, replace
-from typing import Collection, Mapping
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -206,7 +211,9 @@ def carry_clearance(width: float = MODULE_WIDTH) -> float:
 
 def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[str, Pose2D],
                  settings: NavSettings | None = None,
-                 fixed: Collection[str] = (), clock=None) -> StagePlan:
+                 fixed: Collection[str] = (), clock=None,
+                 keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
+                 ) -> StagePlan:
     """Timed path of a helper carrying a module (the pair as one agent with a two-cell
     footprint, issue 11), with idle modules moved aside as in :func:`plan_stage`.
 
@@ -222,7 +229,7 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
         helper: the helper's id; start: its pose (carrying); goal: its pre-dock pose
             (:func:`carried_predock`).
         obstacles: every other module but the carried one -> pose (``world``).
-        settings, fixed, clock: as in :func:`plan_stage`.
+        settings, fixed, clock, keep_clear: as in :func:`plan_stage`.
 
     Raises:
         As :func:`plan_stage`.
@@ -238,9 +245,11 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
                  and math.hypot(p.x - goal.x, p.y - goal.y) < wide.clearance}
     try:
         return plan_stage({helper: (start, goal)}, obstacles, wide,
-                          fixed=[o for o in obstacles if o not in near_goal], clock=clock)
+                          fixed=[o for o in obstacles if o not in near_goal], clock=clock,
+                          keep_clear=keep_clear)
     except NavigationError:
-        return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed, clock=clock)
+        return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed, clock=clock,
+                          keep_clear=keep_clear)
 
 
 def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:
@@ -378,7 +387,9 @@ class WorkClock:
 
 def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
                settings: NavSettings | None = None,
-               fixed: Collection[str] = (), clock=None) -> StagePlan:
+               fixed: Collection[str] = (), clock=None,
+               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
+               ) -> StagePlan:
     """Plan timed, collision-free world paths for the modules that move in one stage.
 
     Args:
@@ -389,6 +400,10 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
             obstacles may be moved aside (listed in ``StagePlan.moved_aside``).
         clock: the clock of ``time_limit_s`` (default: wall time; :class:`WorkClock` for
             a bound on work, the same on any machine).
+        keep_clear: the footprint still to be built: owner module -> world points [m]
+            (its docked and pre-dock positions). A movable obstacle within ``clearance``
+            of a point it does not own is moved aside, and every module moved aside
+            parks outside the convex hull of all points grown by ``clearance``.
 
     Returns:
         A :class:`StagePlan` (empty when ``moving`` is empty).
@@ -410,12 +425,14 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     _check_inputs(moving, obstacles, fixed)
     if not moving:
         return StagePlan({}, [], cell_size=s.cell_size)
-    lay = _lay_grid(moving, obstacles, fixed, s)
+    keep = {o: list(pts) for o, pts in (keep_clear or {}).items() if pts}
+    lay = _lay_grid(moving, obstacles, fixed, s, keep)
     goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
     _check_goals_not_fixed(goals_xy, obstacles, fixed, s)
+    _clear_footprint(lay, keep, s)
     start_cells, goal_cells = _choose_cells(lay, moving, goals_xy, s)
     agents_start, agents_goal, blocked = _park_aside(lay, moving, goals_xy, start_cells,
-                                                     goal_cells, s)
+                                                     goal_cells, s, keep)
     sol = _solve_grid(Grid(lay.scene.W, lay.scene.H, blocked), agents_start, agents_goal, s,
                       clock)
     paths, dt, t0 = _to_world(lay, moving, sol, agents_start, agents_goal, s)
@@ -459,6 +476,7 @@ class _Layout:
     blocks: dict[str, set[Cell]]
     fixed_cells: set[Cell]
     aside: set[str] = field(default_factory=set)
+    footprint_aside: set[str] = field(default_factory=set)
 
     def movable_cells(self) -> dict[Cell, set[str]]:
         """Cell -> the movable obstacles (not fixed, not moved aside) blocking it."""
@@ -472,13 +490,19 @@ class _Layout:
 
 
 def _lay_grid(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
-              fixed: Collection[str], s: NavSettings) -> _Layout:
+              fixed: Collection[str], s: NavSettings,
+              keep: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> _Layout:
     """The grid over every start, goal and obstacle (plus the border), with the cells each
-    obstacle blocks."""
+    obstacle blocks; with a footprint to keep clear, also over that footprint grown by
+    ``clearance`` plus ``border_cells + 2`` cells (room to park round it)."""
     pts = []
     for m, (cur, goal) in moving.items():
         pts += [(cur.x, cur.y), (goal.x, goal.y)]
     pts += [(p.x, p.y) for p in obstacles.values()]
+    if keep:
+        fp = np.array([xy for v in keep.values() for xy in v], dtype=float)
+        grow = s.clearance + 2 * s.cell_size
+        pts += [tuple(fp.min(axis=0) - grow), tuple(fp.max(axis=0) + grow)]
     scene = _Scene(np.array(pts, dtype=float), s)
     blocks = {o: {cell for _, cell in scene.near(p.x, p.y, s.clearance)}
               for o, p in obstacles.items()}
@@ -497,6 +521,79 @@ def _check_goals_not_fixed(goals_xy: dict[str, tuple[float, float]],
                 raise GoalOccupiedError(
                     f"module {m!r}: goal pose ({gx:.3f}, {gy:.3f}) overlaps fixed module "
                     f"{o!r} ({d:.3f} m < module_width {s.module_width} m)")
+
+
+def _clear_footprint(lay: _Layout, keep: Mapping[str, Sequence[tuple[float, float]]],
+                     s: NavSettings) -> None:
+    """Rule (d): every movable obstacle within ``clearance`` of a footprint point that
+    it does not own goes aside (added to ``lay.aside`` and ``lay.footprint_aside``)."""
+    if not keep:
+        return
+    owners = sorted(keep)
+    pts = np.array([xy for o in owners for xy in keep[o]], dtype=float)
+    own = np.array([i for i, o in enumerate(owners) for _ in keep[o]])
+    index = {o: i for i, o in enumerate(owners)}
+    for o, p in lay.obstacles.items():
+        if o in lay.fixed:
+            continue
+        d = np.hypot(pts[:, 0] - p.x, pts[:, 1] - p.y)
+        near = d < s.clearance
+        if o in index:
+            near &= own != index[o]
+        if near.any():
+            lay.aside.add(o)
+            lay.footprint_aside.add(o)
+
+
+def _keep_out_cells(scene: _Scene, keep: Mapping[str, Sequence[tuple[float, float]]],
+                    clearance: float) -> set[Cell]:
+    """Cells whose centre lies in the convex hull of the footprint points or within
+    ``clearance`` of its boundary (where nothing may park)."""
+    pts = np.array([xy for v in keep.values() for xy in v], dtype=float)
+    hull = _convex_hull(pts)
+    ii, jj = np.meshgrid(np.arange(scene.W), np.arange(scene.H), indexing="ij")
+    cx = scene.origin[0] + ii.ravel() * scene.c
+    cy = scene.origin[1] + jj.ravel() * scene.c
+    inside = np.ones(cx.shape, dtype=bool)
+    dist = np.full(cx.shape, np.inf)
+    n = len(hull)
+    for k in range(n):
+        ax, ay = hull[k]
+        bx, by = hull[(k + 1) % n]
+        ex, ey = bx - ax, by - ay
+        # counter-clockwise hull: inside is to the left of every edge
+        if n >= 3:
+            inside &= ex * (cy - ay) - ey * (cx - ax) >= 0.0
+        ll = ex * ex + ey * ey
+        t = np.clip(((cx - ax) * ex + (cy - ay) * ey) / ll, 0.0, 1.0) if ll > 0 else 0.0
+        dist = np.minimum(dist, np.hypot(cx - ax - t * ex, cy - ay - t * ey))
+    if n < 3:
+        inside[:] = False
+    out = inside | (dist < clearance)
+    return {(int(i), int(j)) for i, j in zip(ii.ravel()[out], jj.ravel()[out])}
+
+
+def _convex_hull(pts: np.ndarray) -> list[tuple[float, float]]:
+    """Counter-clockwise convex hull of 2-D points (Andrew's monotone chain; collinear
+    points dropped; one or two points for degenerate input)."""
+    p = sorted(set(map(tuple, pts.tolist())))
+    if len(p) <= 2:
+        return p
+
+    def cross(o, a, b):
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower: list = []
+    for q in p:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], q) <= 0:
+            lower.pop()
+        lower.append(q)
+    upper: list = []
+    for q in reversed(p):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], q) <= 0:
+            upper.pop()
+        upper.append(q)
+    return lower[:-1] + upper[:-1]
 
 
 def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
@@ -546,10 +643,13 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
 def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                 goals_xy: dict[str, tuple[float, float]], start_cells: dict[str, Cell],
-                goal_cells: dict[str, Cell], s: NavSettings):
+                goal_cells: dict[str, Cell], s: NavSettings,
+                keep: Mapping[str, Sequence[tuple[float, float]]] | None = None):
     """Start and parking cells of the modules moved aside: parking cells are free, no
-    moving module's start or goal cell, on none of their shortest paths and not within
-    ``clearance`` of a final leg to a goal pose.
+    moving module's start or goal cell, on none of their shortest paths, not within
+    ``clearance`` of a final leg to a goal pose and, with a footprint ``keep``, outside
+    its grown convex hull (:func:`_keep_out_cells`). The search for a parking cell widens
+    (3, 6, 12, ... x ``goal_search_cells``) until every module has one.
 
     Returns ``(agents_start, agents_goal, blocked)``: start/goal cells of every MAPF agent
     and the cells blocked for the search (fixed and remaining movable obstacles).
@@ -575,14 +675,24 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                 cur = min(g.neighbors(cur), key=lambda n: (d.get(n, 1 << 30), n))
     legs = [(scene.center(goal_cells[m]), goals_xy[m]) for m in moving]
 
+    keep_out = _keep_out_cells(scene, keep, s.clearance) if keep else set()
+
     def park_ok(a, cell):
-        if cell in blocked or cell in taken or cell in needed:
+        if cell in blocked or cell in taken or cell in needed or cell in keep_out:
             return False
         cc = scene.center(cell)
         return all(point_segment_distance(cc, a0, b0) >= s.clearance for a0, b0 in legs)
 
     ox = {o: (lay.obstacles[o].x, lay.obstacles[o].y) for o in lay.aside}
-    parks = _assign(scene, ox, park_ok, lambda cell: 0.0, 3 * radius, "parking area")
+    reach = 3 * radius
+    while True:
+        try:
+            parks = _assign(scene, ox, park_ok, lambda cell: 0.0, reach, "parking area")
+            break
+        except UnreachableGoalError:
+            if reach > scene.c * (scene.W + scene.H):
+                raise
+            reach *= 2
     starts_aside = _assign(scene, ox,
                            lambda a, cell: cell not in blocked and cell not in taken,
                            lambda cell: 0.0, radius, "current pose")

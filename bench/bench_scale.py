@@ -1,0 +1,238 @@
+"""Scale benchmark (issue 16): 10 / 25 / 50 / 100 modules assembled end to end.
+
+    python -m bench.bench_scale [--sizes 10 25 50 100] [--kinds random,comb] [--seed S]
+                                [--timeout S] [--out DIR] [--plan-only]
+
+Scenarios (:func:`scale_scenario_dict`): a random planar tree
+(:func:`smores_assembly.topology.random_planar_tree`, the first seed from ``--seed`` on
+whose plan is not refused: most random trees of 100+ nodes have docking corridors that
+block each other) or a comb (:func:`smores_assembly.topology.comb_tree`, ``sqrt(n) x
+sqrt(n)``, a solid block of cells); modules (10 % spare, one reserved helper) on a
+jittered square lattice of ``spacing`` round the origin, so that the target's footprint
+covers idle modules (the stage planner moves them out of it, issue 16).
+
+Each scenario: planning time (``plan_assembly``, CPU), then one ``smores-assemble run`` in
+lockstep (``--real-time-factor 0``, seed 0) with every process sampled from ``/proc``:
+simulated and wall assembly time, CPU s of all processes per simulated s, peak memory
+(summed peak RSS of the processes), and the navigation's MAPF search time per stage (from
+its log). Goal: 100 modules assembled; CPU per simulated s growing at most linearly in the
+number of modules.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from bench import SMORES_ASSEMBLE
+from bench.bench_lockstep import _descendants, _sample
+from smores_assembly.errors import PlanningError
+from smores_assembly.planning import plan_assembly
+from smores_assembly.scenario import scenario_from_dict
+from smores_assembly.topology import comb_tree, random_planar_tree
+
+REPO = Path(__file__).resolve().parents[1]
+KINDS = ("random", "comb")
+
+
+def scale_scenario_dict(kind: str, n_nodes: int, seed: int = 0, spacing: float = 0.3,
+                        jitter: float = 0.05) -> dict:
+    """A scenario (file form) for the scale benchmark and tests.
+
+    Args:
+        kind: ``"random"`` (random planar tree of ``n_nodes``) or ``"comb"`` (a
+            ``round(sqrt(n)) x round(sqrt(n))`` comb).
+        n_nodes: target size; seed: tree and layout seed.
+        spacing: lattice pitch of the start poses [m]; jitter: uniform offset per axis
+            [m] (< ``(spacing - 0.12) / 2`` keeps bodies 0.12 m apart).
+
+    Modules ``m0..`` (nodes + 10 %, at least one spare) and a reserved helper ``h0``
+    stand on a square lattice centred on the origin in row-major order, yaw uniform.
+
+    Raises:
+        ValueError: an unknown ``kind`` (named).
+    """
+    if kind == "random":
+        nodes, edges = random_planar_tree(n_nodes, seed=seed)
+    elif kind == "comb":
+        side = max(1, round(math.sqrt(n_nodes)))
+        nodes, edges = comb_tree(side, side)
+    else:
+        raise ValueError(f"kind: {kind!r} is not one of {KINDS}")
+    rng = random.Random(seed)
+    n_modules = len(nodes) + max(1, len(nodes) // 10)
+    ids = [f"m{i}" for i in range(n_modules)] + ["h0"]
+    cols = math.ceil(math.sqrt(len(ids)))
+    half = 0.5 * spacing * (cols - 1)
+    modules = {}
+    for k, m in enumerate(ids):
+        i, j = divmod(k, cols)
+        modules[m] = [round(-half + j * spacing + rng.uniform(-jitter, jitter), 4),
+                      round(-half + i * spacing + rng.uniform(-jitter, jitter), 4),
+                      round(rng.uniform(-math.pi, math.pi), 4)]
+    return {"name": f"{kind}{len(nodes)}", "source": "bench_scale", "module_width": 0.08,
+            "target": {"nodes": nodes, "edges": [e.to_dict() for e in edges]},
+            "modules": modules, "helpers": ["h0"]}
+
+
+def plannable_scenario(kind: str, n_nodes: int, seed: int = 0, tries: int = 50
+                       ) -> tuple[dict, float]:
+    """The first scenario from ``seed`` on (seed, seed + 1, ...) whose plan is not refused,
+    and its planning CPU time [s].
+
+    Raises:
+        PlanningError: ``tries`` seeds refused.
+    """
+    last: Exception | None = None
+    for s in range(seed, seed + tries):
+        data = scale_scenario_dict(kind, n_nodes, s)
+        sc = scenario_from_dict(data, check_overlap=True)
+        c0 = time.process_time()
+        try:
+            plan_assembly(sc)
+        except PlanningError as exc:
+            last = exc
+            continue
+        data["source"] = f"bench_scale {kind} {n_nodes} seed {s}"
+        return data, time.process_time() - c0
+    raise PlanningError(f"{kind} {n_nodes}: {tries} seeds from {seed} refused: {last}")
+
+
+_SEARCH = re.compile(r"stage (\d+) \(.*search ([0-9.]+) ms")
+
+
+def _peak_rss_mb(pids) -> float:
+    """Summed peak resident set size (VmHWM) of ``pids`` [MB] (0 for gone ones)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += float(line.split()[1]) / 1024.0
+        except OSError:
+            pass
+    return total
+
+
+def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0) -> dict:
+    """One lockstep ``smores-assemble run`` of ``path`` with CPU and memory sampling.
+
+    Returns the report's figures and: ``cpu_s`` (all processes, from the first stage's
+    start to the verdict), ``cpu_per_sim_s``, ``peak_rss_mb`` (largest sum of the
+    processes' peak RSS seen), ``mapf_ms`` (stage -> summed MAPF search time of the
+    navigation's plans of that stage, from ``nodes.log``)."""
+    cmd = [SMORES_ASSEMBLE, "run", str(path), "--out", str(out), "--seed", str(seed),
+           "--real-time-factor", "0", "--timeout", str(timeout)]
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.Random().randint(101, 200)),
+               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, cwd=REPO)
+    lines: list[str] = []
+    marks: dict[str, float] = {}
+
+    def pump():
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "stage 1/" in line and "start" not in marks:
+                marks["start"] = time.monotonic()
+            if line.startswith(("ASSEMBLED", "FAILED")):
+                marks["end"] = time.monotonic()
+    th = threading.Thread(target=pump, daemon=True)
+    th.start()
+    per_pid: dict[int, tuple[str, float]] = {}
+    at_start: dict[int, tuple[str, float]] | None = None
+    peak = 0.0
+    while proc.poll() is None:
+        snap = _sample(proc.pid)
+        if "start" in marks and at_start is None:
+            at_start = dict(snap)
+        if "end" not in marks:
+            for pid, (name, cpu) in snap.items():
+                known = per_pid.get(pid)
+                per_pid[pid] = (known[0] if known else name, cpu)
+            peak = max(peak, _peak_rss_mb([proc.pid] + _descendants(proc.pid)))
+        time.sleep(1.0)
+    th.join(timeout=5)
+    wall = time.monotonic() - t0
+    try:
+        report = json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        report = {}
+    at_start = at_start or {}
+    cpu = sum(c - at_start.get(pid, (n, 0.0))[1] for pid, (n, c) in per_pid.items())
+    sim = float(report.get("assembly_time_s") or 0.0)
+    mapf: dict[int, float] = {}
+    try:
+        for line in (out / "nodes.log").read_text().splitlines():
+            m = _SEARCH.search(line)
+            if m:
+                mapf[int(m.group(1))] = mapf.get(int(m.group(1)), 0.0) + float(m.group(2))
+    except OSError:
+        pass
+    run_wall = marks.get("end", t0) - marks.get("start", t0)
+    return {"success": bool(report.get("success")),
+            "error": report.get("error", "".join(lines[-3:]).strip()),
+            "sim_s": sim, "wall_s": round(run_wall, 1), "process_wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1), "cpu_per_sim_s": round(cpu / sim, 3) if sim > 0 else None,
+            "peak_rss_mb": round(peak), "mapf_ms": mapf,
+            "connections": len(report.get("connections", [])),
+            "missing": len(report.get("missing_connections", [])),
+            "collisions": report.get("collisions", report.get("num_collisions"))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_scale")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 25, 50, 100])
+    ap.add_argument("--kinds", default="random,comb")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=4 * 3600.0,
+                    help="wall-time bound of one run [s]")
+    ap.add_argument("--out", default=None, help="keep scenarios and runs here")
+    ap.add_argument("--plan-only", action="store_true", dest="plan_only")
+    args = ap.parse_args(argv)
+    import tempfile
+    base = Path(args.out or tempfile.mkdtemp(prefix="bench_scale_"))
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"{'target':>10} {'modules':>7} {'plan ms':>8} {'result':>9} {'sim s':>8} "
+          f"{'wall s':>8} {'CPU/sim s':>9} {'peak MB':>8} {'MAPF ms/stage med (max)':>24}",
+          flush=True)
+    rows = []
+    for n in args.sizes:
+        for kind in args.kinds.split(","):
+            data, plan_cpu = plannable_scenario(kind, n, args.seed)
+            path = base / f"{data['name']}.yaml"
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+            mods = len(data["modules"])
+            if args.plan_only:
+                print(f"{data['name']:>10} {mods:>7} {1e3 * plan_cpu:>8.1f}", flush=True)
+                continue
+            r = run_scenario(path, base / data["name"], args.timeout)
+            ms = sorted(r["mapf_ms"].values()) or [float("nan")]
+            res = "ok" if r["success"] else f"{r['connections']}/{r['connections'] + r['missing']}"
+            print(f"{data['name']:>10} {mods:>7} {1e3 * plan_cpu:>8.1f} {res:>9} "
+                  f"{r['sim_s']:>8.1f} {r['wall_s']:>8.1f} "
+                  f"{(r['cpu_per_sim_s'] or float('nan')):>9.3f} {r['peak_rss_mb']:>8} "
+                  f"{ms[len(ms) // 2]:>14.0f} ({max(ms):.0f})", flush=True)
+            if not r["success"]:
+                print(f"           {r['error'][:300]}", flush=True)
+            rows.append((kind, n, r))
+    (base / "bench_scale.json").write_text(json.dumps(
+        [{"kind": k, "n": n, **r} for k, n, r in rows], indent=1, default=str))
+    print(f"runs in {base}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
