@@ -92,9 +92,16 @@ def _square(ax, pose: Pose2D, w: float, **kw):
         "edgecolor", "k"), lw=0.8)
 
 
+#: above this many modules the trajectory plot colours by stage, without labels or legend
+MANY_MODULES = 20
+#: above this many rows the timeline draws one band per stage (a thin row per action)
+MANY_ROWS = 40
+
+
 def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, float, float]]],
                       goals: dict[str, Pose2D], edges: list[tuple[str, str]],
-                      title: str = "", width: float = MODULE_WIDTH) -> None:
+                      title: str = "", width: float = MODULE_WIDTH,
+                      stage_of: dict[str, int] | None = None) -> None:
     """Draw each module's trajectory (x, y, yaw samples in ``world``) and the target outline.
 
     Args:
@@ -102,24 +109,41 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
         trajectories: module -> [(x, y, yaw), ...] over time.
         goals: module -> goal pose (target outline, dashed).
         edges: (module, module) pairs of the target's connections, drawn between goals.
+        stage_of: module -> its docking stage (0-based). With more than
+            :data:`MANY_MODULES` modules (issue 16: 100 modules in ten colours and a
+            100-entry legend were unreadable) the lines are thin, coloured by stage on a
+            sequential colour map with a colour bar, modules without a stage grey, and
+            neither labels nor legend are drawn; the figure grows with the scene.
     """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 7.5), dpi=110)
+    many = len(trajectories) > MANY_MODULES
+    side = 7.5 if not many else min(16.0, 7.5 * math.sqrt(len(trajectories) / MANY_MODULES))
+    fig, ax = plt.subplots(figsize=(side, side), dpi=110)
     cmap = plt.get_cmap("tab10")
+    stages = stage_of or {}
+    n_stages = max(stages.values(), default=0) + 1
+    smap = plt.get_cmap("viridis")
     for i, (m, pts) in enumerate(sorted(trajectories.items())):
         if not pts:
             continue
-        col = cmap(i % 10)
+        if many:
+            k = stages.get(m)
+            col = smap(k / max(n_stages - 1, 1)) if k is not None else (0.55, 0.55, 0.55, 1.0)
+        else:
+            col = cmap(i % 10)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        ax.plot(xs, ys, "-", color=col, lw=1.4, label=m)
-        _square(ax, Pose2D(*pts[0]), width, fill=False, edgecolor=col, lw=1.0, ls=":")
-        _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35), edgecolor=col, lw=1.2)
-        ax.annotate(m, (xs[0], ys[0]), fontsize=8, color=col, ha="center", va="center")
+        ax.plot(xs, ys, "-", color=col, lw=0.7 if many else 1.4, label=m)
+        _square(ax, Pose2D(*pts[0]), width, fill=False, edgecolor=col,
+                lw=0.6 if many else 1.0, ls=":")
+        _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35), edgecolor=col,
+                lw=0.8 if many else 1.2)
+        if not many:
+            ax.annotate(m, (xs[0], ys[0]), fontsize=8, color=col, ha="center", va="center")
     for g in goals.values():
-        _square(ax, g, width, fill=False, edgecolor="k", lw=0.8, ls="--")
+        _square(ax, g, width, fill=False, edgecolor="k", lw=0.5 if many else 0.8, ls="--")
     for a, b in edges:
         if a in goals and b in goals:
             ax.plot([goals[a].x, goals[b].x], [goals[a].y, goals[b].y], "k-", lw=0.6, alpha=0.5)
@@ -129,7 +153,13 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
     ax.set_ylabel("y [m] (world)")
     ax.set_title(title or "module trajectories (dotted: start, filled: end, dashed: target)")
     ax.grid(True, lw=0.3)
-    if any(trajectories.values()):
+    if many:
+        if stages:
+            from matplotlib.cm import ScalarMappable
+            from matplotlib.colors import Normalize
+            sm = ScalarMappable(norm=Normalize(1, max(n_stages, 2)), cmap=smap)
+            fig.colorbar(sm, ax=ax, shrink=0.6, label="docking stage (grey: no dock)")
+    elif any(trajectories.values()):
         ax.legend(fontsize=7, loc="best", ncol=2)
     fig.tight_layout()
     fig.savefig(path)
@@ -138,39 +168,79 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
 
 def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
                   stage_bounds: list[tuple[float, float]] | None = None,
-                  title: str = "") -> None:
+                  title: str = "", groups: list[str] | None = None) -> None:
     """One row per docking action, coloured by phase, time on x [s].
 
     Args:
         rows: (label, intervals) per action, top to bottom.
         stage_bounds: (start, end) of each stage, drawn as shaded bands.
+        groups: a group label per row (e.g. its stage, ``"stage 3"``), rows of a group
+            consecutive. With more than :data:`MANY_ROWS` rows (issue 16: 100 docks made
+            a 50-inch figure of unreadable labels) each group is one labelled band, its
+            actions thin rows inside it in the given order.
+
+    Raises:
+        ValueError: ``groups`` does not have one label per row.
     """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.8), dpi=110)
+    if groups is not None and len(groups) != len(rows):
+        raise ValueError(f"groups: {len(groups)} labels for {len(rows)} rows")
+    grouped = groups is not None and len(rows) > MANY_ROWS
+    if grouped:
+        assert groups is not None
+        names: list[str] = []
+        for g in groups:
+            if not names or names[-1] != g:
+                names.append(g)
+        # y of each row: its group's band (height 1), spread inside it
+        members: dict[str, list[int]] = {}
+        for r, g in enumerate(groups):
+            members.setdefault(g, []).append(r)
+        ys, hs = [0.0] * len(rows), [0.0] * len(rows)
+        for k, g in enumerate(names):
+            idx = members[g]
+            base = len(names) - 1 - k
+            h = 0.8 / len(idx)
+            for j, r in enumerate(idx):
+                ys[r] = base + 0.4 - (j + 0.5) * h
+                hs[r] = 0.9 * h
+        n_bands = len(names)
+    else:
+        ys = [float(len(rows) - 1 - r) for r in range(len(rows))]
+        hs = [0.6] * len(rows)
+        n_bands = len(rows)
+    fig, ax = plt.subplots(figsize=(9 if not grouped else 12, 0.5 * n_bands + 1.8), dpi=110)
     for k, (lo, hi) in enumerate(stage_bounds or []):
         ax.axvspan(lo, hi, color="#f0f0f0" if k % 2 == 0 else "#e0e0e0", zorder=0)
-        ax.text((lo + hi) / 2, len(rows) - 0.45, f"stage {k + 1}", ha="center", fontsize=7)
+        if not grouped:
+            ax.text((lo + hi) / 2, len(rows) - 0.45, f"stage {k + 1}", ha="center",
+                    fontsize=7)
     used = set()
     for r, (label, ivs) in enumerate(rows):
-        y = len(rows) - 1 - r
         for iv in ivs:
             if iv.phase is Phase.IDLE:
                 continue
             used.add(iv.phase)
-            ax.barh(y, max(iv.end - iv.start, 0.05), left=iv.start, height=0.6,
+            ax.barh(ys[r], max(iv.end - iv.start, 0.05), left=iv.start, height=hs[r],
                     color=iv.phase.colour, zorder=2)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([lab for lab, _ in reversed(rows)], fontsize=8)
+    if grouped:
+        ax.set_yticks(range(n_bands))
+        ax.set_yticklabels([f"{g} ({len(members[g])})" for g in reversed(names)],
+                           fontsize=8)
+        ax.set_ylim(-0.6, n_bands - 0.4)
+    else:
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([lab for lab, _ in reversed(rows)], fontsize=8)
     ax.set_xlabel("time [s] (simulated)")
     ax.set_title(title or "docking actions by phase")
     handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
     if handles:
         ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
-                  bbox_to_anchor=(0.5, -0.12 - 0.35 / max(len(rows), 1)), frameon=False)
+                  bbox_to_anchor=(0.5, -0.12 - 0.35 / max(n_bands, 1)), frameon=False)
     ax.grid(True, axis="x", lw=0.3)
     fig.tight_layout()
     fig.savefig(path)

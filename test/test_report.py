@@ -51,3 +51,51 @@ def test_mcap_schema_contains_every_dependency_once():
     assert text.startswith("std_msgs/Header header")
     for dep in ("std_msgs/Header", "builtin_interfaces/Time", "smores_assembly/DockingStatus"):
         assert text.count(f"MSG: {dep}\n") == 1
+
+
+def test_pictures_of_a_hundred_modules_stay_readable(tmp_path, monkeypatch):
+    """Issue 16: 100 docks in 27 stages: the timeline draws one labelled band per stage
+    (27 tick labels, figure height from the stages, not the docks; every action's bars
+    drawn), the trajectory plot no legend and no per-module labels (colour by stage with
+    a colour bar); below the thresholds both stay as they were."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from smores_assembly.report import MANY_MODULES, MANY_ROWS, PhaseInterval
+    figs = []
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *a, **kw):
+        figs.append(fig)
+        return real_savefig(fig, *a, **kw)
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+
+    stage_of = {f"m{i}": i // 4 for i in range(100)}          # 25 stages of 4 docks
+    stage_of.update({f"m{i}": 25 + (i - 100) // 2 for i in range(100, 104)})
+    rows, groups = [], []
+    for m, k in sorted(stage_of.items(), key=lambda x: (x[1], x[0])):
+        rows.append((f"s{k + 1} {m}", [PhaseInterval(NAVIGATE, k, k + 2),
+                                        PhaseInterval(APPROACH, k + 2, k + 3)]))
+        groups.append(f"stage {k + 1}")
+    assert len(rows) > MANY_ROWS and len(set(groups)) == 27
+    plot_timeline(tmp_path / "l.png", rows, [(k, k + 3) for k in range(27)], groups=groups)
+    ax = figs[-1].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 27 and labels[-1] == "stage 1 (4)" and labels[0] == "stage 27 (2)"
+    assert figs[-1].get_size_inches()[1] == pytest.approx(0.5 * 27 + 1.8)
+    assert len(ax.patches) == 2 * len(rows) + 27              # every bar, 27 stage spans
+    with pytest.raises(ValueError, match="groups"):
+        plot_timeline(tmp_path / "x.png", rows, groups=groups[:-1])
+
+    traj = {m: [(0.3 * (i % 11), 0.3 * (i // 11), 0.0), (0.08 * (i % 10), 0.08 * (i // 10), 0.0)]
+            for i, m in enumerate(stage_of)}
+    traj["idle"] = [(-0.5, -0.5, 0.0)]
+    assert len(traj) > MANY_MODULES
+    plot_trajectories(tmp_path / "t.png", traj, {}, [], stage_of=stage_of)
+    fig = figs[-1]
+    assert fig.axes[0].get_legend() is None and not fig.axes[0].texts
+    assert len(fig.axes) == 2                                  # the stage colour bar
+    # few modules: legend and labels as before
+    plot_trajectories(tmp_path / "s.png", {"m1": traj["m1"], "m2": traj["m2"]}, {}, [])
+    assert figs[-1].axes[0].get_legend() is not None and figs[-1].axes[0].texts

@@ -166,7 +166,8 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
     edges = [(a.module, a.parent_module) for a in plan.actions]
     try:
         plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
-                          title=f"{scenario.name}: trajectories (dashed: target)")
+                          title=f"{scenario.name}: trajectories (dashed: target)",
+                          stage_of={a.module: a.stage for a in plan.actions})
         t0 = activity_start(recorder)
         rows = [(f"s{u.stage + 1} {u.module} undock {u.face.value}/{u.from_module}."
                  f"{u.from_face.value}",
@@ -174,13 +175,16 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
                   for i in split_intervals(plan, recorder, u.module)[0]])
                 for u in sorted(getattr(plan, "undocks", []),
                                 key=lambda u: (u.stage, u.module))]
+        groups = [f"stage {u.stage + 1}" for u in sorted(getattr(plan, "undocks", []),
+                                                         key=lambda u: (u.stage, u.module))]
+        docks = sorted(plan.actions, key=lambda a: (a.stage, a.module))
         rows += [(f"s{a.stage + 1} {a.module}->{a.parent_module} "
                   f"{a.child_face.value}/{a.parent_face.value}",
                   [PhaseInterval(i.phase, i.start - t0, i.end - t0)
-                   for i in split_intervals(plan, recorder, a.module)[1]]) for a in
-                 sorted(plan.actions, key=lambda a: (a.stage, a.module))]
-        plot_timeline(out / "timeline.png", rows,
-                      [(lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
+                   for i in split_intervals(plan, recorder, a.module)[1]]) for a in docks]
+        groups += [f"stage {a.stage + 1}" for a in docks]
+        plot_timeline(out / "timeline.png", rows, groups=groups, stage_bounds=[
+                      (lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
                       title=f"{scenario.name}: "
                             + ("undocking and docking" if getattr(plan, "undocks", None)
                                else "docking") + " actions by phase")
