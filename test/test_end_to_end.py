@@ -237,11 +237,14 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     assert spin_until(ex, client.server_is_ready, 60.0), runner.poll()
     fb = {"state": ""}
     scenario = load_scenario(SCEN / "mobile_manipulator.yaml")
-    send = client.send_goal_async(
+    from smores_assembly.ros.goals import GoalTracker
+    tracker = GoalTracker(node, client, Assemble, names.ASSEMBLE)
+    handle = tracker.send(
         Assemble.Goal(target=scenario_to_target_msg(scenario), require_approval=True),
+        lambda p, t: spin_until(ex, p, t), 20.0,
         feedback_callback=lambda f: fb.__setitem__("state", f.feedback.state))
-    assert spin_until(ex, send.done, 20.0) and send.result().accepted
-    result = send.result().get_result_async()
+    assert handle is not None and handle.accepted
+    result = tracker.request_result(handle)
     assert spin_until(ex, lambda: fb["state"] == "WAITING_APPROVAL", 30.0)
     assert spin_until(ex, lambda: len(truth) == 7, 20.0)
     start = dict(truth)
@@ -275,8 +278,9 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     assert cancel.wait_for_service(timeout_sec=10.0)
     fut = cancel.call_async(Trigger.Request())
     assert spin_until(ex, fut.done, 10.0) and fut.result().success
-    assert spin_until(ex, result.done, 20.0)
-    res = result.result().result
+    response = tracker.result(handle, lambda p, t: spin_until(ex, p, t), 20.0)
+    assert response is not None
+    res = response.result
     assert not res.success and res.error_code == Assemble.Result.ERROR_CANCELLED
     # after a short stop (wheel deceleration), no module moves for 3 s of simulated time
     t_c = truth["m0"][0]

@@ -69,15 +69,20 @@ def test_goal_sequence_invalid_valid_one_node_invalid_cancelled(pair_stack):
     invalid.edges[0].child = "zz"
     one = scenario_to_target_msg(load_scenario(FIELD / "single_node.yaml"))
 
+    from smores_assembly.ros.goals import GoalTracker
+    tracker = GoalTracker(node, client, Assemble, "/assembly/assemble")
+
+    def spin(pred, timeout):
+        return spin_until(ex, pred, timeout)
+
     def run(target, cancel_early=False, timeout=120.0):
-        send = client.send_goal_async(Assemble.Goal(target=target))
-        assert spin_until(ex, send.done, 20.0)
-        handle = send.result()
+        handle = tracker.send(Assemble.Goal(target=target), spin, 20.0)
+        assert handle is not None, "goal never answered"
         assert handle.accepted, "goal rejected: the executive is wedged"
         answer = call_cancel() if cancel_early else None
-        res = handle.get_result_async()
-        assert spin_until(ex, res.done, timeout), "goal never answered"
-        return res.result().status, res.result().result, answer
+        res = tracker.result(handle, spin, timeout)
+        assert res is not None, "goal result never answered"
+        return res.status, res.result, answer
 
     # a cancel while idle is answered truthfully
     idle = call_cancel()

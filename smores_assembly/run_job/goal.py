@@ -49,9 +49,13 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
     from smores_assembly.action import Assemble
     from smores_assembly.ros import names
     from smores_assembly.ros.convert import scenario_to_target_msg
+    from smores_assembly.ros.goals import GoalTracker
 
     node, spin_until, stop = observer.node, observer.spin_until, observer.stop
     client: ActionClient = ActionClient(node, Assemble, names.ASSEMBLE)
+    # follows the goal through its status topic too: a goal response or result response
+    # lost right after discovery does not lose the goal (ros/goals.py)
+    tracker = GoalTracker(node, client, Assemble, names.ASSEMBLE)
     out = GoalOutcome()
     goal_handle = None
     try:
@@ -72,15 +76,15 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                              reconfigure=bool(scenario.initial_connections),
                              full_disassembly=getattr(plan, "method", "") == "full")
         state = {"fb": None}
-        send = client.send_goal_async(goal, feedback_callback=lambda f: state.__setitem__(
-            "fb", f.feedback))
-        if not spin_until(lambda: send.done(), ANSWER_WAIT_S):
+        goal_handle = tracker.send(goal, spin_until, ANSWER_WAIT_S,
+                                   feedback_callback=lambda f: state.__setitem__(
+                                       "fb", f.feedback))
+        if goal_handle is None:
             raise RuntimeError(f"the Assemble goal was not answered within "
                                f"{ANSWER_WAIT_S:.0f} s")
-        goal_handle = send.result()
-        if goal_handle is None or not goal_handle.accepted:
+        if not goal_handle.accepted:
             raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
-        res_future = goal_handle.get_result_async()
+        res_future = tracker.request_result(goal_handle)
         if approve:
             _approve(node, spin_until, state, res_future, goal_handle, plan, Trigger, stop)
         printer = ProgressPrinter(len(plan.stages))
@@ -90,6 +94,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                 out.error = f"timed out after {timeout:.0f} s of wall time"
                 break
             spin_until(res_future.done, 0.5)
+            res_future = tracker.retry_result(goal_handle, res_future)
             printer.show(state["fb"], observer.obs.last_status)
         if res_future.done():
             out.result = _result(res_future)
@@ -98,6 +103,8 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             # for its result, even if Ctrl-C is pressed again.
             cancel = goal_handle.cancel_goal_async()
             spin_until(cancel.done, CANCEL_WAIT_S, interruptible=False)
+            spin_until(res_future.done, CANCEL_WAIT_S, interruptible=False)
+            res_future = tracker.retry_result(goal_handle, res_future)
             spin_until(res_future.done, CANCEL_WAIT_S, interruptible=False)
             if res_future.done():
                 out.result = _result(res_future)
