@@ -227,3 +227,33 @@ def test_a_launch_argument_given_twice_is_refused():
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 2
     assert "launch argument 'real_time_factor' given twice ('2' and '8')" in r.stderr
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("node_name", sorted(__import__(
+    "smores_assembly.params", fromlist=["NODE_SETTINGS"]).NODE_SETTINGS))
+def test_shipped_config_keeps_every_field_type(node_name, ros_context):
+    """Each node's settings, declared from its shipped ``config/<node>.yaml``, hold the type
+    of their dataclass defaults: an integer stays an integer (``max_retries: 3`` came out as
+    3.0, as rclpy's Parameter.Type.DOUBLE == 3 was read as "wants a float"), a float stays a
+    float."""
+    import dataclasses
+
+    import rclpy
+
+    from smores_assembly import params
+    from smores_assembly.ros import common
+
+    repo = Path(__file__).resolve().parents[1]
+    node = rclpy.create_node(node_name, context=ros_context, **common.node_kwargs({
+        "cli_args": ["--ros-args", "--params-file", str(repo / "config" / f"{node_name}.yaml")]}))
+    try:
+        for defaults, settings in zip(params.node_settings(node_name),
+                                      params.node_settings(node_name)):
+            common.declare_dataclass_params(node, settings)
+            for f in dataclasses.fields(settings):
+                want, got = getattr(defaults, f.name), getattr(settings, f.name)
+                assert type(got) is type(want), (f.name, want, got)
+                assert got == want, (f.name, want, got)  # the file holds the defaults
+    finally:
+        node.destroy_node()

@@ -160,9 +160,13 @@ def _widen(value: Any, like: Any) -> Any:
     DOUBLE(_ARRAY) type) as floats; anything else unchanged."""
     def is_int(v):
         return isinstance(v, int) and not isinstance(v, bool)
-    wants_float = (isinstance(like, float) or like == Parameter.Type.DOUBLE)
-    wants_floats = (like == Parameter.Type.DOUBLE_ARRAY or (
-        isinstance(like, (list, tuple)) and like and all(isinstance(x, float) for x in like)))
+    # Parameter.Type is an IntEnum: compare types only with types (an integer default of
+    # 3 equals Type.DOUBLE)
+    is_type = isinstance(like, Parameter.Type)
+    wants_float = isinstance(like, float) or (is_type and like == Parameter.Type.DOUBLE)
+    wants_floats = (is_type and like == Parameter.Type.DOUBLE_ARRAY) or (
+        isinstance(like, (list, tuple)) and bool(like)
+        and all(isinstance(x, float) for x in like))
     if wants_float and is_int(value):
         return float(value)
     if wants_floats and isinstance(value, (list, tuple)) and all(is_int(v) for v in value):
