@@ -25,6 +25,8 @@ bench: setup
 	$(PY) -m bench
 
 setup: $(INSTALLED)
+	@# a module deleted from the checkout leaves a dangling link in the install: drop it
+	@find $(VENV)/lib -path '*/site-packages/smores_assembly/*' -xtype l -print -delete
 
 $(DEPS): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
