@@ -73,6 +73,8 @@ class TrialResult:
     max_gap_mm: float = math.nan          # largest ground-truth face gap along the axis
     travel_m: float = 0.0                 # path length of the docking module (ground truth)
     raised_to_min_speed: bool = False     # the task noticed a stall and raised its commands
+    # what the controller's status reports once DOCKED: its own face errors at capture
+    reported_capture: tuple = (math.nan, math.nan, math.nan)   # gap mm, lateral mm, yaw deg
 
     @property
     def success(self) -> bool:
@@ -251,6 +253,7 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             for mid, (v, om) in out.cmd.items():
                 world.set_cmd_vel(mid, v, om)
             world.step(dt)
+    st = task.status()
     gt_parent, gt_mod = world.pose(PARENT), world.pose(MODULE)
     ax = dock_axis(gt_parent, parent_face, w)
     gap, lat, yaw = face_errors(gt_mod, child_face, ax, w)
@@ -264,7 +267,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
                        math.degrees(cap[2]), max_cmd_paused, messages, task.error,
                        world.carried_by(HELPER) if use_helper else None,
                        world.poses(), task.durations, max_gap * 1e3, travel,
-                       task.raised_to_min_speed)
+                       task.raised_to_min_speed,
+                       (st.face_gap_mm, st.lateral_error_mm, st.yaw_error_deg))
 
 
 def _pct(xs: list[float], q: float) -> float:

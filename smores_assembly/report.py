@@ -38,12 +38,13 @@ class PhaseRecorder:
                errors: dict | None = None, message: str = "") -> None:
         """Record that ``module`` is in ``phase`` at time ``t`` [s].
 
-        ``errors`` (face gap, lateral, yaw) seen during APPROACH are kept: the last ones
-        before the dock are the errors at capture.
+        ``errors`` (face gap, lateral, yaw) seen during APPROACH are kept, and replaced by
+        those of DOCKED, which the controller freezes at capture: the errors at capture.
         """
         if message and phase in (Phase.FAILED, Phase.RETRY):
             self.messages[module] = message
-        if errors is not None and phase is Phase.APPROACH:
+        if errors is not None and phase in (Phase.APPROACH, Phase.DOCKED) and not any(
+                math.isnan(float(v)) for v in errors.values()):
             self.capture[module] = {k: round(float(v), 2) for k, v in errors.items()}
         iv = self.intervals.setdefault(module, [])
         self.retries[module] = max(self.retries.get(module, 0), int(retries))

@@ -281,6 +281,9 @@ class DockingContext:
         self.dt = 0.0
         self.elapsed = 0.0          # time in the current phase [s] (pauses excluded)
         self.connected = False
+        # face errors (gap [m], lateral [m], yaw [rad]) at the last APPROACH tick: once
+        # DOCKED, the errors at capture (the docking accuracy)
+        self.capture_errors: tuple[float, float, float] | None = None
         # outputs of this tick
         self.cmd: dict[str, tuple[float, float]] = {}
         self.helper_out: list[HelperRequest] = []
@@ -291,6 +294,18 @@ class DockingContext:
         if self.target_est is None:
             return None
         return dock_axis(self.target_est, self.spec.parent_face, self.s.module_width)
+
+    def face_errors_now(self) -> tuple[float, float, float]:
+        """Gap [m], lateral [m] and yaw [rad] error of the moving module's docking face
+        against the parent's, from the latest estimates (the carried module's own track for
+        a wheel-face dock); NaN while unknown."""
+        ax = self.axis()
+        if ax is None or self.module_est is None:
+            return math.nan, math.nan, math.nan
+        m = self.module_est
+        if self.spec.module == self.driven and self.body_obs.est is not None:
+            m = self.body_obs.est
+        return face_errors(m, self.spec.child_face, ax, self.s.module_width)
 
     def body_virtual(self) -> Pose2D:
         """The driven body's estimate in its virtual forward frame."""
@@ -624,6 +639,7 @@ class Approach(PhaseStep):
                              f"yaw {math.degrees(yaw):.1f} deg")
         if ctx.elapsed > s.approach_timeout_s:
             raise PhaseTimeout(f"APPROACH took longer than {s.approach_timeout_s} s")
+        ctx.capture_errors = ctx.face_errors_now()
         if not s.confirm_with_connections:
             inside = (gap <= s.capture_range and abs(lat) <= s.dock_lateral_tolerance
                       and abs(yaw) <= math.radians(s.dock_yaw_tolerance_deg))
@@ -1149,16 +1165,14 @@ class DockingTask:
         return {}
 
     def status(self) -> TaskStatus:
-        """The current status (errors from the latest estimates; NaN while unknown)."""
-        ax = self.axis()
+        """The current status: face errors from the latest estimates (NaN while unknown);
+        once DOCKED, the errors at capture (the last APPROACH control tick, not the last
+        status sample, which at ``status_rate_hz`` can be a few mm earlier)."""
         ctx = self.ctx
-        if ax is not None and ctx.module_est is not None:
-            m = ctx.module_est
-            if self.spec.module == self.driven and ctx.body_obs.est is not None:
-                m = ctx.body_obs.est
-            gap, lat, yaw = face_errors(m, self.spec.child_face, ax, self.s.module_width)
+        if self.phase is Phase.DOCKED and ctx.capture_errors is not None:
+            gap, lat, yaw = ctx.capture_errors
         else:
-            gap = lat = yaw = math.nan
+            gap, lat, yaw = ctx.face_errors_now()
         return TaskStatus(
             module=self.spec.module, target_module=self.spec.parent_module,
             face_pair=f"{self.spec.child_face.value}->{self.spec.parent_module}."
