@@ -152,6 +152,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from smores_assembly.staging import DEFAULT_SCHEDULE
 
     scenario = load_scenario(args.scenario)
+    check_full_disassembly(args, scenario)
     try:
         plan = plan_reconfiguration(
             scenario, method="full" if args.full_disassembly else "reuse")
@@ -169,6 +170,21 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(format_plan(plan, scenario))
     return 0
+
+
+def check_full_disassembly(args: argparse.Namespace, scenario) -> None:
+    """``--full-disassembly`` needs start structures: refuse it for a scenario without an
+    ``initial:`` block (every module starts single, there is nothing to disassemble).
+
+    Raises:
+        InputError: names the flag, the scenario file and the missing block.
+    """
+    if getattr(args, "full_disassembly", False) and not scenario.initial_connections:
+        raise InputError(f"--full-disassembly: {args.scenario} has no 'initial:' block "
+                         f"(initial.connections: the structures to take apart), so every "
+                         f"module starts single and there is nothing to disassemble; drop "
+                         f"the flag, or add the start connections (config/scenarios/"
+                         f"README.md)")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

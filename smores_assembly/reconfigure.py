@@ -51,7 +51,7 @@ from smores_assembly.scenario import INITIAL_POSE_TOLERANCE_M, Scenario
 from smores_assembly.topology import tree_centroid, unfold
 
 __all__ = ["ReconfigurationSettings", "common_parts", "plan_disassembly",
-           "plan_reconfiguration", "METHODS"]
+           "plan_reconfiguration", "with_kept_goals", "METHODS"]
 
 #: ``reuse``: keep the largest common part; ``full``: the paper's full disassembly.
 METHODS = ("reuse", "full")
@@ -537,3 +537,20 @@ def _prepend(plan: Plan, undocks: list[UndockAction], kept: list[str], method: s
     return dataclasses.replace(plan, stages=stages + [list(st) for st in plan.stages],
                                actions=actions, undocks=list(undocks), kept=list(kept),
                                method=method)
+
+
+def with_kept_goals(plan: Plan, poses: Mapping[str, Pose2D]) -> Plan:
+    """``plan`` with a goal for every kept module: where it stands (``poses``, ``world``).
+
+    A kept module stays docked where it is, so its goal is its pose. The ``AssemblyPlan``
+    message carries the goals of the docking modules and the root's only; a plan read from
+    it (:func:`smores_assembly.ros.convert.msg_to_plan`) lacks those of the other kept
+    modules, which the pipelined schedule needs (a dock onto a kept parent: the dock's zone;
+    kept bodies: placed, :mod:`smores_assembly.staging`). Goals already in the plan are
+    kept; a kept module without a pose stays without a goal. Returns ``plan`` itself when
+    nothing is missing.
+    """
+    missing = {m: poses[m] for m in plan.kept if m not in plan.goals and m in poses}
+    if not missing:
+        return plan
+    return dataclasses.replace(plan, goals={**plan.goals, **missing})

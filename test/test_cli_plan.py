@@ -172,3 +172,28 @@ def test_run_without_ros_is_one_line_exit_2(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert status == 2
     assert err.startswith("smores-assemble: error: run needs ROS 2") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_full_disassembly_without_initial_block_is_refused(command, capsys, tmp_path):
+    """`--full-disassembly` on a scenario whose modules all start single (no `initial:`)
+    is refused before anything is planned or started (exit 2), naming the flag and the
+    missing block; with the block it is accepted (plan)."""
+    from smores_assembly import run_job
+
+    path = str(SCENARIOS / "mobile_manipulator.yaml")
+    out = tmp_path / "out"
+    if command == "plan":
+        status = main(["plan", path, "--full-disassembly"])
+    else:  # the run handler itself (no rclpy needed before its input checks)
+        status = run_job.run(build_parser().parse_args(
+            ["run", path, "--full-disassembly", "--out", str(out)]))
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    err = " ".join(captured.err.split())
+    assert err.startswith("smores-assemble: error: --full-disassembly:")
+    assert "mobile_manipulator.yaml has no 'initial:' block" in err
+    assert not out.exists()  # nothing started, nothing written
+    walker = str(SCENARIOS / "walker_to_manipulator.yaml")
+    assert main(["plan", walker, "--full-disassembly", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "full"

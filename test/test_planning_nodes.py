@@ -2,6 +2,7 @@
 ``root_search`` + ``task_assignment`` nodes over DDS, checked against the core's results."""
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -86,8 +87,9 @@ def test_states_conversion_and_target_validation():
 class Harness:
     """The two planning nodes plus a test node, spun by one executor."""
 
-    def __init__(self, ctx):
-        self.nodes = [RootSearchNode(context=ctx), TaskAssignmentNode(context=ctx)]
+    def __init__(self, ctx, **task_assignment_kwargs):
+        self.nodes = [RootSearchNode(context=ctx),
+                      TaskAssignmentNode(context=ctx, **task_assignment_kwargs)]
         self.io = Node("planning_test_io", context=ctx)
         self.nodes.append(self.io)
         self.target_pub = self.io.create_publisher(TargetTopology, names.TARGET, LATCHED_QOS)
@@ -178,3 +180,74 @@ def test_nodes_plan_rc_car_with_live_poses_and_skip_invalid_target(harness):
     assert plan.helpers == ["h0"] and all(
         a.helper == "h0" for a in plan.actions if a.needs_helper)
     assert math.isclose(plan.root_pose.x, live[plan.root_module].x)
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("schedule,full", [("pipelined", False), ("sequential", False),
+                                           ("staged", True), ("pipelined", True)])
+def test_reconfiguration_plan_of_the_node_equals_the_cli_plan(schedule, full, ros_context,
+                                                              capsys):
+    """`plan` and `run` show the same reconfiguration plan (issue 15): task_assignment
+    (as `run` starts it, `-p schedule:=MODE`) publishes for the walker's target with its
+    start connections exactly what `smores-assemble plan --json --schedule MODE
+    [--full-disassembly]` prints, undocking stages and schedule mode included."""
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.cli import main
+    from smores_assembly.planning import Plan
+
+    path = SCENARIOS / "walker_to_manipulator.yaml"
+    args = ["plan", str(path), "--json", "--schedule", schedule]
+    assert main(args + (["--full-disassembly"] if full else [])) == 0
+    cli_plan = Plan.from_dict(json.loads(capsys.readouterr().out))
+    assert cli_plan.schedule == schedule and cli_plan.method == ("full" if full else "reuse")
+    assert cli_plan.undocks and cli_plan.num_undock_stages >= 1
+    h = Harness(ros_context,
+                parameter_overrides=[Parameter("schedule", value=schedule)])
+    try:
+        sc = load_scenario(path)
+        h.states = states_msg(sc.modules)
+        target = scenario_to_target_msg(sc, stamp=Time(sec=5))
+        target.full_disassembly = full
+        h.target_pub.publish(target)
+        h.spin_until(lambda: plan_for(h, sc.name))
+        node_plan = msg_to_plan(plan_for(h, sc.name)[-1])
+    finally:
+        h.close()
+    # the message carries the goals of the modules that dock (and the root's), not those of
+    # the other kept modules: compare what the executive receives
+    assert node_plan == msg_to_plan(plan_to_msg(cli_plan))
+    assert (node_plan.stages, node_plan.undocks, node_plan.kept) == \
+        (cli_plan.stages, cli_plan.undocks, cli_plan.kept)
+    if schedule == "sequential":  # one dock per stage after the undocking stages
+        assert all(len(st) == 1 for st in node_plan.stages[node_plan.num_undock_stages:])
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["reuse", "full"])
+def test_pipelined_reconfiguration_from_the_message_stages_like_the_core(full):
+    """The navigation reads the plan from the message, which has no goals for the kept
+    modules other than the root: completed with where they stand (with_kept_goals), every
+    pipelined stage's problem (zones, staging poses, direct modules) equals the core
+    plan's (a dock onto a kept parent raised KeyError in the walker's run)."""
+    from smores_assembly.reconfigure import (plan_reconfiguration, snap_structures,
+                                             with_kept_goals)
+    from smores_assembly.staging import staging_problem
+
+    sc = load_scenario(SCENARIOS / "walker_to_manipulator.yaml")
+    core = with_schedule(plan_reconfiguration(sc, method="full" if full else "reuse"),
+                         "pipelined")
+    received = msg_to_plan(plan_to_msg(core))
+    poses = snap_structures(sorted(sc.initial_connections), sc.modules, sc.module_width)
+    if not full:
+        assert set(core.kept) - set(received.goals), "the message lost no kept goal"
+    done = with_kept_goals(received, poses)
+    assert set(core.goals) <= set(done.goals)
+    for m in core.goals:
+        assert done.goals[m].distance_to(core.goals[m]) < 1e-9, m
+    for k in range(len(core.stages)):
+        a = staging_problem(core, k, poses, (), 0.04)
+        b = staging_problem(done, k, poses, (), 0.04)
+        assert set(a.zones) == set(b.zones) and a.direct == b.direct
+        assert set(a.staging) == set(b.staging)
+        for m, (cur, goal) in a.staging.items():
+            assert cur == b.staging[m][0] and goal.distance_to(b.staging[m][1]) < 1e-9, m

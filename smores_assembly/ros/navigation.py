@@ -77,6 +77,7 @@ from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
+from smores_assembly.reconfigure import with_kept_goals
 from smores_assembly.staging import StagingSettings, plan_stage_pipelined, staging_problem
 from smores_assembly.vocabulary import Phase
 
@@ -260,7 +261,10 @@ class NavigationNode(Node):
         zones: list = []
         direct: set[str] = set()
         if plan.schedule == "pipelined":
-            sp = staging_problem(plan, k, self._poses, self._docked, s.predock_standoff,
+            # a reconfiguration's kept modules: their goals are where they stand (the
+            # plan message has none for them)
+            sp = staging_problem(with_kept_goals(plan, self._poses), k, self._poses,
+                                 self._docked, s.predock_standoff,
                                  self.staging_settings, s.module_width)
             direct = {m for m in sp.direct if m in moving}
             for m in direct:

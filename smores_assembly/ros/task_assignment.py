@@ -18,7 +18,8 @@ Publishes:
 A target with ``start_connections`` (a reconfiguration) is planned by
 :func:`smores_assembly.reconfigure.plan_reconfiguration` (``full_disassembly``: the paper's
 method, else keeping the largest common part); its root is the kept part's, not the root
-selection's, and its schedule is the staged one.
+selection's, and its docking stages run in the ``schedule`` mode like any plan (the
+undocking stages stay before them, :func:`~smores_assembly.planning.with_schedule`).
 
 The plan's schedule mode is the ``schedule`` parameter (``sequential | staged |
 pipelined``, :func:`~smores_assembly.planning.with_schedule`). Planning errors (e.g. a
@@ -115,8 +116,8 @@ class TaskAssignmentNode(StatesOnDemandNode):
                     scenario, modules=poses,
                     method="full" if target.full_disassembly else "reuse")
             else:
-                plan = with_schedule(plan_assembly(scenario, root=msg_to_root(self._root)),
-                                     self.settings.schedule)
+                plan = plan_assembly(scenario, root=msg_to_root(self._root))
+            plan = with_schedule(plan, self.settings.schedule)
         except (PlanningError, ScenarioError) as exc:
             self.get_logger().error(f"target {target.name!r}: cannot plan: {exc}")
             return

@@ -35,6 +35,7 @@ DEFAULT_TIMEOUT_S = 900.0
 
 def run(args) -> int:
     """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
+    from smores_assembly.cli import check_full_disassembly
     from smores_assembly.planning import with_schedule
     from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
@@ -44,11 +45,11 @@ def run(args) -> int:
     t_wall0 = time.monotonic()
     try:
         scenario = load_scenario(args.scenario)
+        check_full_disassembly(args, scenario)
         # as task_assignment will plan it (the progress and approval show its stages)
         plan = plan_reconfiguration(
             scenario, method="full" if getattr(args, "full_disassembly", False) else "reuse")
-        if plan.method == "assembly":
-            plan = with_schedule(plan, getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
+        plan = with_schedule(plan, getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
         if getattr(args, "backend", None) == "mujoco" and scenario.initial_connections:
             # refused before anything starts (the fake hardware would exit at start-up)
             raise InputError("--backend mujoco: start structures (initial.connections) "
