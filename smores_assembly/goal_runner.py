@@ -74,14 +74,26 @@ class PlanInfo:
     """What the runner needs of a received plan.
 
     Attributes:
-        stages: ``stages[k]`` = moving modules of stage k (may be empty: nothing to dock).
+        stages: ``stages[k]`` = moving modules of stage k (may be empty: nothing to dock);
+            a reconfiguration's undocking stages come first.
         summary: one line describing the plan (root, docks, cost).
         msg: the port's plan object, handed back in :attr:`Outcome.plan`.
+        undocks: how many of the stages' entries are undocking actions (a
+            reconfiguration), counted apart from the docks in the outcome's message.
+        undock_stages: how many of the first stages are undocking stages (logged as such).
     """
 
     stages: list[list[str]]
     summary: str
     msg: Any = None
+    undocks: int = 0
+    undock_stages: int = 0
+
+
+def _what(info: PlanInfo, stage: int) -> str:
+    """The modules of ``stage`` for the log (``undock m4, m5`` in an undocking stage)."""
+    names = ", ".join(info.stages[stage])
+    return f"undock {names}" if stage < info.undock_stages else names
 
 
 class GoalPort(Protocol):
@@ -311,7 +323,7 @@ class GoalRunner:
         stage = seq.start(port.now())
         port.publish_stage(stage)
         if stage >= 0:
-            port.log("info", f"stage 1/{seq.num_stages}: {', '.join(stages[0])}")
+            port.log("info", f"stage 1/{seq.num_stages}: {_what(info, 0)}")
         last_fb = None
         while True:
             if goal.cancel_requested:
@@ -326,11 +338,13 @@ class GoalRunner:
                                      f"{rec.end - rec.start:.1f} s")
                 if stage >= 0:
                     port.log("info", f"stage {stage + 1}/{seq.num_stages}: "
-                                     f"{', '.join(stages[stage])}")
+                                     f"{_what(info, stage)}")
             if seq.state is SeqState.SUCCEEDED:
-                docks = sum(len(s) for s in stages)
-                what = (f"{docks} docks in {seq.num_stages} stages" if docks
-                        else "one-module target, nothing to dock")
+                docks = sum(len(s) for s in stages) - info.undocks
+                what = (f"{docks} docks"
+                        + (f" and {info.undocks} undocks" if info.undocks else "")
+                        + f" in {seq.num_stages} stages" if docks or info.undocks
+                        else "nothing to dock (one-module target, or already assembled)")
                 return Outcome(ErrorCode.NONE, f"target '{name}' assembled: {what}, "
                                                f"{seq.elapsed:.1f} s", seq.elapsed, plan)
             if seq.state is SeqState.FAILED:

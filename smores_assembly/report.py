@@ -12,6 +12,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
 from smores_assembly.vocabulary import PHASE_COLOURS, Phase
@@ -169,8 +170,9 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
 
 def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
                   stage_bounds: list[tuple[float, float]] | None = None,
-                  title: str = "", groups: list[str] | None = None) -> None:
-    """One row per docking action, coloured by phase, time on x [s].
+                  title: str = "", groups: list[str] | None = None,
+                  stage_labels: Sequence[str] | None = None) -> None:
+    """One row per docking (or undocking) action, coloured by phase, time on x [s].
 
     Args:
         rows: (label, intervals) per action, top to bottom.
@@ -179,6 +181,7 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
             consecutive. With more than :data:`MANY_ROWS` rows (issue 16: 100 docks made
             a 50-inch figure of unreadable labels) each group is one labelled band, its
             actions thin rows inside it in the given order.
+        stage_labels: the stage bands' labels (default ``stage k``).
 
     Raises:
         ValueError: ``groups`` does not have one label per row.
@@ -218,8 +221,9 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     for k, (lo, hi) in enumerate(stage_bounds or []):
         ax.axvspan(lo, hi, color="#f0f0f0" if k % 2 == 0 else "#e0e0e0", zorder=0)
         if not grouped:
-            ax.text((lo + hi) / 2, len(rows) - 0.45, f"stage {k + 1}", ha="center",
-                    fontsize=7)
+            label = (stage_labels[k] if stage_labels is not None and k < len(stage_labels)
+                     else f"stage {k + 1}")
+            ax.text((lo + hi) / 2, len(rows) - 0.45, label, ha="center", fontsize=7)
     used = set()
     for r, (label, ivs) in enumerate(rows):
         for iv in ivs:

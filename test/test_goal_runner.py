@@ -280,3 +280,48 @@ def test_no_states_is_reported():
     port = FakePort({})
     out = _run(GoalRunner(port, _settings(states_timeout_s=0.5)), PAIR)
     assert out.code is ErrorCode.NO_STATES
+
+
+class ReconfPort(FakePort):
+    """A reconfiguration's plan: undocking stages first, undocks end UNDOCKED."""
+
+    def plan_locally(self, scenario, poses) -> None:
+        from smores_assembly.reconfigure import plan_reconfiguration
+        self._plan = plan_reconfiguration(scenario, modules=poses, method="full")
+
+    def received_plan(self):
+        info = super().received_plan()
+        if info is None:
+            return None
+        plan = self._plan
+        for u in plan.undocks:
+            info.stages[u.stage].append(u.module)
+        return PlanInfo(info.stages, "fake", plan, undocks=len(plan.undocks),
+                        undock_stages=plan.num_undock_stages)
+
+    def phases(self, stage: int) -> dict[str, str]:
+        out = super().phases(stage)
+        start = self._stage_start.get(stage)
+        for u in self._plan.undocks:
+            if u.stage == stage and start is not None:
+                out[u.module] = (Phase.UNDOCKED if self.t - start >= self.dock_s
+                                 else Phase.UNDOCK)
+        return out
+
+
+def test_undocks_are_counted_apart_from_docks():
+    """A full disassembly of a two-module structure (m1's LEFT face on m0's TOP) into a
+    TOP/BOTTOM pair: 1 undock then 1 dock; the outcome and the stage log say which is
+    which ("1 docks and 1 undocks in 2 stages", "undock m1")."""
+    conn = {**PAIR, "modules": {"m0": [0.0, 0.0, 0.0], "m1": [0.08, 0.0, 1.5707963267948966],
+                                "m2": [-0.4, 0.0, 0.0]},
+            "initial": {"connections": [["m0.TOP", "m1.LEFT"]]}}
+    port = ReconfPort(_poses(conn), dock_s=3.0)
+    out = _run(GoalRunner(port, _settings()), conn)
+    assert out.code is ErrorCode.NONE, out.message
+    assert len(port._plan.undocks) == 1 and len(port._plan.actions) == 1
+    assert "1 docks and 1 undocks in 2 stages" in out.message, out.message
+    assert out.elapsed_s == pytest.approx(6.0, abs=0.12)
+    [undock_line] = [t for _, t in port.logs if t.startswith("stage 1/2: ")]
+    assert undock_line == f"stage 1/2: undock {port._plan.undocks[0].module}"
+    assert any(t.startswith("stage 2/2: ") and "undock" not in t for _, t in port.logs)

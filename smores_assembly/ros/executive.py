@@ -256,9 +256,14 @@ class ExecutiveNode(Node):
         except InputError as exc:
             self.get_logger().error(f"{names.PLAN} refused: {exc}")
             return None
+        undock_stages = len({u.stage for u in plan.undocks})
         return PlanInfo(stages, f"root {plan.root.root_module} as {plan.root.centroid_node}, "
-                                f"{len(plan.actions)} docks in {plan.num_stages} stages, "
-                                f"assignment cost {plan.total_cost_m:.3f} m", plan)
+                                f"{len(plan.actions)} docks"
+                                + (f" after {len(plan.undocks)} undocks "
+                                   f"({undock_stages} stages)" if plan.undocks else "")
+                                + f" in {plan.num_stages} stages, "
+                                f"assignment cost {plan.total_cost_m:.3f} m", plan,
+                        undocks=len(plan.undocks), undock_stages=undock_stages)
 
     def publish_stage(self, stage: int) -> None:
         self._publish_stage(stage)

@@ -14,10 +14,17 @@ def say(msg: str) -> None:
 
 
 def print_plan(plan) -> None:
-    """Print the plan's root, total travel [m] and each stage's docks (``--approve``)."""
+    """Print the plan's root, total travel [m] and each stage's docks, or undocks in a
+    reconfiguration's undocking stage (``--approve``)."""
     say(f"plan: root {plan.root_module} ({plan.root_node}), total travel "
         f"{plan.total_cost_m:.3f} m")
     for k, stage in enumerate(plan.stages):
+        undocks = [u for u in getattr(plan, "undocks", ()) if u.stage == k]
+        if undocks:
+            say(f"  stage {k + 1} (undocking): " + "; ".join(
+                f"{u.module} {u.face.value} off {u.from_module} {u.from_face.value}"
+                for u in undocks))
+            continue
         acts = [a for a in plan.actions if a.stage == k]
         say(f"  stage {k + 1}: " + "; ".join(
             f"{a.module} {a.child_face.value} -> {a.parent_module} {a.parent_face.value}"

@@ -149,6 +149,9 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
         "missing_connections": sorted([sorted([f"{m}.{f}" for m, f in c])
                                        for c in expected - formed]),
         "actions": actions,
+        "num_docks": len(plan.actions),
+        "num_undocks": len(getattr(plan, "undocks", [])),
+        "num_undock_stages": getattr(plan, "num_undock_stages", 0),
         "method": getattr(plan, "method", "assembly"),
         "kept": list(getattr(plan, "kept", [])),
         "undocks": undocks,
@@ -186,8 +189,13 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
         plot_timeline(out / "timeline.png", rows, groups=groups, stage_bounds=[
                       (lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
                       title=f"{scenario.name}: "
-                            + ("undocking and docking" if getattr(plan, "undocks", None)
-                               else "docking") + " actions by phase")
+                            + (f"{len(plan.undocks)} undocks and {len(plan.actions)} docks"
+                               if getattr(plan, "undocks", None)
+                               else f"{len(plan.actions)} docking actions") + " by phase",
+                      stage_labels=[
+                          f"stage {k + 1}" + (" (undock)" if k < getattr(
+                              plan, "num_undock_stages", 0) else "")
+                          for k in range(len(plan.stages))])
     except Exception as exc:  # a plotting problem must not hide the result
         say(f"warning: could not draw the pictures: {exc}")
 
