@@ -54,3 +54,36 @@ def test_walker_reconfigures_into_the_manipulator(full, tmp_path, ros_domain):
     for a in report["actions"]:
         assert [p["phase"] for p in a["phases"]][-1] == "DOCKED", a
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+
+
+WHEEL_UNDOCK = REPO / "test" / "data" / "wheel_undock.yaml"
+
+
+def test_wheel_face_undock_slides_off_and_the_module_docks_again(tmp_path, ros_domain):
+    """m2 is docked with its LEFT (wheel) face to m1's TOP: reuse keeps m0-m1, m2 slides
+    off along the face (straight along its heading), parks, and docks again with its BOTTOM
+    face (1 undock, 1 dock; ~40 s simulated). Judged by the fake hardware's connections."""
+    scenario = load_scenario(WHEEL_UNDOCK)
+    plan = plan_reconfiguration(scenario, method="reuse")
+    assert [(u.module, u.face.value, u.from_module, u.from_face.value) for u in plan.undocks] \
+        == [("m2", "LEFT", "m1", "TOP")] and sorted(plan.kept) == ["m0", "m1"]
+    r = _run(WHEEL_UNDOCK, tmp_path)
+    report_file = tmp_path / "report.json"
+    assert report_file.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(report_file.read_text())
+    assert r.returncode == 0, (report["error"], r.stdout[-3000:])
+    formed = {frozenset(c) for c in report["connections"]}
+    assert formed == _target_edges(report, scenario) == {
+        frozenset({"m0.TOP", "m1.BOTTOM"}), frozenset({"m1.TOP", "m2.BOTTOM"})}
+    assert report["collisions"] == [] and report["missing_connections"] == []
+    assert (report["method"], report["kept"]) == ("reuse", ["m0", "m1"])
+    assert (report["num_undocks"], report["num_docks"]) == (1, 1)
+    [u] = report["undocks"]
+    assert (u["module"], u["face"]) == ("m2", "LEFT")
+    phases = [p["phase"] for p in u["phases"]]
+    assert "UNDOCK" in phases and phases[-1] == "UNDOCKED", phases
+    [a] = report["actions"]
+    assert a["module"] == "m2" and [p["phase"] for p in a["phases"]][-1] == "DOCKED"
+    # the kept pair never moved: m2's new BOTTOM dock is at the plan's goal
+    assert all(e["position_mm"] < 5.0 for e in report["final_errors"].values()), \
+        report["final_errors"]
