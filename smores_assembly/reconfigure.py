@@ -31,8 +31,11 @@ Steps of :func:`plan_reconfiguration`:
    nodes are assigned by Kuhn-Munkres to the modules at their poses after the disassembly,
    and the parallel schedule runs after the undocking stages.
 
-A reuse plan that cannot be built (a kept node in a dock's corridor, a blocked lane) falls
-back to the next smaller common part, and finally to full disassembly.
+A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`) and
+the one with the fewest stages is kept (then the fewest actions, then the larger part): a
+smaller kept part can need fewer stages than the largest one, whose leftover branches
+undock one after the other. A reuse plan that cannot be built (a kept node in a dock's
+corridor, a blocked lane) is skipped; when none can, full disassembly.
 """
 from __future__ import annotations
 
@@ -53,8 +56,13 @@ from smores_assembly.topology import tree_centroid, unfold
 __all__ = ["ReconfigurationSettings", "common_parts", "plan_disassembly",
            "plan_reconfiguration", "with_kept_goals", "METHODS"]
 
-#: ``reuse``: keep the largest common part; ``full``: the paper's full disassembly.
+#: ``reuse``: keep a common part (the fewest stages among the largest); ``full``: the paper's
+#: full disassembly.
 METHODS = ("reuse", "full")
+
+#: How many common parts (largest first) a reuse plan is built for; the one with the
+#: fewest stages is kept.
+MAX_PARTS = 16
 
 
 @dataclass(frozen=True)
@@ -399,7 +407,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
             unless ``connections`` is given.
         connections: the connections that exist now (e.g. from the hardware).
         modules: current module poses overriding the scenario's.
-        method: ``"reuse"`` (keep the largest common part, the default) or ``"full"``
+        method: ``"reuse"`` (keep a common part, the default) or ``"full"``
             (the paper's full disassembly, then the parallel assembly).
 
     Returns:
@@ -430,12 +438,21 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
     s = settings or ReconfigurationSettings()
     tried: list[str] = []
     if method == "reuse":
-        for part in common_parts(conns, scenario.nodes, scenario.edges,
-                                 exclude=scenario.helpers)[:12]:
+        best: tuple[tuple, Plan] | None = None
+        for k, part in enumerate(common_parts(conns, scenario.nodes, scenario.edges,
+                                              exclude=scenario.helpers)[:MAX_PARTS]):
             try:
-                return _plan_with_kept(scenario, conns, mods, part, s)
+                plan = _plan_with_kept(scenario, conns, mods, part, s)
             except PlanningError as exc:
                 tried.append(f"keeping {sorted(part.values())}: {exc}")
+                continue
+            # fewest stages (each stage waits for its slowest action), then fewest
+            # actions, then the larger part (the list's order)
+            key = (len(plan.stages), len(plan.undocks) + len(plan.actions), k)
+            if best is None or key < best[0]:
+                best = (key, plan)
+        if best is not None:
+            return best[1]
     try:
         return _plan_full(scenario, conns, mods, s)
     except PlanningError as exc:

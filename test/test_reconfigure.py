@@ -325,6 +325,36 @@ def test_reuse_never_undocks_more_than_full_disassembly():
         assert len(reuse.actions) <= len(full.actions)
 
 
+def test_reuse_keeps_the_common_part_with_the_fewest_stages():
+    """Every common part's reuse plan is built (brute force over the parts the planner may
+    consider): the chosen plan has the fewest stages of them all; on some pairs that is
+    fewer than the plan keeping the largest part (issue 15 bench: the largest part's
+    leftover branches undocked one after another)."""
+    from smores_assembly import reconfigure as rc
+
+    rng = random.Random(21)
+    fewer = 0
+    for trial in range(15):
+        s = _random_pair(rng, rng.randint(6, 10))
+        plan = plan_reconfiguration(s, method="reuse")
+        conns = sorted(s.initial_connections)
+        mods = snap_structures(conns, s.modules, s.module_width)
+        counts = []
+        for part in common_parts(conns, s.nodes, s.edges)[:rc.MAX_PARTS]:
+            try:
+                counts.append(len(rc._plan_with_kept(s, conns, mods, part,
+                                                     rc.ReconfigurationSettings()).stages))
+            except PlanningError:
+                counts.append(None)
+        built = [c for c in counts if c is not None]
+        if not built:
+            assert plan.method == "full", trial
+            continue
+        assert plan.method == "reuse" and len(plan.stages) == min(built), (trial, counts)
+        fewer += counts[0] is not None and min(built) < counts[0]
+    assert fewer >= 1
+
+
 def test_unknown_method_and_unknown_module_refused():
     s = load_scenario(WALKER)
     with pytest.raises(PlanningError, match="method: unknown"):
