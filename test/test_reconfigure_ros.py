@@ -84,6 +84,9 @@ def test_wheel_face_undock_slides_off_and_the_module_docks_again(tmp_path, ros_d
     assert "UNDOCK" in phases and phases[-1] == "UNDOCKED", phases
     [a] = report["actions"]
     assert a["module"] == "m2" and [p["phase"] for p in a["phases"]][-1] == "DOCKED"
-    # the kept pair never moved: m2's new BOTTOM dock is at the plan's goal
+    # every module has a goal (kept m0 too, whose goal the plan message does not carry):
+    # the kept pair did not move, m2's new BOTTOM dock is at the plan's goal
+    assert set(report["final_errors"]) == {"m0", "m1", "m2"}
     assert all(e["position_mm"] < 5.0 for e in report["final_errors"].values()), \
         report["final_errors"]
+    assert (tmp_path / "trajectories.png").read_bytes()[:4] == b"\x89PNG"

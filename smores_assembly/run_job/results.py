@@ -69,8 +69,11 @@ def judge(plan, result, connections_msg, error: str, scenario=None) -> Verdict:
     ``scenario``, every target edge (a reconfiguration's kept ones included)."""
     if result is not None and (result.plan.actions or result.plan.undocks):
         # The plan the stack executed (made from mocap poses) is the one to judge against.
+        from smores_assembly.reconfigure import with_kept_goals
         from smores_assembly.ros.convert import msg_to_plan
-        plan = msg_to_plan(result.plan)
+        # the message has no goals for kept modules besides the root: the run's own plan
+        # (file poses) has them (final pose errors, trajectory picture)
+        plan = with_kept_goals(msg_to_plan(result.plan), getattr(plan, "goals", {}))
     formed = set()
     if connections_msg is not None:
         formed = {connection_key(c.module_a, c.face_a, c.module_b, c.face_b)
