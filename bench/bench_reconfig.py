@@ -3,7 +3,8 @@
 Cases: ``walker_to_manipulator.yaml`` and ``--n`` random pairs: a start structure that is a
 random planar tree of 6-10 modules (:func:`smores_assembly.topology.random_planar_tree`,
 assembled at a random pose) and a random target tree of the same size, plus one spare
-module far away that can help with wheel-face docks. Each case is planned with both
+module ``h0`` far away, declared as the helper of wheel-face docks (the fake hardware takes
+helper commands only from declared helpers). Each case is planned with both
 methods (``smores-assemble plan [--full-disassembly]``: exit 2 = refused at plan time, with
 the reason) and run end to end on the fake hardware (``smores-assemble run``; the
 reconfiguration time is the report's ``assembly_time_s``: simulated s from the first stage's
@@ -41,7 +42,7 @@ WIDTH = 0.08
 
 def make_pair(n: int, seed: int) -> dict:
     """A random reconfiguration (scenario dict): start tree of ``n`` modules, target tree
-    of ``n`` nodes, one spare module ``h0``."""
+    of ``n`` nodes, one helping module ``h0``."""
     rng = random.Random(seed)
     mods, medges = random_planar_tree(n, seed=rng.randrange(1 << 30), prefix="m")
     nodes, edges = random_planar_tree(n, seed=rng.randrange(1 << 30), prefix="n")
@@ -52,7 +53,7 @@ def make_pair(n: int, seed: int) -> dict:
     return {"name": f"reconf_{n}_{seed}", "source": "bench_reconfig random pair",
             "module_width": WIDTH,
             "target": {"nodes": list(nodes), "edges": [e.to_dict() for e in edges]},
-            "modules": modules,
+            "modules": modules, "helpers": ["h0"],
             "initial": {"connections": [[f"{e.parent}.{e.parent_face.value}",
                                          f"{e.child}.{e.child_face.value}"] for e in medges]}}
 

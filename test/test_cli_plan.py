@@ -197,3 +197,25 @@ def test_full_disassembly_without_initial_block_is_refused(command, capsys, tmp_
     walker = str(SCENARIOS / "walker_to_manipulator.yaml")
     assert main(["plan", walker, "--full-disassembly", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["method"] == "full"
+
+
+def test_run_refuses_a_plan_whose_spare_helper_the_fake_hardware_would_refuse(capsys,
+                                                                              tmp_path):
+    """rc_car without its `helpers:` line: the planner uses a spare module to carry the
+    wheel-face docks, the fake hardware takes helper commands only from declared helpers
+    (its LIFT was refused mid-run in bench_reconfig): `run` refuses before starting."""
+    from smores_assembly import run_job
+
+    text = (SCENARIOS / "rc_car.yaml").read_text()
+    assert "helpers: [h0]\n" in text
+    path = tmp_path / "rc_car_spare.yaml"
+    path.write_text(text.replace("helpers: [h0]\n", ""))
+    # the plan itself is fine (plan shows it): a spare module helps
+    assert main(["plan", str(path), "--json"]) == 0
+    [spare] = json.loads(capsys.readouterr().out)["helpers"]
+    out = tmp_path / "out"
+    status = run_job.run(build_parser().parse_args(["run", str(path), "--out", str(out)]))
+    err = " ".join(capsys.readouterr().err.split())
+    assert status == 2, err
+    assert err.startswith(f"smores-assemble: error: helpers: the plan uses {spare} (spare)")
+    assert f"add {spare} to 'helpers:'" in err and not out.exists()

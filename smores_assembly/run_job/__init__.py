@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_S = 900.0
 def run(args) -> int:
     """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
     from smores_assembly.cli import check_full_disassembly
-    from smores_assembly.planning import with_schedule
+    from smores_assembly.planning import PlanningError, with_schedule
     from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
     from smores_assembly.run_job.stack import ALL_NODES, check_namespace, select_nodes
@@ -57,6 +57,15 @@ def run(args) -> int:
                              "kinematic one")
         namespace = check_namespace(getattr(args, "namespace", None) or "")
         local = select_nodes(getattr(args, "nodes", None))
+        undeclared = [h for h in plan.helpers if h not in scenario.helpers]
+        if undeclared and "fake_hardware" in local:
+            # the plan may use spare modules as helpers; the fake hardware accepts helper
+            # commands only from the scenario's helpers (its LIFT would be refused mid-run)
+            raise PlanningError(
+                f"helpers: the plan uses {', '.join(undeclared)} (spare) to carry "
+                f"wheel-face docks, but {args.scenario} declares helpers "
+                f"{list(scenario.helpers)} and the fake hardware takes helper commands only "
+                f"from those; add {', '.join(undeclared)} to 'helpers:'")
         if getattr(args, "params_file", None):
             from smores_assembly.param_check import check_params_file, default_readers
             if not Path(args.params_file).is_file():
