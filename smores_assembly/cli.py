@@ -23,6 +23,7 @@ import math
 import os
 import sys
 
+from smores_assembly.argtypes import bounded
 from smores_assembly.errors import InputError, SmoresError
 from smores_assembly.staging import SCHEDULES
 
@@ -33,34 +34,9 @@ PROG = "smores-assemble"
 RUN_DEFAULT_TIMEOUT_S = 900.0
 
 
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0.0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return v
-
-
-def _non_negative(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v < 0.0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return v
-
-
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= v <= 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2^31-1], got {text!r}")
-    return v
+_positive = bounded(float, lo=0.0, lo_open=True)
+_non_negative = bounded(float, lo=0.0)
+_seed = bounded(int, lo=0, hi=2**31 - 1)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ import yaml
 import math
 import os
 
+from smores_assembly.argtypes import bounded
 from smores_assembly.errors import InputError
 from smores_assembly.yaml_io import DuplicateKeyError, YamlError, read_yaml_file
 from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
@@ -48,31 +49,9 @@ def _check_keys(d: dict, where: str, allowed: tuple[str, ...]) -> None:
                                f"{', '.join(allowed)})")
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
-
-
-def _at_least_one(text: str) -> float:
-    v = _non_negative_float(text)
-    if v < 1.0:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return v
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v >= 0.0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return v
+_non_negative_int = bounded(int, lo=0)
+_at_least_one = bounded(float, lo=1.0)
+_non_negative_float = bounded(float, lo=0.0)
 
 
 def load_instance(data: dict) -> tuple[Grid, dict, dict]:

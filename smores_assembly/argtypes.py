@@ -1,0 +1,43 @@
+"""Command-line value types with bounds (``argparse`` ``type=`` callables), one definition
+for every CLI of the package (no ROS imports)."""
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+
+def bounded(kind: type = float, lo: float | None = None, hi: float | None = None,
+            lo_open: bool = False) -> Callable[[str], float]:
+    """An ``argparse`` type that parses ``kind`` (``float`` or ``int``) and accepts values
+    in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``; an absent bound is unbounded; floats
+    must be finite). A refusal names the allowed range and the text given, e.g.
+    ``expected a number > 0, got 'x'``.
+
+    Raises:
+        argparse.ArgumentTypeError: from the returned callable, on a bad value.
+    """
+    noun = "an integer" if kind is int else "a number"
+    if lo is not None and hi is not None:
+        left = "(" if lo_open else "["
+        want = f"{noun} in {left}{lo:g}, {hi:g}]"
+    elif lo is not None:
+        want = f"{noun} {'>' if lo_open else '>='} {lo:g}"
+    elif hi is not None:
+        want = f"{noun} <= {hi:g}"
+    else:
+        want = noun
+
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        ok = (math.isfinite(v)
+              and (lo is None or (v > lo if lo_open else v >= lo))
+              and (hi is None or v <= hi))
+        if not ok:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return v
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid <name> value"
+    return parse

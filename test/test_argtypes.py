@@ -1,0 +1,34 @@
+"""argtypes.bounded: the one bounded-number type of every CLI (run, plan, navigation)."""
+import argparse
+import math
+
+import pytest
+
+from smores_assembly.argtypes import bounded
+
+
+@pytest.mark.parametrize("kind,lo,hi,lo_open,good,bad", [
+    (float, 0.0, None, True, ["1e-9", "3", "2.5"], ["0", "-1", "nan", "inf", "x"]),
+    (float, 0.0, None, False, ["0", "7.5"], ["-0.1", "inf", "nan", ""]),
+    (float, 1.0, None, False, ["1", "1.3"], ["0.99", "-inf"]),
+    (int, 0, 2**31 - 1, False, ["0", str(2**31 - 1)], [str(2**31), "-1", "1.5", "x"]),
+])
+def test_accepts_exactly_the_range(kind, lo, hi, lo_open, good, bad):
+    parse = bounded(kind, lo=lo, hi=hi, lo_open=lo_open)
+    for text in good:
+        v = parse(text)
+        assert type(v) is kind and v == kind(text)
+        assert (v > lo if lo_open else v >= lo) and (hi is None or v <= hi)
+        assert math.isfinite(v)
+    for text in bad:
+        with pytest.raises(argparse.ArgumentTypeError, match=repr(text).replace("(", r"\(")):
+            parse(text)
+
+
+def test_the_refusal_names_the_range_through_argparse(capsys):
+    ap = argparse.ArgumentParser(prog="p")
+    ap.add_argument("--timeout", type=bounded(float, lo=0.0, lo_open=True))
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--timeout", "-3"])
+    err = capsys.readouterr().err
+    assert "--timeout" in err and "expected a number > 0, got '-3'" in err
