@@ -223,7 +223,9 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         if not grouped:
             label = (stage_labels[k] if stage_labels is not None and k < len(stage_labels)
                      else f"stage {k + 1}")
-            ax.text((lo + hi) / 2, len(rows) - 0.45, label, ha="center", fontsize=7)
+            # inside the axes, above the top row (the y range below leaves room)
+            ax.text((lo + hi) / 2, len(rows) - 0.35, label, ha="center", va="center",
+                    fontsize=7, clip_on=True)
     used = set()
     for r, (label, ivs) in enumerate(rows):
         for iv in ivs:
@@ -240,6 +242,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     else:
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels([lab for lab, _ in reversed(rows)], fontsize=8)
+        # room for the stage labels inside the axes, clear of the title
+        ax.set_ylim(-0.6, len(rows) - 0.1 if stage_bounds else len(rows) - 0.4)
     ax.set_xlabel("time [s] (simulated)")
     ax.set_title(title or "docking actions by phase")
     handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
