@@ -171,3 +171,75 @@ def enclosure(start: Cell, occupied: Mapping[Cell, str]) -> tuple[set[Cell], lis
                 seen.add(c)
                 stack.append(c)
     return seen, sorted(walls)
+
+
+@dataclass(frozen=True)
+class LaneEntry:
+    """Where a dock's driven body can turn onto its docking axis (:func:`lane_entry`).
+
+    Attributes:
+        extra: distance [module widths] beyond the pre-dock pose of the nearest spot on the
+            axis where the body can turn (every occupied cell's centre ``clearance`` away)
+            reached without crossing an occupied cell; None when there is none.
+        blocking: nodes on the axis beyond the pre-dock pose that end the lane before such
+            a spot (at most one: the nearest), sorted.
+        beside: nodes standing within ``clearance`` of the axis between the pre-dock pose
+            and the end of the lane (they make it a lane: no turn there), sorted.
+    """
+
+    extra: float | None
+    blocking: tuple[str, ...] = ()
+    beside: tuple[str, ...] = ()
+
+
+def lane_entry(d: DockCorridor, occupied: Mapping[Cell, str], start: float, clearance: float,
+               limit: float, step: float = 0.05) -> LaneEntry:
+    """The turning spot of a dock on its own axis, or why there is none (issue 11).
+
+    The driven body (the moving module, or for a helper dock the helper carrying it one
+    width ahead) reaches its pre-dock pose by turning onto the docking axis where no module
+    is within ``clearance`` of its centre, then sliding straight in along the axis, flush
+    past modules beside it (the docking controller's staging pose,
+    :func:`smores_assembly.docking.control.staging_extra`, and the navigation's
+    :func:`smores_assembly.navigation.stage.clear_predock`). When modules stand beside the
+    pre-dock pose, that spot lies farther out along the axis; a module *on* the axis before
+    it ends the lane, and a spot more than ``limit`` out is never tried: the pre-dock pose
+    cannot be reached and the dock would only fail by retrying.
+
+    Positions are along ``d.normal`` from the final cell's centre, in module widths.
+
+    Args:
+        d: the dock's corridor (its cells on the unfolding grid).
+        occupied: cell -> node of the modules standing still while the dock runs.
+        start: axial position of the driven body's centre at the pre-dock pose
+            (``standoff / w``, plus 1 for a helper dock).
+        clearance: centre distance needed to turn in place [widths]; limit: farthest
+            extra distance tried [widths]; step: search step [widths].
+
+    Returns:
+        :class:`LaneEntry`. O(len(occupied) * limit / step).
+    """
+    (cx, cy), (nx_, ny_) = d.cell, d.normal
+    tx, ty = -ny_, nx_
+    rel = []
+    for (x, y), v in occupied.items():
+        if (x, y) == d.cell:
+            continue
+        a = (x - cx) * nx_ + (y - cy) * ny_
+        lat = (x - cx) * tx + (y - cy) * ty
+        rel.append((a, lat, v))
+    on_axis = sorted((a, v) for a, lat, v in rel if lat == 0 and a >= 1)
+    block = on_axis[0] if on_axis else None
+    k = 0
+    while k * step <= limit + 1e-9:
+        u = start + k * step
+        if block is not None and u + 0.5 > block[0] - 0.5 + 1e-9:
+            break  # the body would overlap the module that ends the lane
+        if all(math.hypot(a - u, lat) >= clearance - 1e-9 for a, lat, _ in rel):
+            return LaneEntry(extra=k * step)
+        k += 1
+    end = block[0] if block is not None else start + limit
+    beside = sorted({v for a, lat, v in rel if lat != 0 and abs(lat) < clearance
+                     and start - clearance < a < end + clearance})
+    return LaneEntry(extra=None, blocking=(block[1],) if block is not None else (),
+                     beside=tuple(beside))

@@ -28,12 +28,15 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from smores_assembly.corridors import (DEFAULT_STANDOFF, Cell, DockCorridor, corridor_halo,
-                                       dock_corridor, enclosure)
+                                       dock_corridor, enclosure, lane_entry)
 from smores_assembly.corridors import blockers as corridor_blockers
+from smores_assembly.docking.control import (PICKUP_CLEARANCE_WIDTHS, STAGING_LIMIT,
+                                             DockingSettings, dock_axis, free_pickup_faces)
 from smores_assembly.edge import Edge
 from smores_assembly.errors import InputError, ParamsError, PlanningError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
 from smores_assembly.params import check_ranges, param_field
+from smores_assembly.navigation.stage import carry_clearance
 from smores_assembly.scenario import Scenario
 from smores_assembly.staging import DEFAULT_SCHEDULE, check_schedule
 from smores_assembly.topology import grid_cell, rooted_edges, tree_centroid, unfold
@@ -625,10 +628,11 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     # A dock whose pre-dock pose the structure placed before it walls in gets a precedence
     # before one of the walls (one not after it already) and the stages are built again;
     # refused when no wall can wait (issue 11).
-    for _ in range(len(acts) + 1):
+    geo = _Geometry(width, standoff, goals, assignment, poses)
+    for _ in range(len(acts) * len(acts) + 1):  # one precedence more per round
         try:
             return _list_schedule(acts, order, key, prec, corr, cells, root_node, kept,
-                                  n_help, helper_pool, poses)
+                                  n_help, helper_pool, poses, geo)
         except _Enclosed as enc:
             v, walls = enc.node, enc.walls
             later = [w for w in walls if w in acts and not nx.has_path(prec, w, v)]
@@ -647,7 +651,7 @@ class _Enclosed(Exception):
 
 
 def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
-                   helper_pool, poses) -> tuple[list[list[str]], list[DockAction]]:
+                   helper_pool, poses, geo) -> tuple[list[list[str]], list[DockAction]]:
     """Stages by list scheduling (rule 3 of :func:`build_schedule`); raises
     :class:`_Enclosed` when a dock's pre-dock pose is walled in."""
     for a in acts.values():
@@ -675,7 +679,7 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
             chosen.append(v)
             halo.update(corridor_halo(corr[v]))
             helped += acts[v].needs_helper
-        _check_reachable(chosen, corr, acts, cells, placed_now)
+        _check_reachable(chosen, corr, acts, cells, placed_now, geo)
         stage_actions = [acts[v] for v in chosen]
         need = [a for a in stage_actions if a.needs_helper]
         if need:
@@ -699,22 +703,93 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
     return stages, actions
 
 
+@dataclass(frozen=True)
+class _Geometry:
+    """What the reachability checks of :func:`_check_reachable` need besides the grid."""
+
+    width: float
+    standoff: float
+    goals: Mapping[str, Pose2D]          # module -> goal pose (world)
+    assignment: Mapping[str, str]        # node -> module
+    poses: Mapping[str, Pose2D]          # module -> pose at planning time (world)
+
+
 def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
                      acts: Mapping[str, DockAction], cells: Mapping[str, tuple[int, int]],
-                     placed: Collection[str]) -> None:
-    """:class:`_Enclosed` when a dock's pre-dock pose (its outermost corridor cell) lies in
-    a region walled in by the nodes placed before its stage: no path leads there, and
-    the module would only find that out by retrying (issue 11)."""
+                     placed: Collection[str], geo: _Geometry) -> None:
+    """:class:`_Enclosed` when a dock of the stage ``chosen`` cannot reach its pre-dock
+    pose (issue 11), naming the nodes that stand in the way ("walls"):
+
+    * its pre-dock cell (outermost corridor cell) lies in a region walled in by the
+      nodes placed before its stage (:func:`~smores_assembly.corridors.enclosure`);
+    * its driven body (the module, or the helper carrying it) finds no spot on its docking
+      axis within the staging limit where it can turn, before a node on the axis ends the
+      lane (:func:`~smores_assembly.corridors.lane_entry`; the nodes placed before the
+      stage and the other docks of the stage stand still there);
+    * a helper dock's module has no side free for the helper to pick it up
+      (:func:`~smores_assembly.docking.control.free_pickup_faces`) among those nodes, from
+      the pose it has at planning time (it waits there: helper docks do not stage); unless
+      it stands on the cell of one of them (closer than a module width): the navigation
+      moves it aside before then, to a pose not known here.
+
+    The module would only find any of these out by retrying."""
     occupied = {cells[n]: n for n in placed}
+    ds = DockingSettings()
+    w = geo.width
     for v in chosen:
+        a = acts[v]
         inside = enclosure(corr[v].corridor[-1], occupied)
         if inside is not None:
             region, walls = inside
             raise _Enclosed(v, walls,
-                            f"action {acts[v].describe()}: its pre-dock pose (cell "
+                            f"action {a.describe()}: its pre-dock pose (cell "
                             f"{corr[v].corridor[-1]} in module widths from the root) lies in "
                             f"a region of {len(region)} cell(s) walled in by nodes {walls}: "
                             "the module cannot reach it")
+        still = dict(occupied)
+        still.update((cells[u], u) for u in chosen if u != v)
+        clearance = ds.obstacle_clearance
+        if a.needs_helper:
+            clearance = max(clearance + w, carry_clearance(w))
+        lane = lane_entry(corr[v], still, start=geo.standoff / w + (1 if a.needs_helper else 0),
+                          clearance=clearance / w, limit=STAGING_LIMIT / w)
+        if lane.extra is None:
+            walls = list(lane.blocking) + [u for u in lane.beside if u not in lane.blocking]
+            body = "the helper carrying it" if a.needs_helper else "the module"
+            why = (f"node(s) {list(lane.blocking)} on its docking axis end the lane"
+                   if lane.blocking else
+                   f"no spot within {STAGING_LIMIT} m beyond it is clear")
+            raise _Enclosed(v, walls,
+                            f"action {a.describe()}: its pre-dock pose (cell "
+                            f"{corr[v].corridor[-1]} in module widths from the root) can be "
+                            f"reached only along its lane, where {body} cannot turn "
+                            f"({clearance:.3f} m from every module) before {why}; nodes "
+                            f"{list(lane.beside)} stand beside the lane")
+        if a.needs_helper:
+            pose = geo.poses[a.module]
+            others = {u: geo.goals[geo.assignment[u]] for u in still.values()}
+            if any(math.hypot(p.x - pose.x, p.y - pose.y) < w - 1e-6
+                   for p in others.values()):
+                continue  # it stands on the structure's cells: moved aside before then
+            if not free_pickup_faces(pose, [(p.x, p.y) for p in others.values()], w,
+                                     ds.standoff):
+                walls = _pickup_walls(pose, others, w, ds.standoff)
+                raise _Enclosed(v, walls,
+                                f"action {a.describe()}: module {a.module!r} at "
+                                f"({pose.x:.3f}, {pose.y:.3f}) has no side free for its "
+                                f"helper to pick it up: nodes {walls} stand within "
+                                f"{PICKUP_CLEARANCE_WIDTHS * w:.3f} m of every pick-up pose")
+
+
+def _pickup_walls(module: Pose2D, others: Mapping[str, Pose2D], width: float,
+                  standoff: float) -> list[str]:
+    """The nodes of ``others`` (node -> pose) that block a pick-up pose of ``module``."""
+    out = set()
+    for f in Face:
+        p = dock_axis(module, f, width).body_pose(0.5 * width, standoff)
+        out.update(u for u, o in others.items()
+                   if math.hypot(p.x - o.x, p.y - o.y) < PICKUP_CLEARANCE_WIDTHS * width)
+    return sorted(out)
 
 
 def _infeasible_message(prec: "nx.DiGraph", acts: Mapping[str, DockAction],

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corridor_oracle import (TOL, corridor_violations, geometry_constrains, square_overlap,
-                             swept_bodies)
+from corridor_oracle import (TOL, confirm_refusal, corridor_violations, geometry_constrains,
+                             square_overlap, swept_bodies)
 from smores_assembly.geometry import Face, Pose2D
 from smores_assembly.planning import (Plan, PlanningError, RootChoice, assign_modules,
                                       plan_assembly, search_root, select_root_module)
@@ -195,7 +195,10 @@ def test_schedule_rules_on_random_trees():
                 assert len(sc.modules) == n
                 refused += 1
             else:
-                assert "approach corridor" in str(exc), exc
+                if "approach corridor" not in str(exc):
+                    # a dead-end lane, a walled-in pre-dock pose or no pick-up side:
+                    # the oracle agrees with the nodes placed before it
+                    confirm_refusal(sc, str(exc), named=True)
                 infeasible += 1
             continue
         planned += 1

@@ -408,9 +408,14 @@ def lane_neighbours(axis: DockAxis, face_offset: float, standoff: float, width: 
     return out
 
 
+#: Farthest distance [m] beyond the pre-dock pose tried for a staging pose on the docking
+#: axis (:func:`staging_extra`; the plan refuses a dock that would need more, issue 11).
+STAGING_LIMIT = 0.4
+
+
 def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
                   obstacles: Sequence[tuple[float, float]], clearance: float,
-                  step: float = 0.005, limit: float = 0.4) -> float:
+                  step: float = 0.005, limit: float = STAGING_LIMIT) -> float:
     """Extra distance [m] beyond ``standoff`` of the staging pose on the docking axis: the
     nearest pose ``axis.body_pose(face_offset, standoff + extra)`` whose centre is at least
     ``clearance`` [m] from every obstacle centre, so the body can turn there and then slide
@@ -434,6 +439,22 @@ def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
 PICKUP_CLEARANCE_WIDTHS = 1.625
 
 
+def free_pickup_faces(module: Pose2D, others: Sequence[tuple[float, float]], width: float,
+                      standoff: float) -> list[Face]:
+    """The faces of ``module`` from which a helper can pick it up: those whose helper pose
+    at ``standoff`` [m] (TOP face that far from the module's face, centre ``width +
+    standoff`` out) is farther than ``PICKUP_CLEARANCE_WIDTHS * width`` from every centre
+    in ``others`` [m] (``world``). The one rule of :func:`pickup_axis` and of the plan's
+    check (a helper dock whose module has no free side is refused, issue 11)."""
+    clearance = PICKUP_CLEARANCE_WIDTHS * width
+    out = []
+    for f in Face:
+        p = dock_axis(module, f, width).body_pose(0.5 * width, standoff)
+        if all(math.hypot(p.x - ox, p.y - oy) >= clearance for ox, oy in others):
+            out.append(f)
+    return out
+
+
 def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],
                 width: float, standoff: float) -> DockAxis:
     """The side from which a helper picks ``module`` up: the docking axis onto one of the
@@ -445,13 +466,12 @@ def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, fl
     the helper's pose with its face ``gap`` [m] from the module face is
     ``axis.body_pose(width / 2, gap)``.
     """
-    clearance = PICKUP_CLEARANCE_WIDTHS * width
+    free = free_pickup_faces(module, others, width, standoff)
     best: tuple[tuple[bool, float], DockAxis] | None = None
     for f in Face:
         ax = dock_axis(module, f, width)
         p = ax.body_pose(0.5 * width, standoff)
-        blocked = any(math.hypot(p.x - ox, p.y - oy) < clearance for ox, oy in others)
-        key = (blocked, p.distance_to(helper))
+        key = (f not in free, p.distance_to(helper))
         if best is None or key < best[0]:
             best = (key, ax)
     assert best is not None  # Face has four members
