@@ -382,3 +382,35 @@ def test_idle_modules_on_the_footprint_to_build_are_parked_outside_it(seed):
     assert owner not in plan2.moved_aside
     plan3 = plan_stage(moving, obstacles, s, fixed=["root"])
     assert not must & set(plan3.moved_aside)
+
+
+def test_pickup_pose_in_a_pocket_of_the_grid_is_reached():
+    """A helper's pick-up pose between its module (m5, fixed while it waits) and the
+    structure (m4, m6): 0.14 m from m5 and 0.2 m from the structure, room enough in the
+    plane, but every grid cell next to it is within the clearance of a fixed module
+    (bench_targets random_11_999975904: 'walled off by fixed structures', the helper drove
+    directly and ran into m2). The plan ends the helper on a reachable cell and a straight
+    final leg. Oracle: sampled every 1/20 of a leg, the helper's square at any of 8
+    headings overlaps no module standing still; the path ends at the pick-up pose."""
+    from smores_assembly.geometry import square_overlap
+    obs = {"m0": Pose2D(-0.427, -0.380, 1.404), "m1": Pose2D(0.051, -0.190, -1.573),
+           "m10": Pose2D(-0.426, -0.003, -1.560), "m2": Pose2D(-0.067, -0.020, 1.577),
+           "m3": Pose2D(-0.235, -0.031, 2.447), "m4": Pose2D(-0.287, -0.094, 2.464),
+           "m5": Pose2D(-0.092, -0.363, 0.378), "m6": Pose2D(-0.339, -0.156, -2.253),
+           "m7": Pose2D(0.016, -0.491, -0.838), "m8": Pose2D(-0.548, -0.242, -1.579),
+           "m9": Pose2D(-0.546, -0.379, 1.676)}
+    goal = Pose2D(-0.144, -0.232, -1.193)
+    moving = {"h0": (Pose2D(-0.148, 0.081, -2.243), goal)}
+    sp = plan_stage(moving, obs, NavSettings(), fixed={"m10", "m3", "m4", "m5", "m6"})
+    assert sp.paths["h0"][-1][1] == goal
+    still = {o: p for o, p in obs.items() if o not in sp.paths}
+    worst = -1.0
+    for path in sp.paths.values():
+        for (_, a), (_, b) in zip(path, path[1:]):
+            for k in range(21):
+                x, y = a.x + (b.x - a.x) * k / 20, a.y + (b.y - a.y) * k / 20
+                for p in still.values():
+                    for q in range(8):
+                        worst = max(worst, square_overlap((x, y, q * math.pi / 16),
+                                                          (p.x, p.y, p.yaw), MODULE_WIDTH))
+    assert worst <= 0.0, worst

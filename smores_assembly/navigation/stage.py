@@ -631,14 +631,57 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             path = _cheapest_crossing(scene.W, scene.H, fixed_cells, mc, start_cells[m],
                                       goal_cells[m])
             if path is None:
-                raise UnreachableGoalError(
-                    f"module {m!r}: its goal ({goals_xy[m][0]:.3f}, {goals_xy[m][1]:.3f}) is "
-                    "walled off by fixed structures")
+                # the goal cell lies in a pocket of fixed cells (the grid is coarser than
+                # the gaps between fixed modules, e.g. a helper's pick-up pose between its
+                # module and the structure): end on a reachable cell from which the
+                # straight final leg keeps clear of every module
+                taken = (set(goal_cells.values()) | set(start_cells.values())) - {
+                    goal_cells[m]}
+                goal_cells[m] = _reachable_goal_cell(lay, m, start_cells[m], goals_xy[m],
+                                                     taken, radius, s)
+                path = _cheapest_crossing(scene.W, scene.H, fixed_cells, mc, start_cells[m],
+                                          goal_cells[m])
+                assert path is not None  # the cell lies in the start's component
             for cell in path:
                 aside |= mc.get(cell, set())
         if aside == before:
             break
     return start_cells, goal_cells
+
+
+def _reachable_goal_cell(lay: _Layout, m: str, start: Cell, goal: tuple[float, float],
+                         taken: set[Cell], radius: float, s: NavSettings) -> Cell:
+    """The cell nearest ``goal`` [m] within ``radius`` that is reachable from ``start``
+    over non-fixed cells, not in ``taken``, and from whose centre the straight leg to the
+    goal keeps every module's centre at least ``min(w * sqrt 2, its distance from the
+    goal)`` away (bodies never overlap on it, whatever their headings; a module the goal
+    stands close to, as a helper's pick-up pose by its module, is approached from outside).
+
+    Raises:
+        UnreachableGoalError: no such cell (the goal is walled off by fixed structures).
+    """
+    scene, fixed_cells = lay.scene, lay.fixed_cells
+    seen = {start}
+    todo = [start]
+    while todo:
+        x, y = todo.pop()
+        for c in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+            if (0 <= c[0] < scene.W and 0 <= c[1] < scene.H and c not in fixed_cells
+                    and c not in seen):
+                seen.add(c)
+                todo.append(c)
+    body = s.module_width * math.sqrt(2.0)
+    gx, gy = goal
+    for _, cell in scene.near(gx, gy, radius):
+        if cell not in seen or cell in taken:
+            continue
+        a = scene.center(cell)
+        if all(point_segment_distance((p.x, p.y), a, (gx, gy))
+               >= min(body, math.hypot(p.x - gx, p.y - gy)) - 1e-9
+               for o, p in lay.obstacles.items()):
+            return cell
+    raise UnreachableGoalError(f"module {m!r}: its goal ({gx:.3f}, {gy:.3f}) is walled off "
+                               "by fixed structures")
 
 
 def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],

@@ -339,6 +339,14 @@ class NavigationNode(Node):
             self.get_logger().error(self.last_error + " — publishing empty paths "
                                     f"for {sorted(set(moving) | set(carried))} "
                                     "(direct driving)")
+            self.get_logger().error(
+                "the failed problem (x, y, yaw): moving "
+                + ", ".join(f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in sorted(moving.items()))
+                + "; carried " + ", ".join(f"{h} {_fmt(a)} -> {_fmt(b)} with {c}"
+                                           for h, (a, b, c) in sorted(carried.items()))
+                + "; obstacles " + ", ".join(f"{m}{'*' if m in fixed else ''} {_fmt(p)}"
+                                             for m, p in sorted(obstacles.items()))
+                + " (* fixed)")
             self._current = None
             self._publish_empty(sorted(set(moving) | set(carried)), t_start)
             return False
@@ -427,6 +435,11 @@ class NavigationNode(Node):
                 self._pending = True
                 self._try_plan(f"{m} fell behind")
                 return
+
+
+def _fmt(p: Pose2D) -> str:
+    """A pose as ``(x, y, yaw)`` in mm-rounded metres and radians, for log lines."""
+    return f"({p.x:.3f}, {p.y:.3f}, {p.yaw:.3f})"
 
 
 def main(args=None) -> int:
