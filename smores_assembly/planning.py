@@ -784,7 +784,7 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
 def _pickup_walls(module: Pose2D, others: Mapping[str, Pose2D], width: float,
                   standoff: float) -> list[str]:
     """The nodes of ``others`` (node -> pose) that block a pick-up pose of ``module``."""
-    out = set()
+    out: set[str] = set()
     for f in Face:
         p = dock_axis(module, f, width).body_pose(0.5 * width, standoff)
         out.update(u for u, o in others.items()
