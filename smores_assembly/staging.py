@@ -273,9 +273,11 @@ def footprint_to_build(plan, stage: int, done: Collection[str], standoff: float,
     for a in plan.actions:
         if a.stage < stage or a.module in done:
             continue
-        pre = nominal_predock(a.goal, plan.goals[a.parent_module],
-                              standoff + (width if a.needs_helper else 0.0))
-        out[a.module] = [(a.goal.x, a.goal.y), (pre.x, pre.y)]
+        out[a.module] = [(a.goal.x, a.goal.y)]
+        parent = plan.goals.get(a.parent_module)
+        if parent is not None:   # (a kept parent without a pose: its dock's goal only)
+            pre = nominal_predock(a.goal, parent, standoff + (width if a.needs_helper else 0.0))
+            out[a.module].append((pre.x, pre.y))
     return out
 
 

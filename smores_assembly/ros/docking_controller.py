@@ -17,8 +17,9 @@ Subscribes:
   (pose stamps = planned arrival times; all-zero stamps: untimed, timed at
   ``nominal_path_speed``; an empty path: no path, drive directly). A path for a module
   without an action in the active stage (moved aside by the navigation) is followed to its
-  end, then the module stops; in a pipelined plan a module whose dock runs in a later stage
-  (driving to its staging pose) then also turns in place to its goal heading;
+  end, then the module stops (an empty path stops it at once); in a pipelined plan a
+  module whose dock runs in a later stage (driving to its staging pose) then also turns in
+  place to its goal heading;
 * ``/fake_hardware/connections`` (ConnectionArray, latched): confirms docks when
   ``confirm_with_connections``.
 
@@ -333,6 +334,10 @@ class DockingControllerNode(Node):
                 self._followers[m] = PathFollower(m, p, self.settings,
                                                   final_yaw=self._staging_yaw(m))
                 self._driven.add(m)
+            elif m not in busy:
+                # an empty path: the navigation stops a module of an earlier plan where
+                # it stands (its new plan went round it there)
+                self._followers.pop(m, None)
         for m, f in list(self._followers.items()):
             if m in busy:
                 del self._followers[m]

@@ -78,7 +78,8 @@ from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.reconfigure import with_kept_goals
-from smores_assembly.staging import StagingSettings, plan_stage_pipelined, staging_problem
+from smores_assembly.staging import (StagingSettings, footprint_to_build, plan_stage_pipelined,
+                                    staging_poses, staging_problem)
 from smores_assembly.vocabulary import Phase
 
 
@@ -96,6 +97,9 @@ class NavigationNode(Node):
         self._poses: dict[str, Pose2D] = {}
         self._stage = -1
         self._docked: set[str] = set()
+        self._keep_clear: dict[str, list[tuple[float, float]]] = {}
+        self._staging_targets: tuple = (None, None, {})
+        self._en_route: dict[str, float] = {}   # module -> end of its last path [s]
         self._phases: dict[str, Phase] = {}
         self._pending = False
         self._current: StagePlan | None = None
@@ -263,9 +267,16 @@ class NavigationNode(Node):
         if plan.schedule == "pipelined":
             # a reconfiguration's kept modules: their goals are where they stand (the
             # plan message has none for them)
-            sp = staging_problem(with_kept_goals(plan, self._poses), k, self._poses,
-                                 self._docked, s.predock_standoff,
-                                 self.staging_settings, s.module_width)
+            kplan = with_kept_goals(plan, self._poses)
+            key = (s.predock_standoff, s.module_width,
+                   tuple(vars(self.staging_settings).values()))
+            cached_plan, cached_key, targets = self._staging_targets
+            if cached_plan is not kplan or cached_key != key:  # a function of the plan
+                targets = staging_poses(kplan, s.predock_standoff, self.staging_settings,
+                                        s.module_width)
+                self._staging_targets = (kplan, key, targets)
+            sp = staging_problem(kplan, k, self._poses, self._docked, s.predock_standoff,
+                                 self.staging_settings, s.module_width, targets=targets)
             direct = {m for m in sp.direct if m in moving}
             for m in direct:
                 del moving[m]
@@ -273,6 +284,9 @@ class NavigationNode(Node):
             staging = {m: v for m, v in sp.staging.items() if m not in moving}
             zones = list(sp.zones.values())
         fixed |= set(carried) | {c[2] for c in carried.values()}
+        self._keep_clear = footprint_to_build(with_kept_goals(plan, self._poses), k,
+                                              self._docked, s.predock_standoff,
+                                              s.module_width)
         obstacles = {m: p for m, p in self._poses.items() if m not in moving}
         fixed = {m for m in fixed if m in obstacles}
         self._helper_targets = helper_targets
@@ -284,8 +298,11 @@ class NavigationNode(Node):
         for h, (start, goal, module) in sorted(carried.items()):
             others = {m: p for m, p in self._poses.items() if m not in (h, module)}
             hold = (set(fixed) | set(moving)) & set(others)
+            # the footprint is cleared by the stage's own plan; a pair planned alone clears
+            # it (its modules moved aside are then not planned against another plan's)
             cp = plan_carried(h, start, goal, others, self.settings, fixed=hold,
-                              clock=work() if work else None)
+                              clock=work() if work else None,
+                              keep_clear=self._keep_clear if sp is None else None)
             if sp is None:
                 sp = cp
                 continue
@@ -318,6 +335,7 @@ class NavigationNode(Node):
             self._publish_empty(sorted(direct), t_start)
         if not moving and not staging and not carried:
             self._current = None
+            self._stop_en_route(set(), t_start)
             return True
         staged: list[str] = []
         try:
@@ -329,10 +347,12 @@ class NavigationNode(Node):
                 sp, staged = plan_stage_pipelined(moving, staging, obstacles, zones,
                                                   self.settings, fixed=fixed,
                                                   width=self.settings.module_width,
-                                                  clock_factory=work)
+                                                  clock_factory=work,
+                                                  keep_clear=self._keep_clear)
             elif moving:
                 sp = plan_stage(moving, obstacles, self.settings, fixed=fixed,
-                                clock=work() if work else None)
+                                clock=work() if work else None,
+                                keep_clear=self._keep_clear)
             sp = self._add_carried(sp, fixed, moving, carried, work)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
@@ -353,6 +373,7 @@ class NavigationNode(Node):
         self.last_error = ""
         self._current, self._t_start = sp, t_start
         self._current_moving = set(moving) | set(staged) | set(carried)
+        self._stop_en_route(set(sp.paths), t_start)
         for m, path in sp.paths.items():
             self._publish_path(m, path, t_start)
         self._publish_markers(sp)
@@ -378,6 +399,20 @@ class NavigationNode(Node):
     def _publish_path(self, m: str, path: list[tuple[float, Pose2D]], t_start: float) -> None:
         self._pub(m).publish(timed_path_to_msg(path, t_start))
         self._published.add(m)
+        if path:
+            self._en_route[m] = t_start + path[-1][0]
+
+    def _stop_en_route(self, replanned: set[str], t_start: float) -> None:
+        """Empty paths (stop where they are) for the modules still on a path of an earlier
+        plan that the new plan does not move: it planned round them where they stand now
+        (issue 16: a module moved aside in one stage, or staging, kept following its old
+        path into the next stage's paths)."""
+        for m, t_end in list(self._en_route.items()):
+            if m in replanned:
+                continue
+            del self._en_route[m]
+            if t_end > t_start and m not in self._docked:
+                self._pub(m).publish(timed_path_to_msg([], t_start))
 
     def _publish_empty(self, modules, t_start: float) -> None:
         for m in modules:
