@@ -15,7 +15,7 @@ import pytest
 
 from corridor_oracle import STANDOFF, TOL, swept_bodies
 from smores_assembly.errors import InputError, NavigationError, ParamsError, PlanningError
-from smores_assembly.geometry import Pose2D, square_overlap
+from smores_assembly.geometry import Face, Pose2D, square_overlap
 from smores_assembly.navigation.stage import NavSettings, clear_predock
 from smores_assembly.planning import (PlanningNodeSettings, plan_assembly, sequential,
                                       with_schedule)
@@ -157,6 +157,44 @@ def test_staging_prefilter_gives_the_same_poses(kind, n):
     fast = staging_poses(plan, STANDOFF)
     assert len(fast) > n // 4
     assert fast == staging_poses(plan, STANDOFF, prefilter=False)
+
+
+def test_footprint_to_build_is_what_remains_of_the_target():
+    """footprint_to_build (issue 16): for stage k, exactly the docks of stage k or later
+    not reported done, each with its docked position and its pre-dock position on its own
+    axis, ``standoff`` out (a helper dock: ``standoff + w``, where the carrying helper
+    stands); nothing during a reconfiguration's undocking stage."""
+    import dataclasses
+
+    from smores_assembly.planning import UndockAction
+    from smores_assembly.staging import footprint_to_build
+    checked = 0
+    for seed in range(20):
+        try:
+            plan = plan_assembly(_scenario(random.Random(seed).randint(6, 14), 400 + seed))
+        except PlanningError:
+            continue
+        n_stages = len(plan.stages)
+        for k in range(n_stages):
+            done = set(sorted(a.module for a in plan.actions if a.stage == k)[::2])
+            fp = footprint_to_build(plan, k, done, STANDOFF)
+            assert set(fp) == {a.module for a in plan.actions
+                               if a.stage >= k and a.module not in done}
+            for m, pts in fp.items():
+                a = next(b for b in plan.actions if b.module == m)
+                par = plan.goals[a.parent_module]
+                (gx, gy), (px, py) = pts
+                assert (gx, gy) == (a.goal.x, a.goal.y)
+                d = STANDOFF + (W if a.needs_helper else 0.0)
+                nx, ny = (a.goal.x - par.x) / W, (a.goal.y - par.y) / W
+                assert (px, py) == pytest.approx((gx + d * nx, gy + d * ny), abs=1e-12)
+                checked += 1
+        u = UndockAction(module="x", face=Face.TOP, from_module="y", from_face=Face.BOTTOM,
+                         stage=0, start=Pose2D(0, 0, 0), park=Pose2D(1, 0, 0), direction=1,
+                         distance=0.1)
+        assert footprint_to_build(dataclasses.replace(plan, undocks=[u]), 0, set(),
+                                  STANDOFF) == {}
+    assert checked > 100
 
 
 def test_task1_stages_every_later_module_and_arm_queues_out():
