@@ -7,7 +7,7 @@ Scenarios (:func:`scale_scenario_dict`): a random planar tree
 (:func:`smores_assembly.topology.random_planar_tree`, the first seed from ``--seed`` on
 whose plan is not refused: most random trees of 100+ nodes have docking corridors that
 block each other) or a comb (:func:`smores_assembly.topology.comb_tree`, ``sqrt(n) x
-sqrt(n)``, a solid block of cells); modules (10 % spare, one reserved helper) on a
+sqrt(n)``, a solid block of cells); one module per node and 10 % more as helpers on a
 jittered square lattice of ``spacing`` round the origin, so that the target's footprint
 covers idle modules (the stage planner moves them out of it, issue 16).
 
@@ -56,8 +56,11 @@ def scale_scenario_dict(kind: str, n_nodes: int, seed: int = 0, spacing: float =
         spacing: lattice pitch of the start poses [m]; jitter: uniform offset per axis
             [m] (< ``(spacing - 0.12) / 2`` keeps bodies 0.12 m apart).
 
-    Modules ``m0..`` (nodes + 10 %, at least one spare) and a reserved helper ``h0``
-    stand on a square lattice centred on the origin in row-major order, yaw uniform.
+    Modules ``m0..`` (one per node) and helpers ``h0..`` (10 % of the nodes, at least
+    one) stand on a square lattice centred on the origin in row-major order, yaw uniform.
+    The spare modules are listed as helpers: the fake hardware lets only a scenario's
+    helpers carry (the planner would otherwise pick spare modules as helpers, and the
+    fake hardware refuses their LIFT: a random 30-node tree failed so).
 
     Raises:
         ValueError: an unknown ``kind`` (named).
@@ -70,8 +73,8 @@ def scale_scenario_dict(kind: str, n_nodes: int, seed: int = 0, spacing: float =
     else:
         raise ValueError(f"kind: {kind!r} is not one of {KINDS}")
     rng = random.Random(seed)
-    n_modules = len(nodes) + max(1, len(nodes) // 10)
-    ids = [f"m{i}" for i in range(n_modules)] + ["h0"]
+    helpers = [f"h{i}" for i in range(max(1, len(nodes) // 10))]
+    ids = [f"m{i}" for i in range(len(nodes))] + helpers
     cols = math.ceil(math.sqrt(len(ids)))
     half = 0.5 * spacing * (cols - 1)
     modules = {}
@@ -82,7 +85,7 @@ def scale_scenario_dict(kind: str, n_nodes: int, seed: int = 0, spacing: float =
                       round(rng.uniform(-math.pi, math.pi), 4)]
     return {"name": f"{kind}{len(nodes)}", "source": "bench_scale", "module_width": 0.08,
             "target": {"nodes": nodes, "edges": [e.to_dict() for e in edges]},
-            "modules": modules, "helpers": ["h0"]}
+            "modules": modules, "helpers": helpers}
 
 
 def plannable_scenario(kind: str, n_nodes: int, seed: int = 0, tries: int = 50
