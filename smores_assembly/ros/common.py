@@ -318,19 +318,23 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def make_executor(events: bool = False):
-    """The executor that spins the nodes: a ``SingleThreadedExecutor``, or with ``events``
-    rclpy's ``EventsExecutor`` when available (no wait-set rebuild per callback: the
-    per-message overhead does not grow with the number of entities, which matters when one
-    process holds every node). ``SMORES_EXECUTOR=single|events`` overrides ``events``."""
+    """The executor that spins the nodes: :class:`smores_assembly.ros.executor.LeanExecutor`
+    (rclpy's single-threaded executor with a wait set built once per set of entities: the
+    rebuild per wake-up was most of every node's CPU), or with ``events`` rclpy's
+    ``EventsExecutor`` when available. ``SMORES_EXECUTOR=lean|single|events`` overrides
+    ``events`` (``single``: rclpy's ``SingleThreadedExecutor``)."""
     import os  # noqa: PLC0415
-    events = os.environ.get("SMORES_EXECUTOR", "events" if events else "single") == "events"
-    if events:
+    kind = os.environ.get("SMORES_EXECUTOR", "events" if events else "lean")
+    if kind == "events":
         try:
             from rclpy.experimental import EventsExecutor  # noqa: PLC0415
             return EventsExecutor()
         except ImportError:
             pass
-    return SingleThreadedExecutor()
+    if kind == "single":
+        return SingleThreadedExecutor()
+    from smores_assembly.ros.executor import LeanExecutor  # noqa: PLC0415
+    return LeanExecutor()
 
 
 

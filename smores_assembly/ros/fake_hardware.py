@@ -171,8 +171,9 @@ class FakeHardwareNode(Node):
             conn_qos, coll_qos = lockstep.counted(conn_qos), lockstep.counted(coll_qos)
         self._conn_pub = self.create_publisher(ConnectionArray, names.CONNECTIONS, conn_qos)
         self._coll_pub = self.create_publisher(CollisionEvent, names.COLLISIONS, coll_qos)
-        self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH, 100)
-        self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10)
+        self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH, 100,
+                                             event_callbacks=pev)
+        self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10, event_callbacks=pev)
         # outgoing high-rate messages, built once and refilled before every publish
         # (publish() serialises synchronously, so one object can serve every publisher)
         self._mocap_writer = PoseStampedWriter(s.mocap_frame_id)
@@ -258,10 +259,12 @@ class FakeHardwareNode(Node):
         s = self.settings
         names = [str(n) for n in s.lockstep_participants]
         self._sched = LockstepSchedule(names)
-        self._turn_pubs = {n: self.create_publisher(LockstepTurn, lockstep.turn_topic(n),
-                                                    lockstep.TURN_QOS) for n in names}
+        self._turn_pubs = {n: self.create_publisher(
+            LockstepTurn, lockstep.turn_topic(n), lockstep.TURN_QOS,
+            event_callbacks=lockstep.NO_EVENTS_PUB) for n in names}
         self._ack_sub = self.create_subscription(LockstepAck, lockstep.TOPIC_ACK,
-                                                 self._on_ack, lockstep.ACK_SUB_QOS)
+                                                 self._on_ack, lockstep.ACK_SUB_QOS,
+                                                 event_callbacks=lockstep.NO_EVENTS_SUB)
         self._last_poll = 0.0
         # the connections published at start-up (before the schedule existed) count too:
         # every participant receives them (transient local)
@@ -271,9 +274,13 @@ class FakeHardwareNode(Node):
         self._hello_at: float | None = None
         self._started = False
         self._cmd_wait_since: float | None = None
-        # one-shot "go on after servicing the other callbacks" (a timer made on demand: the
-        # EventsExecutor has no guard conditions and mishandles a cancelled timer)
+        # one-shot "go on after servicing the other callbacks": a guard condition; under
+        # the EventsExecutor (no guard conditions, mishandles a cancelled timer) a timer
+        # made on demand (making and destroying an entity costs the other executors a new
+        # wait set)
         self._kick: Timer | None = None
+        self._kick_gc = (None if os.environ.get("SMORES_EXECUTOR") == "events"
+                         else self.create_guard_condition(self._on_kick))
 
     def _on_ack(self, msg: LockstepAck) -> None:
         self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,
@@ -364,7 +371,9 @@ class FakeHardwareNode(Node):
             self.step_once(dt)
             sched.start_step(self.world.t)
             if time.monotonic() - now > s.max_tick_wall_s:
-                if self._kick is None:  # service the other callbacks, then go on
+                if self._kick_gc is not None:  # service the other callbacks, then go on
+                    self._kick_gc.trigger()
+                elif self._kick is None:
                     self._kick = self.create_timer(0.0, self._on_kick, clock=self._steady)
                 return
 

@@ -34,6 +34,7 @@ import time
 from typing import Any, Callable
 
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -100,6 +101,14 @@ def counted(qos: QoSProfile, depth: int = COUNTED_DEPTH) -> QoSProfile:
     return QoSProfile(depth=max(depth, qos.depth), history=HistoryPolicy.KEEP_LAST,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+#: Lockstep endpoints go without rclpy's default QoS-event handlers (they only log an
+#: incompatible QoS, and every counted topic is reliable and transient local here): each
+#: handler is one more waitable that every wake-up of the executor adds and checks (the
+#: docking controller's per-module publishers had ~50).
+NO_EVENTS_PUB = PublisherEventCallbacks(use_default_callbacks=False)
+NO_EVENTS_SUB = SubscriptionEventCallbacks(use_default_callbacks=False)
 
 
 def poll(sub, callback: Callable[[Any], None]) -> int:
@@ -258,9 +267,11 @@ class LockstepParticipant:
             node.destroy_subscription(ts._clock_sub)
             ts._clock_sub = None
         self._time_source = ts
-        self._ack_pub = node.create_publisher(LockstepAck, TOPIC_ACK, ACK_PUB_QOS)
+        self._ack_pub = node.create_publisher(LockstepAck, TOPIC_ACK, ACK_PUB_QOS,
+                                              event_callbacks=NO_EVENTS_PUB)
         self._turn_sub = node.create_subscription(LockstepTurn, turn_topic(node.get_name()),
-                                                  self._on_turn, TURN_QOS)
+                                                  self._on_turn, TURN_QOS,
+                                                  event_callbacks=NO_EVENTS_SUB)
         self._sub_objs: list = []
         self._hello_since: float | None = None
         self._hello_timer: Timer | None = node.create_timer(0.05, self._hello,
@@ -283,6 +294,7 @@ class LockstepParticipant:
             return self.node.create_subscription(msg_type, topic, callback, qos, raw=raw,
                                                  **kwargs)
         i = len(self._subs)
+        kwargs.setdefault("event_callbacks", NO_EVENTS_SUB)
         sub = self.node.create_subscription(msg_type, topic,
                                             lambda msg, i=i: self._on_msg(i, msg),
                                             _counted_qos(qos) if counted else qos, raw=raw,
@@ -303,7 +315,8 @@ class LockstepParticipant:
         if not self.enabled:
             return self.node.create_publisher(msg_type, topic, qos)
         pub = self.node.create_publisher(
-            msg_type, topic, counted(qos) if history else counted(qos, depth=qos.depth))
+            msg_type, topic, counted(qos) if history else counted(qos, depth=qos.depth),
+            event_callbacks=NO_EVENTS_PUB)
         return _CountingPublisher(self, pub, pub.topic_name)
 
     def create_timer(self, period_s: float, callback: Callable[[], None]):

@@ -78,7 +78,6 @@ class ObserverNode:
     def __init__(self, runner, stop, out: Path, record_path: Path | None = None,
                  namespace: str = ""):
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
 
         from smores_assembly.msg import (CollisionEvent, ConnectionArray,
@@ -115,7 +114,7 @@ class ObserverNode:
         # made now so that it is discovered while the stack runs
         self._trace_cli: Client[Trigger.Request, Trigger.Response] = node.create_client(
             Trigger, names.TRACE_SERVICE)
-        self.executor = SingleThreadedExecutor()
+        self.executor = common.make_executor()   # the nodes' executor (cheap wake-ups)
         self.executor.add_node(node)
 
     def spin_until(self, pred, timeout: float, interruptible: bool = True) -> bool:

@@ -1,0 +1,347 @@
+"""A single-threaded executor whose wake-ups cost little (issue 10).
+
+rclpy's :class:`~rclpy.executors.SingleThreadedExecutor` rebuilds its wait set in Python at
+every wake-up: it filters every entity of every node through its callback group, enters
+each handle in an ``ExitStack``, builds a new ``WaitSet`` and, after the wait, looks every
+entity up in the lists of ready pointers. Measured with ``SMORES_PROFILE_DIR`` on a lockstep
+run of Task 1, that bookkeeping was 70-90 % of every node's CPU time (the fake hardware
+wakes ~13 times per physics step: acks, commands, and the guard condition each callback
+triggers).
+
+:class:`LeanExecutor` is the same executor (it keeps rclpy's task and handler machinery,
+so callbacks, coroutines, futures, services, clients and action servers behave as before)
+with a wait set that is built once per set of entities and refilled per wait:
+
+* the entity lists are rebuilt only when a node's entities change (compared by identity);
+* the callback-group filter is applied only while tasks are in progress (otherwise no
+  handler is pending and no mutually exclusive group is busy, so every entity may run; a
+  single-threaded executor runs each handler as soon as it is yielded);
+* handles are added without entering them (one thread: nothing is destroyed during the
+  wait; a handle destroyed by an earlier callback of the same wake-up is skipped by
+  rclpy's ``_take_*``, which catch ``InvalidHandle``);
+* ready entities are found through a pointer -> entity map instead of a scan of every
+  entity, and yielded in rclpy's order (waitables, then per node timers, subscriptions,
+  guard conditions, clients, services);
+* the timeout is the wait's own timeout (no timer entity per call);
+* a subscription whose callback is a plain function is taken and called at once (rclpy
+  makes a ``Task`` and a coroutine per message), and handlers do not trigger the
+  executor's guard condition (that wakes other threads of a multi-threaded executor; here
+  it only made every callback cost a second, empty wake-up).
+
+``SMORES_EXECUTOR=single`` selects rclpy's executor instead (see
+:func:`smores_assembly.ros.common.make_executor`).
+"""
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Callable
+
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import (ConditionReachedException, ExternalShutdownException,
+                             ShutdownException, SingleThreadedExecutor, TimeoutException,
+                             TimeoutObject)
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.subscription import Subscription
+from rclpy.task import Task
+from rclpy.waitable import NumberOfEntities
+
+_TIMER, _SUB, _GUARD, _CLIENT, _SERVICE = range(5)
+
+
+class _Entities:
+    """The wait set of one set of entities (see the module docstring)."""
+
+    def __init__(self, nodes: list, key: tuple, executor: "LeanExecutor"):
+        self.key = key
+        # (entity, node) pairs
+        self.subs: list[tuple[Any, Any]] = []
+        self.timers: list[tuple[Any, Any]] = []
+        self.clients: list[tuple[Any, Any]] = []
+        self.services: list[tuple[Any, Any]] = []
+        self.guards: list[tuple[Any, Any]] = []
+        self.waitables: list[tuple[Any, Any]] = []
+        #: every timer, subscription, guard condition, client and service in yield order
+        self.order: list[tuple[int, Any, Any]] = []
+        for node in nodes:
+            for kind, entities, out in ((_TIMER, node.timers, self.timers),
+                                        (_SUB, node.subscriptions, self.subs),
+                                        (_GUARD, node.guards, self.guards),
+                                        (_CLIENT, node.clients, self.clients),
+                                        (_SERVICE, node.services, self.services)):
+                for e in entities:
+                    if e.callback_group is None:
+                        continue   # never executable (rclpy's can_execute)
+                    out.append((e, node))
+                    self.order.append((kind, e, node))
+            self.waitables += [(w, node) for w in node.waitables
+                               if w.callback_group is not None]
+        #: subscriptions whose callback is a plain function (called without a Task)
+        self.plain = {id(e) for e, _ in self.subs
+                      if not inspect.iscoroutinefunction(e.callback)}
+        counts = NumberOfEntities(len(self.subs), len(self.guards) + 2, len(self.timers),
+                                  len(self.clients), len(self.services))
+        for w, _ in self.waitables:
+            try:
+                with w:
+                    counts += w.get_num_entities()
+            except InvalidHandle:
+                pass
+        handle = executor.context.handle
+        if handle is None:
+            raise ExternalShutdownException()   # the context is shut down
+        self.wait_set = _rclpy.WaitSet(
+            counts.num_subscriptions, counts.num_guard_conditions, counts.num_timers,
+            counts.num_clients, counts.num_services, counts.num_events, handle)
+        self.by_pointer: dict[int, int] = {}
+        for i, (_, e, _) in enumerate(self.order):
+            try:
+                self.by_pointer[e.handle.pointer] = i
+            except InvalidHandle:
+                pass
+
+
+class _PlainCall:
+    """The handler of a ready subscription with a plain callback: take the message and call
+    the callback now, inside its callback group (what rclpy's Task would do, without the
+    Task). Has the part of the Task interface that ``spin_once`` uses."""
+
+    __slots__ = ("sub", "exc")
+
+    def __init__(self, sub):
+        self.sub = sub
+        self.exc: BaseException | None = None
+
+    def __call__(self) -> None:
+        sub = self.sub
+        group = sub.callback_group
+        if not group.beginning_execution(sub):
+            return
+        try:
+            try:
+                with sub.handle:
+                    info = sub.handle.take_message(sub.msg_type, sub.raw)
+            except InvalidHandle:   # destroyed by an earlier callback of this wake-up
+                return
+            if info is None:
+                return
+            if sub._callback_type is Subscription.CallbackType.MessageOnly:
+                sub.callback(info[0])
+            else:
+                sub.callback(*info)
+        except Exception as exc:  # noqa: BLE001 - raised by spin_once, as rclpy's Task
+            self.exc = exc
+        finally:
+            group.ending_execution(sub)
+
+    def exception(self) -> BaseException | None:
+        return self.exc
+
+    def result(self) -> None:
+        if self.exc is not None:
+            raise self.exc
+
+
+class LeanExecutor(SingleThreadedExecutor):
+    """rclpy's single-threaded executor with a cached wait set (see the module docstring).
+
+    Same interface and callback semantics as
+    :class:`~rclpy.executors.SingleThreadedExecutor`.
+    """
+
+    def __init__(self, *, context=None) -> None:
+        super().__init__(context=context)
+        self._lean: _Entities | None = None
+        self._dirty = True
+
+    # a node calls wake() whenever it creates or destroys an entity: only then can the
+    # entity lists have changed
+    def wake(self) -> None:
+        self._dirty = True
+        super().wake()
+
+    def add_node(self, node) -> bool:
+        self._dirty = True
+        return super().add_node(node)
+
+    def remove_node(self, node) -> None:
+        self._dirty = True
+        super().remove_node(node)
+
+    def _make_handler(self, entity, node, take_from_wait_list):
+        """rclpy's handler (a Task running the entity's callback in its group) without
+        triggering the guard condition after the take and after the callback: with one
+        thread the next wait set is built after the handler ran anyway."""
+        entity._executor_event = True
+        guard = self._guard
+
+        async def handler(entity, is_shutdown, work_tracker) -> None:
+            if is_shutdown or entity.callback_group is not None and \
+                    not entity.callback_group.beginning_execution(entity):
+                entity._executor_event = False
+                guard.trigger()   # not run now: wait for it again
+                return
+            with work_tracker:
+                call_coroutine = take_from_wait_list(entity)
+                entity._executor_event = False
+                try:
+                    if call_coroutine is not None:
+                        await call_coroutine()
+                finally:
+                    if entity.callback_group:
+                        entity.callback_group.ending_execution(entity)
+        task: Task[None] = Task(handler, (entity, self._is_shutdown, self._work_tracker),
+                                executor=self)
+        with self._tasks_lock:
+            self._tasks.append((task, entity, node))
+        return task
+
+    @staticmethod
+    def _key(nodes: list) -> tuple:
+        return tuple((tuple(n.timers), tuple(n.subscriptions), tuple(n.guards),
+                      tuple(n.clients), tuple(n.services), tuple(n.waitables))
+                     for n in nodes)
+
+    def _excluded(self, tasks: list) -> tuple[set, set]:
+        """Entities that may not be waited on now: a handler made but not yet taken
+        (``_executor_event``) and every entity of a busy non-reentrant callback group."""
+        flagged, busy = set(), set()
+        for _task, e, _node in tasks:
+            if e is None:
+                continue
+            if e._executor_event:
+                flagged.add(id(e))
+            cg = e.callback_group
+            if (cg is not None and not isinstance(cg, ReentrantCallbackGroup)
+                    and not cg.can_execute(e)):
+                busy.add(id(cg))
+        return flagged, busy
+
+    def _wait_for_ready_callbacks(  # noqa: C901 - one loop, as rclpy's
+            self, timeout_sec: float | TimeoutObject | None = None, nodes: list | None = None,
+            condition: Callable[[], bool] = lambda: False):
+        if isinstance(timeout_sec, TimeoutObject):
+            timeout_sec = timeout_sec.timeout
+        timeout_ns = -1 if timeout_sec is None or timeout_sec < 0 else int(timeout_sec * 1e9)
+        deadline = None if timeout_ns < 0 else time.monotonic_ns() + timeout_ns
+        yielded_work = False
+        while not yielded_work and not self._is_shutdown and not condition():
+            nodes_to_use = self.get_nodes() if nodes is None else nodes
+            with self._tasks_lock:
+                tasks = list(self._tasks)
+            if tasks:
+                for task, entity, node in tasks:
+                    if (not task.executing() and not task.done()
+                            and (node is None or node in nodes_to_use)):
+                        yielded_work = True
+                        yield task, entity, node
+                with self._tasks_lock:
+                    self._tasks = [t for t in self._tasks
+                                   if not t[0].done() and not t[0].cancelled()]
+                    tasks = list(self._tasks)
+
+            ent = self._lean
+            if ent is None or self._dirty or nodes is not None:
+                self._dirty = False
+                key = self._key(nodes_to_use)
+                if ent is None or ent.key != key:
+                    ent = self._lean = _Entities(nodes_to_use, key, self)
+            flagged, busy = self._excluded(tasks) if tasks else ((), ())
+
+            def ok(e) -> bool:
+                return id(e) not in flagged and id(e.callback_group) not in busy
+
+            ws = ent.wait_set
+            ws.clear_entities()
+            strict = bool(flagged or busy)
+            try:
+                for e, _ in ent.subs:
+                    if not strict or ok(e):
+                        ws.add_subscription(e.handle)
+                for e, _ in ent.clients:
+                    if not strict or ok(e):
+                        ws.add_client(e.handle)
+                for e, _ in ent.services:
+                    if not strict or ok(e):
+                        ws.add_service(e.handle)
+                for e, _ in ent.timers:
+                    if not strict or ok(e):
+                        ws.add_timer(e.handle)
+                guards = [g for g, _ in ent.guards if not strict or ok(g)]
+                for g in guards:
+                    if g._executor_triggered:   # triggered but not handled: again
+                        g.trigger()
+                    ws.add_guard_condition(g.handle)
+                own = [g for g in (self._guard, self._sigint_gc) if g]
+                for g in own:
+                    ws.add_guard_condition(g.handle)
+                waitables = [w for w, _ in ent.waitables if not strict or ok(w)]
+                for w in waitables:
+                    w.add_to_wait_set(ws)
+            except InvalidHandle:
+                # an entity destroyed since the lists were made: rebuild them
+                self._lean = None
+                continue
+
+            wait_ns = -1 if deadline is None else max(0, deadline - time.monotonic_ns())
+            ws.wait(wait_ns)
+            if self._is_shutdown:
+                raise ShutdownException()
+            if not self._context.ok():
+                raise ExternalShutdownException()
+
+            ready = []
+            for what in ("subscription", "timer", "client", "service", "guard_condition"):
+                for ptr in ws.get_ready_entities(what):
+                    i = ent.by_pointer.get(ptr)
+                    if i is not None:
+                        ready.append(i)
+            ready.sort()
+            ready_waitables = [(w, node) for w, node in ent.waitables
+                               if w in waitables and w.is_ready(ws)]
+            guard_ptrs = set(ws.get_ready_entities("guard_condition"))
+            for g in guards:
+                if g.handle.pointer in guard_ptrs:
+                    g._executor_triggered = True
+
+            for w, node in ready_waitables:
+                if w.callback_group.can_execute(w):
+                    handler = self._make_handler(w, node, self._take_waitable)
+                    yielded_work = True
+                    yield handler, w, node
+
+            for i in ready:
+                kind, e, node = ent.order[i]
+                take: Callable[[Any], Any]
+                try:
+                    if kind == _TIMER:
+                        if not e.handle.is_timer_ready():
+                            continue   # rcl's cancelled-timer issue (as rclpy)
+                        take = self._take_timer
+                    elif kind == _SUB:
+                        take = self._take_subscription
+                    elif kind == _GUARD:
+                        if not e._executor_triggered:
+                            continue
+                        take = self._take_guard_condition
+                    elif kind == _CLIENT:
+                        take = self._take_client
+                    else:
+                        take = self._take_service
+                except InvalidHandle:
+                    continue   # destroyed by an earlier callback of this wake-up
+                if e.callback_group.can_execute(e):
+                    if kind == _SUB and id(e) in ent.plain:
+                        handler = _PlainCall(e)
+                    else:
+                        handler = self._make_handler(e, node, take)
+                    yielded_work = True
+                    yield handler, e, node
+
+            if timeout_ns == 0 or (deadline is not None and time.monotonic_ns() >= deadline):
+                raise TimeoutException()
+        if self._is_shutdown:
+            raise ShutdownException()
+        if condition():
+            raise ConditionReachedException()
