@@ -75,12 +75,6 @@ def _comparable(report: dict) -> dict:
     return {k: v for k, v in report.items() if k not in ("wall_time_s",)}
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 10 open: same seed, another trace in some runs under heavy load (30 Nov, load "
-    "~70: 7811 vs 7845 steps; the plan already differed, assignment cost 1.753 vs 1.757 m, "
-    "root pose noise 0.007 vs 0.001 rad: the planning nodes read the states of another "
-    "step); two start-up races are fixed (late path subscription, plan before timers); "
-    "the traces are compared and the difference is reported, not hidden"))
 def test_same_seed_gives_the_same_trace(idle_run, tmp_path, ros_domain):
     again = _run_task1(tmp_path)
     assert again["trace_sha256"] == idle_run["trace_sha256"]
@@ -88,12 +82,6 @@ def test_same_seed_gives_the_same_trace(idle_run, tmp_path, ros_domain):
     assert _comparable(again) == _comparable(idle_run)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 10 open: same seed, another trace in some runs under heavy load (30 Nov, load "
-    "~70: 7811 vs 7845 steps; the plan already differed, assignment cost 1.753 vs 1.757 m, "
-    "root pose noise 0.007 vs 0.001 rad: the planning nodes read the states of another "
-    "step); two start-up races are fixed (late path subscription, plan before timers); "
-    "the traces are compared and the difference is reported, not hidden"))
 def test_busy_machine_gives_the_same_trace_and_never_pauses(idle_run, tmp_path, ros_domain,
                                                              busy_loops):
     assert all(p.is_alive() for p in busy_loops)

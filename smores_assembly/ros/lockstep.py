@@ -193,7 +193,13 @@ class TurnWaiter:
             self._lp._try_finish()
 
     async def enter(self) -> None:
-        """Continue in the current turn (held) or, outside a turn, at the next one."""
+        """Continue in the current turn (held) or, outside a turn, at the node's next
+        regular turn (its earliest timer).
+
+        Not at the next step: a request from outside the lockstep (an action goal) arrives
+        at a wall-clock moment, so the step after it depends on the machine's load; asking
+        for a turn then (the repeated hello announces the node's next due time) made the
+        same-seed runs start their goal at different steps (issue 10)."""
         lp = self._lp
         if not lp.enabled:
             return
@@ -201,7 +207,7 @@ class TurnWaiter:
             self.hold()
             return
         fut: Future[bool] = Future()
-        lp._wishes.append((lp._now_ns, fut, self))
+        lp._wishes.append((lp._next_timer_ns(), fut, self))
         await fut
 
     async def next(self, period_s: float) -> None:
@@ -487,6 +493,11 @@ class LockstepParticipant:
             return
         self._in_turn = False
         self._send_ack()
+
+    def _next_timer_ns(self) -> int:
+        """Due time of the node's earliest timer [ns] (its last turn's time if none)."""
+        dues = [t.due_ns for t in self._timers if not t.cancelled]
+        return min(dues) if dues else self._now_ns
 
     def _next_turn_s(self) -> float:
         dues = [t.due_ns for t in self._timers if not t.cancelled]

@@ -31,7 +31,7 @@ from smores_assembly.params import node_settings
 from smores_assembly.planning import PlanningError, PlanningNodeSettings, search_root
 from smores_assembly.ros import names
 from smores_assembly.ros.common import (LATCHED_QOS, StatesOnDemandNode, declare_dataclass_params,
-                                        node_kwargs, run_node)
+                                        node_kwargs, run_node, time_to_sec)
 from smores_assembly.ros.convert import (root_to_msg, states_msg_to_poses,
                                          target_msg_to_scenario, validate_target_msg)
 from smores_assembly.scenario import ScenarioError
@@ -91,7 +91,9 @@ class RootSearchNode(StatesOnDemandNode):
         self._pub.publish(msg)
         self.get_logger().info(
             f"target {self._target.name!r}: root node {root.node!r} on module "
-            f"{root.module!r} at ({root.pose.x:.3f}, {root.pose.y:.3f}, {root.pose.yaw:.3f})")
+            f"{root.module!r} at ({root.pose.x:.3f}, {root.pose.y:.3f}, {root.pose.yaw:.3f}), "
+            f"from the module states of t={time_to_sec(self._states.header.stamp):.3f} s "
+            f"(target of t={time_to_sec(self._target.header.stamp):.3f} s)")
 
 
 def main(args: list[str] | None = None) -> int:
