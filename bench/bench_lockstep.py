@@ -11,8 +11,9 @@ of the stack is sampled from ``/proc`` twice a second. Reported:
   the machine allows; on a shared machine this depends on the load, CPU time does not);
 * ``per node``: the share of the CPU of each node process (multi-process runs).
 
-Cases: Task 1 (mobile_manipulator), holonomic_vehicle, and random 25- and 50-module targets
-(:func:`bench.bench_planning.make_scenario_dict`). Goal: Task 1 at most 0.1 CPU s per
+Cases: Task 1 (mobile_manipulator), holonomic_vehicle, and random 25- and 50-node targets
+(:func:`bench.bench_scale.plannable_scenario`: random planar trees, modules on a jittered
+lattice, 10 % spare modules and a helper). Goal: Task 1 at most 0.1 CPU s per
 simulated s.
 
     python -m bench.bench_lockstep [--cases task1,holonomic,random25,random50]
@@ -25,7 +26,11 @@ planning. Changes: the planning nodes subscribe to the (latched) states only whi
 plan; the simulation runs in lockstep, so a node only wakes for its own turns (the bridge
 and the controller at 50 Hz, the executive at 20 Hz, the navigation on a new stage or
 status), instead of free-running timers racing a wall clock; ``--single-process`` saves the
-per-process interpreters and inter-process transport.
+per-process interpreters and inter-process transport. Then (cProfile: 70-90 % of every
+node's CPU was rclpy's wait-set rebuild per wake-up) every node spins
+``smores_assembly.ros.executor.LeanExecutor``: Task 1 at load ~50-70 went from 1.07 to 0.61
+CPU s per simulated s in one process per node (0.41 in one process), same trace. Figures:
+README, "Cost of a run".
 """
 from __future__ import annotations
 
@@ -99,9 +104,11 @@ def _scenario_path(case: str, workdir: Path) -> Path:
     what = CASES[case]
     if isinstance(what, str):
         return REPO / "config" / "scenarios" / f"{what}.yaml"
-    from bench.bench_planning import make_scenario_dict
+    # bench_scale's lattice layout: bench_planning's random poses overlap at 25 modules
+    # (run refuses them), and its scenarios are not all plannable
+    from bench.bench_scale import plannable_scenario
     path = workdir / f"{case}.yaml"
-    path.write_text(yaml.safe_dump(make_scenario_dict(what, seed=what)))
+    path.write_text(yaml.safe_dump(plannable_scenario("random", what, seed=0)[0]))
     return path
 
 
