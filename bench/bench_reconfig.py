@@ -16,6 +16,7 @@ at plan time with a reason; reuse at most 0.7x the full-disassembly time on aver
 of the per-case ratios over the cases both methods completed).
 
     python -m bench.bench_reconfig [--n 4] [--seed S] [--rtf F] [--timeout S] [--out DIR]
+    python -m bench.bench_reconfig --plans-only --n 40 --seed 1   # plans only, stage ratio
 """
 from __future__ import annotations
 
@@ -103,6 +104,34 @@ def run_case(path: Path, out: Path, full: bool, rtf: float, timeout: float) -> d
     return row
 
 
+def plans_only(n: int, seed: int, size: tuple[int, int]) -> int:
+    """Plan ``n`` random pairs with both methods (no run): refusals, stage ratio."""
+    from smores_assembly.planning import PlanningError
+    from smores_assembly.reconfigure import plan_reconfiguration
+    from smores_assembly.scenario import scenario_from_dict
+
+    rng = random.Random(seed)
+    ratios, kept, refused = [], [], {"reuse": 0, "full": 0}
+    for _ in range(n):
+        sc = scenario_from_dict(make_pair(rng.randint(*size), rng.randrange(1 << 30)))
+        plans = {}
+        for method in refused:
+            try:
+                plans[method] = plan_reconfiguration(sc, method=method)
+            except PlanningError as exc:
+                refused[method] += 1
+                print(f"{sc.name} {method} refused: {exc}")
+        if len(plans) == 2:
+            ratios.append(len(plans["reuse"].stages) / len(plans["full"].stages))
+            kept.append(len(plans["reuse"].kept))
+    if ratios:
+        print(f"{n} pairs (seed {seed}): refused {refused}; stages reuse/full "
+              f"{sum(ratios) / len(ratios):.3f} on average ({min(ratios):.2f}-"
+              f"{max(ratios):.2f}); reuse keeps {sum(kept) / len(kept):.2f} modules on "
+              f"average")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="bench.bench_reconfig")
     ap.add_argument("--n", type=int, default=3, help="number of random pairs")
@@ -113,9 +142,13 @@ def main(argv: list[str]) -> int:
                     help="wall s per run (a 10-module run took over 900 s at load 80)")
     ap.add_argument("--no-walker", action="store_true", help="random pairs only")
     ap.add_argument("--out", default=None, help="keep scenarios and reports here")
+    ap.add_argument("--plans-only", action="store_true", dest="plans_only",
+                    help="plan the random pairs with both methods, run nothing")
     args = ap.parse_args(argv)
     lo, _, hi = args.modules.partition("-")
     size = (int(lo), int(hi or lo))
+    if args.plans_only:
+        return plans_only(args.n, args.seed, size)
     base = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench_reconfig_"))
     base.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
