@@ -112,5 +112,5 @@ def test_check_config_names_a_stale_file(tmp_path):
     assert params_main(["--write-config", str(tmp_path)]) == 0
     assert params_main(["--check-config", str(tmp_path)]) == 0
     f = tmp_path / "navigation.yaml"
-    f.write_text(f.read_text().replace("nominal_speed: 0.03", "nominal_speed: 0.05"))
+    f.write_text(f.read_text().replace("nominal_speed: 0.05", "nominal_speed: 0.03"))
     assert params_main(["--check-config", str(tmp_path)]) == 1

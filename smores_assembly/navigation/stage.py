@@ -78,7 +78,9 @@ class NavSettings:
                                     0, 50)
     goal_search_cells: int = param_field(
         4, "radius [cells] searched for a free cell near a start or goal pose", 1, 50)
-    nominal_speed: float = param_field(0.03, "planned travel speed [m/s]", 1e-3, 1.0)
+    nominal_speed: float = param_field(
+        0.05, "planned travel speed [m/s] (keep below the docking controller's v_max: path "
+        "tracking catches up after in-place turns)", 1e-3, 1.0)
     algorithm: str = param_field("ecbs", "MAPF algorithm: cbs, ecbs, prioritized or lacam")
     suboptimality: float = param_field(1.3, "ECBS suboptimality factor w", 1.0, 10.0)
     tight_suboptimality: float = param_field(
