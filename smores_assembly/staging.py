@@ -22,7 +22,11 @@ parent's goal to the child's goal, pointing out of the structure):
   straight slide back to the pre-dock pose: flush is allowed), and its centre stays
   ``clearance`` from the pre-dock pose of every dock that runs before it or with it and
   from every staging pose chosen before (:func:`staging_poses`; docks in stage order).
-  Helper (wheel-face) docks do not stage: the carried module waits where it is.
+  Helper (wheel-face) docks get no staging pose: the carried module waits where it is.
+  Their **helper** stages instead (:func:`helper_staging`): a helper with no action in the
+  active stage drives to the pick-up pose of the first module it carries in a later stage
+  (the docking core's :func:`~smores_assembly.docking.control.pickup_pose`, facing it), so
+  that its fetch in that stage costs only the last approach and the lift.
 
 The stage planner (:func:`plan_stage_pipelined`) plans the current stage's modules and the
 staging moves of later stages together (one MAPF problem, so they never collide) and then
@@ -315,7 +319,9 @@ class StagingProblem:
     """Staging part of one pipelined stage.
 
     Attributes:
-        staging: module -> (current pose, staging pose) of later-stage modules that stage.
+        staging: module -> (current pose, staging pose) of later-stage modules that stage,
+            and helper -> (current pose, pick-up pose) of helpers that stage
+            (:func:`helper_staging`).
         direct: modules of the active stage already on their axis beyond the pre-dock pose
             (no path: they slide straight in; fixed obstacles of the stage's MAPF).
         zones: module -> zone of every dock of the active stage.
@@ -366,7 +372,45 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
             if any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
                 continue
             staging[a.module] = (cur, targets[a.module])
+    for h, (cur, goal) in helper_staging(plan, stage, poses, done, standoff, width).items():
+        if not any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
+            staging[h] = (cur, goal)
     return StagingProblem(staging, direct, zones)
+
+
+def next_carry(plan, stage: int, helper: str, done: Collection[str] = ()) -> str | None:
+    """The module ``helper`` carries first after ``stage`` (in a later stage, plan order;
+    not in ``done``), or None -- also when the helper serves an action of ``stage``."""
+    if any(a.helper == helper and a.stage == stage for a in plan.actions):
+        return None
+    later = [a for a in plan.actions
+             if a.helper == helper and a.needs_helper and a.stage > stage
+             and a.module not in done]
+    return min(later, key=lambda a: a.stage).module if later else None
+
+
+def helper_staging(plan, stage: int, poses: Mapping[str, Pose2D], done: Collection[str],
+                   standoff: float, width: float = MODULE_WIDTH
+                   ) -> dict[str, tuple[Pose2D, Pose2D]]:
+    """Helper -> (current pose, pick-up pose) for every helper that has no action in the
+    active ``stage`` and carries a module in a later one (:func:`next_carry`): the pick-up
+    pose of that module from where the helper stands, on the side the docking core will
+    choose (:func:`~smores_assembly.docking.control.pickup_pose`, the navigation's goal of
+    the helper in that stage). Helpers or modules without a tracked pose are left out.
+
+    The caller checks the helper's path against the active stage's zones like any staging
+    path (:func:`plan_stage_pipelined`).
+    """
+    from smores_assembly.docking.control import pickup_pose
+
+    out: dict[str, tuple[Pose2D, Pose2D]] = {}
+    for h in sorted({a.helper for a in plan.actions if a.needs_helper and a.helper}):
+        m = next_carry(plan, stage, h, done)
+        if m is None or h not in poses or m not in poses:
+            continue
+        others = [(p.x, p.y) for x, p in poses.items() if x not in (h, m)]
+        out[h] = (poses[h], pickup_pose(poses[m], poses[h], others, width, standoff))
+    return out
 
 
 def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
@@ -470,4 +514,5 @@ def retime_final_leg(paths: dict[str, list[tuple[float, Pose2D]]], module: str,
 __all__ = ["SCHEDULES", "DEFAULT_SCHEDULE", "check_schedule", "StagingSettings", "Rect",
            "rect_overlap", "body", "dock_zone", "nominal_predock", "stage_zones",
            "staging_poses", "path_enters", "on_staging_axis", "StagingProblem",
-           "staging_problem", "plan_stage_pipelined", "footprint_to_build"]
+           "staging_problem", "helper_staging", "next_carry", "plan_stage_pipelined",
+           "footprint_to_build"]

@@ -19,7 +19,8 @@ Subscribes:
   without an action in the active stage (moved aside by the navigation) is followed to its
   end, then the module stops (an empty path stops it at once); in a pipelined plan a
   module whose dock runs in a later stage (driving to its staging pose) then also turns in
-  place to its goal heading;
+  place to its goal heading, a helper staging at the pick-up pose of its next module turns
+  to face that module;
 * ``/fake_hardware/connections`` (ConnectionArray, latched): confirms docks when
   ``confirm_with_connections``.
 
@@ -38,6 +39,7 @@ active stage but no plan yet is held until the plan arrives.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 
 from geometry_msgs.msg import Twist
@@ -62,6 +64,7 @@ from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_ms
                                          path_msg_to_timed, refused_action_status,
                                          states_raw_to_samples, task_status_to_msg,
                                          undock_msg_to_spec)
+from smores_assembly.staging import next_carry
 from smores_assembly.vocabulary import Phase
 
 
@@ -332,7 +335,7 @@ class DockingControllerNode(Node):
         for m, p in new_paths.items():
             if m not in busy and p is not None:
                 self._followers[m] = PathFollower(m, p, self.settings,
-                                                  final_yaw=self._staging_yaw(m))
+                                                  final_yaw=self._staging_yaw(m, p))
                 self._driven.add(m)
             elif m not in busy:
                 # an empty path: the navigation stops a module of an earlier plan where
@@ -348,15 +351,24 @@ class DockingControllerNode(Node):
             self._send_cmd(m, v, w)
         self._send_magnets(now, wanted, off)
 
-    def _staging_yaw(self, module: str) -> float | None:
+    def _staging_yaw(self, module: str, path) -> float | None:
         """The goal heading of ``module`` when a pipelined plan stages it now (its dock
-        runs in a later stage, without a helper), else None."""
+        runs in a later stage, without a helper); for a helper staging at a pick-up pose
+        (:func:`smores_assembly.staging.next_carry`) the heading from the path's end
+        towards the module it will carry; else None."""
         plan = self._plan
         if plan is None or plan.schedule != "pipelined" or self._stage is None:
             return None
         for a in plan.actions:
             if a.module == module and a.stage > self._stage and not a.needs_helper:
                 return float(a.goal_yaw)
+        helper_of = {a.helper for a in plan.actions if a.needs_helper and a.helper}
+        if module in helper_of:
+            m = next_carry(plan, self._stage, module)
+            smp = self._samples.get(m) if m is not None else None
+            if smp is not None:
+                ex, ey = path.end
+                return math.atan2(smp.pose.y - ey, smp.pose.x - ex)
         return None
 
     def _send_magnets(self, now: float, wanted: dict[str, set],

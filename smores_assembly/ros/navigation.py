@@ -31,7 +31,9 @@ the modules of later stages that have a staging pose and stand outside the activ
 zones are planned too, to their staging poses, in the same MAPF problem; a staging path
 that would enter a zone of the active stage is dropped (that module waits). A module of the
 active stage already on its docking axis beyond its pre-dock pose (at its staging pose)
-gets an empty path: the docking controller slides it straight in.
+gets an empty path: the docking controller slides it straight in. A helper with no action
+in the active stage is planned, the same way, to the pick-up pose of the module it carries
+next (:func:`smores_assembly.staging.helper_staging`).
 
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
 reported DOCKED, modules waiting to be carried, and a reconfiguration's kept modules
