@@ -509,6 +509,12 @@ class Navigate(PhaseStep):
         return None
 
 
+#: A body aligned on its docking axis at most this far [m] beyond the pre-dock pose slides
+#: straight on into APPROACH (the staging limit of :class:`~smores_assembly.staging.
+#: StagingSettings` is 0.4 m).
+STAGED_SLIDE_MAX = 0.45
+
+
 class PoseAdjust(PhaseStep):
     """Direct move (round the target and obstacles) to the pre-dock pose -> APPROACH, at
     once when the body already stands on the approach line (at the pre-dock pose, or
@@ -526,7 +532,8 @@ class PoseAdjust(PhaseStep):
     near a point the bearing is mocap noise, and turning on it swept the body's corner
     into the flush neighbour (pocket.yaml). A body found in the lane aligned within half
     the APPROACH misalignment bounds slides at once (after a RETRY, say); all in-place
-    turns happen at the staging pose, clear of every module.
+    turns happen at the staging pose, clear of every module. So does a body found aligned
+    on its axis beyond the pre-dock pose (a pipelined stage's staging pose, issue 14).
     """
 
     phase = Phase.POSE_ADJUST
@@ -554,7 +561,8 @@ class PoseAdjust(PhaseStep):
             self.reg = None   # plan the direct move again once clear
             return None
         body = ctx.body_virtual()
-        if self.sliding or (in_lane and self._can_slide(ctx, ax, body)):
+        if self.sliding or (in_lane and self._can_slide(ctx, ax, body)) or (
+                self.reg is None and self._staged(ctx, ax, body)):
             return self._slide(ctx, ax, body)
         goal = ctx.predock(ax)
         if (self.reg is None or self.goal_key is None
@@ -597,6 +605,16 @@ class PoseAdjust(PhaseStep):
         return (abs(lat) <= 0.5 * s.misalign_lateral_bound
                 and abs(ax.axle_lateral(body)) <= 0.5 * s.misalign_lateral_bound
                 and abs(yaw) <= math.radians(0.5 * s.misalign_yaw_bound_deg))
+
+    @classmethod
+    def _staged(cls, ctx: DockingContext, ax: DockAxis, body: Pose2D) -> bool:
+        """The body waits on its docking axis beyond the pre-dock pose, aligned well enough
+        to slide (a pipelined stage's staging pose, :mod:`smores_assembly.staging`): it
+        slides on without stopping at the pre-dock pose (stopping there and starting the
+        approach from rest cost ~2 s per dock)."""
+        gap, _lat, _yaw = ax.errors(body, ctx.face_offset)
+        return (ctx.s.standoff < gap <= ctx.s.standoff + STAGED_SLIDE_MAX
+                and cls._can_slide(ctx, ax, body))
 
     def _slide(self, ctx: DockingContext, ax: DockAxis, body: Pose2D) -> Phase | None:
         """Follow the axis towards the face (approach law) until the face gap is down to
