@@ -96,11 +96,11 @@ class DockingSettings:
         0.12, "A direct move starting closer than this (centre distance) to another module "
         "first drives straight away from it, without turning [m]", 0.0, 1.0)
     # --- approach ---
-    approach_speed: float = param_field(0.015, "Approach speed along the docking axis [m/s]",
+    approach_speed: float = param_field(0.025, "Approach speed along the docking axis [m/s]",
                                         0.0005, 0.5)
     approach_min_speed: float = param_field(0.003, "Approach speed floor until the stop gap [m/s]",
                                             0.0001, 0.5)
-    approach_k_gap: float = param_field(1.0, "Approach speed per metre of remaining gap [1/s]",
+    approach_k_gap: float = param_field(2.0, "Approach speed per metre of remaining gap [1/s]",
                                         0.01, 50.0)
     approach_k_lateral: float = param_field(
         1.5, "Heading reference per lateral axle error, times the face offset (1 = the face "
