@@ -12,6 +12,7 @@ sequential >= 2.5x on Task 1, >= 3x on ``holonomic_vehicle``, >= 2x on
 ``rc_car_two_helpers``.
 
     python -m bench.bench_assembly [--scenarios a,b] [--modes m1,m2] [--seed N] [--out DIR]
+                                   [--timeline] [--jobs N]
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from bench import SMORES_ASSEMBLE
@@ -34,15 +36,20 @@ SPEEDUP_GOALS = {"mobile_manipulator": 2.5, "holonomic_vehicle": 3.0, "rc_car_tw
 TASK1_GOAL_S = 45.0
 
 
-def run_one(scenario: str, mode: str, out: Path, seed: int, domain: int,
+def run_one(scenario: str, mode: str, out: Path, seed: int, domain: int | None = None,
             rtf: float = 0.0, timeout: float = 7200.0) -> dict:
     """One ``smores-assemble run`` of ``config/scenarios/<scenario>.yaml`` with ``--schedule
-    mode``; its report (``process_wall_s`` added; a failed start gives ``success: False``)."""
+    mode``; its report (``process_wall_s`` added; a failed start gives ``success: False``).
+    ``domain`` None: the run draws a free ROS domain itself (``smores_assembly.ros.domain``),
+    so runs can go side by side."""
     cmd = [SMORES_ASSEMBLE, "run",
            str(REPO / "config" / "scenarios" / f"{scenario}.yaml"), "--out", str(out),
            "--schedule", mode, "--seed", str(seed), "--real-time-factor", str(rtf),
            "--timeout", str(timeout)]
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    env = dict(os.environ)
+    env.pop("ROS_DOMAIN_ID", None)
+    if domain is not None:
+        env["ROS_DOMAIN_ID"] = str(domain)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
     wall = time.monotonic() - t0
@@ -84,22 +91,28 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=0, help="simulation seed of every run")
     ap.add_argument("--out", default=None, help="keep the runs' reports here")
     ap.add_argument("--timeline", action="store_true", help="print each run's stages")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="runs side by side (each in its own free ROS domain; lockstep: the "
+                         "simulated results do not change, only the wall times)")
     args = ap.parse_args(argv)
     base = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench_assembly_"))
     modes = args.modes.split(",")
     results: dict[tuple[str, str], dict] = {}
-    domain = 150 + os.getpid() % 50
-    for name in args.scenarios.split(","):
-        for mode in modes:
-            r = run_one(name, mode, base / name / mode, args.seed, domain)
-            results[(name, mode)] = r
-            ok = "ok" if r.get("success") else "FAILED"
-            print(f"{name:<20} {mode:<10} {ok:<6} {r['assembly_time_s']:7.1f} s simulated "
-                  f"{r['process_wall_s']:6.1f} s wall", flush=True)
-            if args.timeline:
-                for k, s, e, ph in stage_timeline(r):
-                    parts = ", ".join(f"{p} {v:.1f}" for p, v in sorted(ph.items()))
-                    print(f"    stage {k + 1}: {s:6.1f} .. {e:6.1f} s ({e - s:5.1f} s): {parts}")
+    runs = [(name, mode) for name in args.scenarios.split(",") for mode in modes]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(run_one, name, mode, base / name / mode, args.seed): (name, mode)
+                   for name, mode in runs}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+    for name, mode in runs:
+        r = results[(name, mode)]
+        ok = "ok" if r.get("success") else "FAILED"
+        print(f"{name:<20} {mode:<10} {ok:<6} {r['assembly_time_s']:7.1f} s simulated "
+              f"{r['process_wall_s']:6.1f} s wall", flush=True)
+        if args.timeline:
+            for k, s, e, ph in stage_timeline(r):
+                parts = ", ".join(f"{p} {v:.1f}" for p, v in sorted(ph.items()))
+                print(f"    stage {k + 1}: {s:6.1f} .. {e:6.1f} s ({e - s:5.1f} s): {parts}")
     print(f"\nlockstep, seed {args.seed}; reports in {base}")
     head = f"{'scenario':<20}" + "".join(f" {m + ' [s]':>16}" for m in modes)
     if "sequential" in modes:
