@@ -858,3 +858,42 @@ def test_slides_into_a_flush_one_module_slot(pf, cf):
         r = run_trial(pf, cf, seed, dt=DT, settings=DockingSettings(), neighbours=nb)
         assert r.phase is Phase.DOCKED and r.connected, (seed, r.phase, r.message)
         assert r.collisions == 0 and r.retries == 0, (seed, r.collisions, r.retries)
+
+
+def _pair_turn_hits(axis, lift_gap: float, obstacles, w: float = 0.08) -> bool:
+    """Oracle: the helper at its lift pose on ``axis`` carrying the module one width ahead
+    (face gap closed) turns in place through a full turn, sampled every 2 deg: does the
+    pair's module or helper square overlap an obstacle's square (any heading, worst of 8)?"""
+    from smores_assembly.geometry import square_overlap
+    h = axis.body_pose(0.5 * w, lift_gap)
+    for k in range(180):
+        a = h.yaw + k * math.pi / 90
+        mx, my = h.x + w * math.cos(a), h.y + w * math.sin(a)
+        for ox, oy in obstacles:
+            for q in range(8):
+                o = (ox, oy, q * math.pi / 16)
+                if (square_overlap((mx, my, a), o, w) > 1e-9
+                        or square_overlap((h.x, h.y, a), o, w) > 1e-9):
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("module, other, helper", [
+    (Pose2D(-0.375, -0.507, 3.035), (-0.342, -0.352), Pose2D(-0.27, -0.19, 2.493)),
+    (Pose2D(0.061, -0.237, -1.415), (0.194, -0.233), Pose2D(-0.314, 0.214, -0.653)),
+])
+def test_pickup_side_lets_the_pair_turn(module, other, helper):
+    """bench_targets random_8_624397381 (m3 waits 0.158 m from idle m0) and
+    random_11_577662261 (m4 0.133 m from m2): the free side nearest the helper lifted the
+    module where the pair's first turn swept it into the idle neighbour (0.7 / 0.3 mm
+    collisions). The chosen side now lets the pair turn in place (oracle: a full turn of
+    the two squares overlaps the neighbour at no heading); the nearest free side would
+    not."""
+    from smores_assembly.docking.control import dock_axis, free_pickup_faces, pickup_axis
+    others = [other]
+    ax = pickup_axis(module, helper, others, 0.08, 0.06)
+    assert not _pair_turn_hits(ax, 0.006, others)
+    nearest = min(free_pickup_faces(module, others, 0.08, 0.06),
+                  key=lambda f: dock_axis(module, f, 0.08).body_pose(0.04, 0.06)
+                  .distance_to(helper))
+    assert _pair_turn_hits(dock_axis(module, nearest, 0.08), 0.006, others)

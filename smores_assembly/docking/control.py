@@ -455,23 +455,38 @@ def free_pickup_faces(module: Pose2D, others: Sequence[tuple[float, float]], wid
     return out
 
 
+def pair_turn_clearance(width: float) -> float:
+    """Centre distance [m] from a helper's centre that another module must keep so that
+    the helper, carrying a module one width ahead, can turn in place without touching it:
+    the pair's farthest corner (``hypot(1.5 w, 0.5 w)``) plus the other module's corner
+    radius ``w / sqrt 2`` (the navigation's ``carry_clearance`` less its 2 mm margin)."""
+    return math.hypot(1.5 * width, 0.5 * width) + width / math.sqrt(2.0)
+
+
 def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],
-                width: float, standoff: float) -> DockAxis:
+                width: float, standoff: float, lift_gap: float = 0.006) -> DockAxis:
     """The side from which a helper picks ``module`` up: the docking axis onto one of the
     module's four faces, whose helper pose at ``standoff`` (:func:`pickup_pose`) is free
     of ``others`` (module centres [m], farther than ``PICKUP_CLEARANCE_WIDTHS * width``)
-    and nearest ``helper``; the nearest side when none is free.
+    and nearest ``helper``; the nearest side when none is free. Among free sides, those
+    where the pair can turn right after the lift (the helper's centre at ``width +
+    lift_gap`` [m] from the module's, :func:`pair_turn_clearance` from every centre in
+    ``others``) come first: lifted on another side, the pair's first turn swept its
+    module into an idle neighbour (bench_targets random_8_624397381).
 
     The helper presents its TOP face (face offset ``width / 2``), so on the returned axis
     the helper's pose with its face ``gap`` [m] from the module face is
     ``axis.body_pose(width / 2, gap)``.
     """
     free = free_pickup_faces(module, others, width, standoff)
-    best: tuple[tuple[bool, float], DockAxis] | None = None
+    turn = pair_turn_clearance(width)
+    best: tuple[tuple[bool, bool, float], DockAxis] | None = None
     for f in Face:
         ax = dock_axis(module, f, width)
         p = ax.body_pose(0.5 * width, standoff)
-        key = (f not in free, p.distance_to(helper))
+        lift = ax.body_pose(0.5 * width, lift_gap)
+        cramped = any(math.hypot(lift.x - ox, lift.y - oy) < turn for ox, oy in others)
+        key = (f not in free, cramped, p.distance_to(helper))
         if best is None or key < best[0]:
             best = (key, ax)
     assert best is not None  # Face has four members
