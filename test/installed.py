@@ -34,3 +34,31 @@ def node(name: str) -> list[str]:
     from smores_assembly.launch.yaml_launch import node_command
 
     return node_command(PACKAGE, name)
+
+
+def run_cli(args: list[str], timeout: float, **kwargs):
+    """``subprocess.run([smores-assemble, *args], capture_output=True, text=True, ...)``,
+    except that a run past ``timeout`` [s, wall] is stopped as a user stops it: SIGINT
+    (``run`` stops its nodes, which live in their own sessions), then SIGKILL after 60 s.
+    ``subprocess.run``'s own timeout kills only ``run`` and leaves its nodes running (a
+    stack kept loading the machine for up to 45 min after a timed-out test).
+
+    Raises:
+        subprocess.TimeoutExpired: after the stop, with the output so far.
+    """
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([*cli(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import installed
@@ -24,10 +23,9 @@ pytestmark = pytest.mark.ros
 
 
 def _run(scenario: Path, out: Path, *extra: str, timeout: float = 600.0):
-    return subprocess.run(
-        [*installed.cli(), "run", str(scenario), "--out", str(out),
-         "--real-time-factor", "5", *extra],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return installed.run_cli(
+        ["run", str(scenario), "--out", str(out), "--real-time-factor", "5", *extra],
+        timeout=timeout, cwd=REPO)
 
 
 def _expected(report: dict) -> set:

@@ -28,10 +28,9 @@ pytestmark = pytest.mark.ros
 def _run_task1(out: Path, *extra: str) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(150 + (os.getpid() + len(str(out))) % 80),
                ROS_LOG_DIR=str(out / "ros_log"))
-    r = subprocess.run(
-        [*installed.cli(), "run", str(TASK1), "--out", str(out),
-         "--seed", str(SEED), "--real-time-factor", "0", *extra],
-        capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
+    r = installed.run_cli(
+        ["run", str(TASK1), "--out", str(out), "--seed", str(SEED),
+         "--real-time-factor", "0", *extra], timeout=900, cwd=REPO, env=env)
     report_file = out / "report.json"
     assert report_file.exists(), r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads(report_file.read_text())

@@ -4,7 +4,6 @@ equal the target's edges under the executed plan's assignment)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import installed
@@ -20,9 +19,8 @@ pytestmark = pytest.mark.ros
 
 
 def _run(scenario: Path, out: Path, *extra: str, timeout: float = 900.0):
-    return subprocess.run(
-        [*installed.cli(), "run", str(scenario), "--out", str(out), *extra],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return installed.run_cli(["run", str(scenario), "--out", str(out), *extra],
+                             timeout=timeout, cwd=REPO)
 
 
 def _target_edges(report: dict, scenario) -> set:

@@ -9,7 +9,6 @@ are judged by the fake hardware's ground truth (connections formed, collision ev
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,9 @@ pytestmark = pytest.mark.ros
 @pytest.mark.parametrize("name", ["pocket", "rc_car_fig12"])
 def test_corner_and_carried_pair_targets_assemble_without_collision(name, tmp_path,
                                                                      ros_domain):
-    r = subprocess.run(
-        [*installed.cli(), "run", str(DATA / f"{name}.yaml"),
-         "--out", str(tmp_path), "--timeout", "1500"],
-        capture_output=True, text=True, timeout=1800, cwd=REPO)
+    r = installed.run_cli(
+        ["run", str(DATA / f"{name}.yaml"), "--out", str(tmp_path), "--timeout", "1500"],
+        timeout=1800, cwd=REPO)
     report_file = tmp_path / "report.json"
     assert report_file.exists(), r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads(report_file.read_text())
