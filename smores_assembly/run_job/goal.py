@@ -71,6 +71,11 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
         if not spin_until(lambda: client.server_is_ready(), SERVER_WAIT_S):
             raise RuntimeError("the executive's /assembly/assemble action did not come up "
                                f"within {SERVER_WAIT_S:.0f} s")
+        # nothing moves before the goal: wait until every topic the report is made of is
+        # matched, so that the report and timeline start with the first phase
+        if not spin_until(lambda: not observer.unmatched_topics(), SERVER_WAIT_S):
+            say(f"warning: no publisher matched on {', '.join(observer.unmatched_topics())} "
+                f"within {SERVER_WAIT_S:.0f} s: the report may miss what is sent there")
         goal = Assemble.Goal(target=scenario_to_target_msg(scenario),
                              require_approval=bool(approve),
                              reconfigure=bool(scenario.initial_connections),

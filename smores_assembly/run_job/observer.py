@@ -95,17 +95,20 @@ class ObserverNode:
         node, obs = self.node, self.obs
         # raw, read with struct (ros/wire.py): 50 messages per simulated second
         from smores_assembly.ros.wire import StatesView
-        node.create_subscription(ModuleStateArray, names.GROUND_TRUTH,
-                                 lambda raw: obs.on_truth(StatesView.of(raw)),
-                                 common.SENSOR_QOS, raw=True)
-        node.create_subscription(
-            DockingStatusArray, names.DOCKING_STATUS,
-            lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50)
-        node.create_subscription(ConnectionArray, names.CONNECTIONS, obs.on_connections,
-                                 common.LATCHED_QOS)
-        node.create_subscription(
-            CollisionEvent, names.COLLISIONS,
-            lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50)
+        # the report is made of these: each must be matched before anything moves
+        self._subs = {
+            names.GROUND_TRUTH: node.create_subscription(
+                ModuleStateArray, names.GROUND_TRUTH,
+                lambda raw: obs.on_truth(StatesView.of(raw)), common.SENSOR_QOS, raw=True),
+            names.DOCKING_STATUS: node.create_subscription(
+                DockingStatusArray, names.DOCKING_STATUS,
+                lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50),
+            names.CONNECTIONS: node.create_subscription(
+                ConnectionArray, names.CONNECTIONS, obs.on_connections, common.LATCHED_QOS),
+            names.COLLISIONS: node.create_subscription(
+                CollisionEvent, names.COLLISIONS,
+                lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50),
+        }
         self.mcap = None
         if record_path is not None:
             from smores_assembly.record import McapRecorder
@@ -134,6 +137,13 @@ class ObserverNode:
             if dead:
                 raise RuntimeError(f"node(s) exited early: {dead}; see {self.out}/nodes.log")
         return pred()
+
+    def unmatched_topics(self) -> list[str]:
+        """The observed topics (ground truth, docking status, connections, collisions) whose
+        subscription has no matched publisher yet. Messages sent before the match are lost
+        to this node: a goal sent before every topic matched gave a report whose first
+        phases started seconds late (lockstep does not wait for this node)."""
+        return [t for t, sub in self._subs.items() if sub.get_publisher_count() == 0]
 
     def missing_nodes(self, expected) -> list[str]:
         """Those of the stack's nodes ``expected`` (names) that this node does not see in
