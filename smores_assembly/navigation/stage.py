@@ -92,6 +92,10 @@ class NavSettings:
     max_low_level_expansions: int = param_field(2_000_000, "bound on space-time expansions",
                                                 1, 10**9)
     time_limit_s: float = param_field(2.0, "bound on planning wall time [s]", 0.01, 600.0)
+    clear_footprint: bool = param_field(
+        False, "move idle and later-stage modules that stand on the footprint still to be "
+        "built out of it (issue 16, large targets; off by default: on pocket.yaml it made "
+        "two staging modules touch)")
     fallback_prioritized: bool = param_field(
         True, "when CBS/ECBS hits a bound, try the complete LaCAM (prioritized planning when "
         "k_robust >= 2) before failing")

@@ -286,9 +286,9 @@ class NavigationNode(Node):
             staging = {m: v for m, v in sp.staging.items() if m not in moving}
             zones = list(sp.zones.values())
         fixed |= set(carried) | {c[2] for c in carried.values()}
-        self._keep_clear = footprint_to_build(with_kept_goals(plan, self._poses), k,
-                                              self._docked, s.predock_standoff,
-                                              s.module_width)
+        self._keep_clear = footprint_to_build(
+            with_kept_goals(plan, self._poses), k, self._docked, s.predock_standoff,
+            s.module_width) if s.clear_footprint else {}
         obstacles = {m: p for m, p in self._poses.items() if m not in moving}
         fixed = {m for m in fixed if m in obstacles}
         self._helper_targets = helper_targets
