@@ -18,13 +18,16 @@ def bounded(kind: type = float, lo: float | None = None, hi: float | None = None
         argparse.ArgumentTypeError: from the returned callable, on a bad value.
     """
     noun = "an integer" if kind is int else "a number"
+
+    def fmt(v: float) -> str:
+        return str(int(v)) if kind is int else f"{v:g}"
     if lo is not None and hi is not None:
         left = "(" if lo_open else "["
-        want = f"{noun} in {left}{lo:g}, {hi:g}]"
+        want = f"{noun} in {left}{fmt(lo)}, {fmt(hi)}]"
     elif lo is not None:
-        want = f"{noun} {'>' if lo_open else '>='} {lo:g}"
+        want = f"{noun} {'>' if lo_open else '>='} {fmt(lo)}"
     elif hi is not None:
-        want = f"{noun} <= {hi:g}"
+        want = f"{noun} <= {fmt(hi)}"
     else:
         want = noun
 

@@ -32,3 +32,9 @@ def test_the_refusal_names_the_range_through_argparse(capsys):
         ap.parse_args(["--timeout", "-3"])
     err = capsys.readouterr().err
     assert "--timeout" in err and "expected a number > 0, got '-3'" in err
+
+
+def test_integer_bounds_are_printed_whole():
+    with pytest.raises(argparse.ArgumentTypeError,
+                       match=r"expected an integer in \[0, 2147483647\], got '-1'"):
+        bounded(int, lo=0, hi=2**31 - 1)("-1")
