@@ -112,27 +112,43 @@ def _scenario_path(case: str, workdir: Path) -> Path:
     return path
 
 
-def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
-    """One ``smores-assemble run`` of ``case`` in ``mode`` (multi | single) with CPU
-    sampling; returns the measured numbers."""
-    out = workdir / f"{case}_{mode}"
-    cmd = [SMORES_ASSEMBLE, "run",
-           str(_scenario_path(case, workdir)), "--out", str(out), "--seed", "0",
-           "--real-time-factor", "0", "--timeout", str(timeout)]
-    if mode == "single":
-        cmd.append("--single-process")
-    # no ROS_DOMAIN_ID: run draws a domain in which no node is discovered (ros/domain.py;
-    # a fixed draw from the tests' range met a test's stack: its target reached this run)
+def _peak_rss_mb(pids) -> float:
+    """Summed peak resident set size (VmHWM) of ``pids`` [MB] (0 for gone ones)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += float(line.split()[1]) / 1024.0
+        except OSError:
+            pass
+    return total
+
+
+def run_sampled(cmd: list[str], period_s: float = 0.5):
+    """Run ``smores-assemble run`` command ``cmd`` to its end, sampling the CPU time of it
+    and its descendants every ``period_s`` [s wall].
+
+    No ROS_DOMAIN_ID is passed: run draws a domain in which no node is discovered
+    (ros/domain.py; a fixed draw from the tests' range met a test's stack).
+
+    Returns ``(lines, marks, per_pid, at_start, wall, t0, peak_rss_mb)``: the output lines;
+    ``marks["start"]``/``marks["end"]`` (monotonic time of the first stage line and of the
+    verdict); per pid ``(name, cpu_s)`` up to the verdict; the same at the first stage
+    (``{}`` when never reached); the process's wall time [s]; its start (monotonic); the
+    largest summed peak RSS seen [MB].
+    """
+    import threading
     env = {k: v for k, v in os.environ.items() if k != "ROS_DOMAIN_ID"}
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env, cwd=REPO)
-    import threading
     lines: list[str] = []
     marks: dict[str, float] = {}
 
     def pump():
+        assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
             if "stage 1/" in line and "start" not in marks:
@@ -143,6 +159,7 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
     th.start()
     per_pid: dict[int, tuple[str, float]] = {}
     at_start: dict[int, tuple[str, float]] | None = None
+    peak = 0.0
     while proc.poll() is None:
         snap = _sample(proc.pid)
         if "start" in marks and at_start is None:
@@ -152,14 +169,26 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
                 # an exiting process has no command line any more: keep its name
                 known = per_pid.get(pid)
                 per_pid[pid] = (known[0] if known else name, cpu)
-        time.sleep(0.5)
+            peak = max(peak, _peak_rss_mb(list(snap)))
+        time.sleep(period_s)
     th.join(timeout=5)
-    wall = time.monotonic() - t0
+    return lines, marks, per_pid, at_start or {}, time.monotonic() - t0, t0, peak
+
+
+def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
+    """One ``smores-assemble run`` of ``case`` in ``mode`` (multi | single) with CPU
+    sampling; returns the measured numbers."""
+    out = workdir / f"{case}_{mode}"
+    cmd = [SMORES_ASSEMBLE, "run",
+           str(_scenario_path(case, workdir)), "--out", str(out), "--seed", "0",
+           "--real-time-factor", "0", "--timeout", str(timeout)]
+    if mode == "single":
+        cmd.append("--single-process")
+    lines, marks, per_pid, at_start, wall, t0, _ = run_sampled(cmd)
     try:
         report = json.loads((out / "report.json").read_text())
     except (OSError, ValueError):
         report = {}
-    at_start = at_start or {}
     run_cpu: dict[str, float] = {}
     startup = 0.0
     for pid, (name, cpu) in per_pid.items():

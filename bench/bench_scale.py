@@ -23,19 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import re
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import yaml
 
 from bench import SMORES_ASSEMBLE
-from bench.bench_lockstep import _descendants, _sample
+from bench.bench_lockstep import run_sampled
 from smores_assembly.errors import PlanningError
 from smores_assembly.planning import plan_assembly
 from smores_assembly.scenario import scenario_from_dict
@@ -114,19 +111,6 @@ def plannable_scenario(kind: str, n_nodes: int, seed: int = 0, tries: int = 50
 _SEARCH = re.compile(r"stage (\d+) \(.*search ([0-9.]+) ms")
 
 
-def _peak_rss_mb(pids) -> float:
-    """Summed peak resident set size (VmHWM) of ``pids`` [MB] (0 for gone ones)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += float(line.split()[1]) / 1024.0
-        except OSError:
-            pass
-    return total
-
-
 def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0) -> dict:
     """One lockstep ``smores-assemble run`` of ``path`` with CPU and memory sampling.
 
@@ -136,44 +120,11 @@ def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0) -> dict:
     navigation's plans of that stage, from ``nodes.log``)."""
     cmd = [SMORES_ASSEMBLE, "run", str(path), "--out", str(out), "--seed", str(seed),
            "--real-time-factor", "0", "--timeout", str(timeout)]
-    env = dict(os.environ, ROS_DOMAIN_ID=str(random.Random().randint(101, 200)),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env, cwd=REPO)
-    lines: list[str] = []
-    marks: dict[str, float] = {}
-
-    def pump():
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if "stage 1/" in line and "start" not in marks:
-                marks["start"] = time.monotonic()
-            if line.startswith(("ASSEMBLED", "FAILED")):
-                marks["end"] = time.monotonic()
-    th = threading.Thread(target=pump, daemon=True)
-    th.start()
-    per_pid: dict[int, tuple[str, float]] = {}
-    at_start: dict[int, tuple[str, float]] | None = None
-    peak = 0.0
-    while proc.poll() is None:
-        snap = _sample(proc.pid)
-        if "start" in marks and at_start is None:
-            at_start = dict(snap)
-        if "end" not in marks:
-            for pid, (name, cpu) in snap.items():
-                known = per_pid.get(pid)
-                per_pid[pid] = (known[0] if known else name, cpu)
-            peak = max(peak, _peak_rss_mb([proc.pid] + _descendants(proc.pid)))
-        time.sleep(1.0)
-    th.join(timeout=5)
-    wall = time.monotonic() - t0
+    lines, marks, per_pid, at_start, wall, t0, peak = run_sampled(cmd, period_s=1.0)
     try:
         report = json.loads((out / "report.json").read_text())
     except (OSError, ValueError):
         report = {}
-    at_start = at_start or {}
     cpu = sum(c - at_start.get(pid, (n, 0.0))[1] for pid, (n, c) in per_pid.items())
     sim = float(report.get("assembly_time_s") or 0.0)
     mapf: dict[int, float] = {}
