@@ -120,7 +120,10 @@ def test_two_swarms_side_by_side_in_one_domain(tmp_path, ros_domain):
             runs[ns] = (out, subprocess.Popen(
                 [*installed.cli(), "run",
                  str(field / f"{scen}.yaml"), "--namespace", ns, "--out", str(out),
-                 "--timeout", "400"],
+                 # real time: both runs must still be up when their clocks are checked
+                 # (at the default 4x pace the one-dock run could end first on an idle
+                 # machine: "a run ended early" in a clean-clone CI)
+                 "--real-time-factor", "1", "--timeout", "400"],
                 stdout=log, stderr=subprocess.STDOUT, cwd=repo))
     from rclpy.executors import SingleThreadedExecutor
     ctx = rclpy.Context()
