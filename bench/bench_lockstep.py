@@ -30,7 +30,7 @@ per-process interpreters and inter-process transport. Then (cProfile: 70-90 % of
 node's CPU was rclpy's wait-set rebuild per wake-up) every node spins
 ``smores_assembly.ros.executor.LeanExecutor``: Task 1 at load ~50-70 went from 1.07 to 0.61
 CPU s per simulated s in one process per node (0.41 in one process), same trace. Figures:
-README, "Cost of a run".
+docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations
 
