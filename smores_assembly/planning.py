@@ -628,7 +628,8 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     # A dock whose pre-dock pose the structure placed before it walls in gets a precedence
     # before one of the walls (one not after it already) and the stages are built again;
     # refused when no wall can wait (issue 11).
-    geo = _Geometry(width, standoff, goals, assignment, poses)
+    geo = _Geometry(width, standoff, goals, assignment, poses,
+                    _pickup_neighbours(acts, nodes, goals, assignment, poses, width, standoff))
     for _ in range(len(acts) * len(acts) + 1):  # one precedence more per round
         try:
             return _list_schedule(acts, order, key, prec, corr, cells, root_node, kept,
@@ -664,6 +665,11 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
     placed_now = {root_node} | kept
     missing = {v: sum(1 for u in prec.predecessors(v) if u not in placed_now) for v in acts}
     ready = sorted((v for v in acts if missing[v] == 0), key=rank.__getitem__)
+    # the placed nodes' cells and their bounding box, kept up to date stage by stage
+    occupied = {cells[n]: n for n in placed_now}
+    xs = [c[0] for c in occupied]
+    ys = [c[1] for c in occupied]
+    bounds = (min(xs), max(xs), min(ys), max(ys))
     while ready:
         kmin = key[ready[0]]
         chosen: list[str] = []
@@ -679,7 +685,7 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
             chosen.append(v)
             halo.update(corridor_halo(corr[v]))
             helped += acts[v].needs_helper
-        _check_reachable(chosen, corr, acts, cells, placed_now, geo)
+        _check_reachable(chosen, corr, acts, cells, placed_now, occupied, bounds, geo)
         stage_actions = [acts[v] for v in chosen]
         need = [a for a in stage_actions if a.needs_helper]
         if need:
@@ -690,6 +696,11 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
         stages.append([a.module for a in stage_actions])
         actions.extend(stage_actions)
         placed_now.update(chosen)
+        for u in chosen:
+            x, y = cells[u]
+            occupied[x, y] = u
+            bounds = (min(bounds[0], x), max(bounds[1], x), min(bounds[2], y),
+                      max(bounds[3], y))
         done = set(chosen)
         ready = [v for v in ready if v not in done]
         for u in chosen:
@@ -712,11 +723,37 @@ class _Geometry:
     goals: Mapping[str, Pose2D]          # module -> goal pose (world)
     assignment: Mapping[str, str]        # node -> module
     poses: Mapping[str, Pose2D]          # module -> pose at planning time (world)
+    #: helper dock's node -> the nodes whose goal lies near its module's pose at planning
+    #: time (:func:`_pickup_neighbours`): the only ones its pick-up check can meet
+    near: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _pickup_neighbours(acts: Mapping[str, DockAction], nodes: Sequence[str],
+                       goals: Mapping[str, Pose2D], assignment: Mapping[str, str],
+                       poses: Mapping[str, Pose2D], width: float, standoff: float
+                       ) -> dict[str, tuple[str, ...]]:
+    """For each helper dock (node), the nodes whose goal is within reach of a pick-up
+    check of its module (at its pose at planning time): ``width`` (it stands on their
+    cells) or a pick-up pose's clearance (``width + standoff`` out, plus
+    ``PICKUP_CLEARANCE_WIDTHS * width``), with a module width of margin. One (helper docks
+    x nodes) distance matrix, so that a stage's checks cost O(neighbours) instead of
+    O(placed nodes) per dock (1,000-node targets)."""
+    helped = [v for v in acts if acts[v].needs_helper and acts[v].module in poses]
+    if not helped:
+        return {}
+    reach = 2.0 * width + standoff + PICKUP_CLEARANCE_WIDTHS * width
+    names = list(nodes)
+    gxy = np.array([[goals[assignment[u]].x, goals[assignment[u]].y] for u in names])
+    mxy = np.array([[poses[acts[v].module].x, poses[acts[v].module].y] for v in helped])
+    d = np.hypot(mxy[:, None, 0] - gxy[None, :, 0], mxy[:, None, 1] - gxy[None, :, 1])
+    return {v: tuple(names[j] for j in np.flatnonzero(row < reach))
+            for v, row in zip(helped, d)}
 
 
 def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
                      acts: Mapping[str, DockAction], cells: Mapping[str, tuple[int, int]],
-                     placed: Collection[str], geo: _Geometry) -> None:
+                     placed: Collection[str], occupied: Mapping[Cell, str],
+                     bounds: tuple[int, int, int, int], geo: _Geometry) -> None:
     """:class:`_Enclosed` when a dock of the stage ``chosen`` cannot reach its pre-dock
     pose (issue 11), naming the nodes that stand in the way ("walls"):
 
@@ -732,13 +769,19 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
       it stands on the cell of one of them (closer than a module width): the navigation
       moves it aside before then, to a pose not known here.
 
-    The module would only find any of these out by retrying."""
-    occupied = {cells[n]: n for n in placed}
+    The module would only find any of these out by retrying.
+
+    ``occupied`` (cell -> node) and ``bounds`` (its cells' ``min x, max x, min y, max y``)
+    are those of ``placed``, kept by the caller: a stage's checks cost O(stage), not
+    O(placed nodes)."""
     ds = DockingSettings()
     w = geo.width
+    # lane_entry skips the dock's own cell: one map of the stage serves all its docks
+    still = dict(occupied)
+    still.update((cells[u], u) for u in chosen)
     for v in chosen:
         a = acts[v]
-        inside = enclosure(corr[v].corridor[-1], occupied)
+        inside = enclosure(corr[v].corridor[-1], occupied, bounds)
         if inside is not None:
             region, walls = inside
             raise _Enclosed(v, walls,
@@ -746,8 +789,6 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
                             f"{corr[v].corridor[-1]} in module widths from the root) lies in "
                             f"a region of {len(region)} cell(s) walled in by nodes {walls}: "
                             "the module cannot reach it")
-        still = dict(occupied)
-        still.update((cells[u], u) for u in chosen if u != v)
         clearance = ds.obstacle_clearance
         if a.needs_helper:
             clearance = max(clearance + w, carry_clearance(w))
@@ -767,7 +808,8 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
                             f"{list(lane.beside)} stand beside the lane")
         if a.needs_helper:
             pose = geo.poses[a.module]
-            others = {u: geo.goals[geo.assignment[u]] for u in still.values()}
+            others = {u: geo.goals[geo.assignment[u]] for u in geo.near.get(v, ())
+                      if u != v and (u in placed or u in chosen)}
             if any(math.hypot(p.x - pose.x, p.y - pose.y) < w - 1e-6
                    for p in others.values()):
                 continue  # it stands on the structure's cells: moved aside before then

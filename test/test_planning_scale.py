@@ -1,8 +1,10 @@
 """Planning at scale (issue 16): the warm-started assignment gives scipy's optimum on the
-same matrices, the set-based stage conflict equals the pairwise ``conflict``, and large
+same matrices, the set-based stage conflict equals the pairwise ``conflict``, the lane search
+that looks up only nearby cells equals a scan over every occupied cell, and large
 structured targets (combs) plan. Oracles: ``scipy.optimize.linear_sum_assignment`` on the
 untransformed matrix, brute force over permutations for tiny matrices, the pairwise
-``corridors.conflict``."""
+``corridors.conflict``, :func:`_lane_entry_scan` (the scan of every occupied cell at every
+step, as ``lane_entry`` was written first)."""
 from __future__ import annotations
 
 import itertools
@@ -13,7 +15,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from smores_assembly.corridors import conflict, corridor_halo, dock_corridor
+from smores_assembly.corridors import (LaneEntry, conflict, corridor_halo, dock_corridor,
+                                       enclosure, lane_entry)
 from smores_assembly.geometry import Pose2D
 from smores_assembly.planning import (WARM_START_MIN_GOALS, assign_modules, plan_assembly,
                                       radial_duals, solve_assignment)
@@ -144,3 +147,68 @@ def test_comb_tree_fills_block_and_plans(teeth, length):
     stage_of[plan.root_node] = -1
     for a in plan.actions:  # parents first
         assert stage_of[a.parent_node] < a.stage
+
+
+def _lane_entry_scan(d, occupied, start, clearance, limit, step=0.05):
+    """Reference of ``corridors.lane_entry``: every occupied cell checked at every step."""
+    (cx, cy), (nx_, ny_) = d.cell, d.normal
+    tx, ty = -ny_, nx_
+    rel = [((x - cx) * nx_ + (y - cy) * ny_, (x - cx) * tx + (y - cy) * ty, v)
+           for (x, y), v in occupied.items() if (x, y) != d.cell]
+    on_axis = sorted((a, v) for a, lat, v in rel if lat == 0 and a >= 1)
+    block = on_axis[0] if on_axis else None
+    k = 0
+    while k * step <= limit + 1e-9:
+        u = start + k * step
+        if block is not None and u + 0.5 > block[0] - 0.5 + 1e-9:
+            break
+        if all(math.hypot(a - u, lat) >= clearance - 1e-9 for a, lat, _ in rel):
+            return LaneEntry(extra=k * step)
+        k += 1
+    end = block[0] if block is not None else start + limit
+    beside = sorted({v for a, lat, v in rel if lat != 0 and abs(lat) < clearance
+                     and start - clearance < a < end + clearance})
+    return LaneEntry(extra=None, blocking=(block[1],) if block is not None else (),
+                     beside=tuple(beside))
+
+
+def test_lane_entry_equals_scan_of_every_cell():
+    """Random occupied grids (sparse to dense, near and far cells), random axes, start,
+    clearance and limit like the planner's: the same spot, or the same reasons."""
+    rng = random.Random(5)
+    dirs = [(1, 0), (-1, 0), (0, 1), (0, -1)]
+    outcomes = {"found": 0, "refused": 0, "moved": 0}
+    for trial in range(3000):
+        density = rng.choice([0.05, 0.15, 0.3, 0.5])
+        span = rng.choice([4, 8, 14])
+        cells = {(x, y): f"n{x}_{y}" for x in range(-span, span + 1)
+                 for y in range(-span, span + 1) if rng.random() < density}
+        c = (rng.randint(-3, 3), rng.randint(-3, 3))
+        n = rng.choice(dirs)
+        cells.pop(c, None)
+        cells[(c[0] - n[0], c[1] - n[1])] = "parent"
+        d = dock_corridor("v", "parent", {"v": c, "parent": (c[0] - n[0], c[1] - n[1])},
+                          rng.random() < 0.5, 0.03, 0.08)
+        occupied = dict(cells)
+        if rng.random() < 0.5:
+            occupied[c] = "v"  # the dock's own cell is skipped by both
+        start = rng.choice([0.375, 1.375, 0.5, 1.0 + rng.random()])
+        clearance = rng.choice([1.4375, 2.0, 2.5, 1.0 + 2.5 * rng.random()])
+        limit = rng.choice([5.0, 2.0, 0.0, 8 * rng.random()])
+        got = lane_entry(d, occupied, start, clearance, limit)
+        want = _lane_entry_scan(d, occupied, start, clearance, limit)
+        assert got == want, (trial, got, want)
+        outcomes["found" if want.extra is not None else "refused"] += 1
+        outcomes["moved"] += bool(want.extra)
+    assert min(outcomes.values()) > 100  # both outcomes (and spots beyond the first) seen
+
+
+def test_enclosure_with_kept_bounds_equals_without():
+    rng = random.Random(9)
+    for _ in range(500):
+        occupied = {(rng.randint(0, 6), rng.randint(0, 6)): f"n{k}" for k in range(25)}
+        xs = [c[0] for c in occupied]
+        ys = [c[1] for c in occupied]
+        start = (rng.randint(-1, 7), rng.randint(-1, 7))
+        assert (enclosure(start, occupied, (min(xs), max(xs), min(ys), max(ys)))
+                == enclosure(start, occupied))
