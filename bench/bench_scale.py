@@ -12,7 +12,8 @@ jittered square lattice of ``spacing`` round the origin, so that the target's fo
 covers idle modules (the stage planner moves them out of it, issue 16).
 
 Each scenario: planning time (``plan_assembly``, CPU), then one ``smores-assemble run`` in
-lockstep (``--real-time-factor 0``, seed 0) with every process sampled from ``/proc``:
+lockstep (``--real-time-factor 0``, seed 0, the navigation's ``clear_footprint`` on unless
+``--no-clear-footprint``) with every process sampled from ``/proc``:
 simulated and wall assembly time, CPU s of all processes per simulated s, peak memory
 (summed peak RSS of the processes), and the navigation's MAPF search time per stage (from
 its log). Goal: 100 modules assembled; CPU per simulated s growing at most linearly in the
@@ -111,8 +112,19 @@ def plannable_scenario(kind: str, n_nodes: int, seed: int = 0, tries: int = 50
 _SEARCH = re.compile(r"stage (\d+) \(.*search ([0-9.]+) ms")
 
 
-def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0) -> dict:
-    """One lockstep ``smores-assemble run`` of ``path`` with CPU and memory sampling.
+#: ROS parameter overrides of bench_scale's runs: the navigation keeps the footprint still to
+#: be built clear (``clear_footprint``, off by default), since these scenarios put idle
+#: modules on the target's cells.
+CLEAR_FOOTPRINT_PARAMS = """/**/navigation:
+  ros__parameters:
+    clear_footprint: true
+"""
+
+
+def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0,
+                 params_file: Path | None = None) -> dict:
+    """One lockstep ``smores-assemble run`` of ``path`` with CPU and memory sampling
+    (``params_file``: ROS parameter overrides, ``run --params-file``).
 
     Returns the report's figures and: ``cpu_s`` (all processes, from the first stage's
     start to the verdict), ``cpu_per_sim_s``, ``peak_rss_mb`` (largest sum of the
@@ -120,6 +132,8 @@ def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0) -> dict:
     navigation's plans of that stage, from ``nodes.log``)."""
     cmd = [SMORES_ASSEMBLE, "run", str(path), "--out", str(out), "--seed", str(seed),
            "--real-time-factor", "0", "--timeout", str(timeout)]
+    if params_file is not None:
+        cmd += ["--params-file", str(params_file)]
     lines, marks, per_pid, at_start, wall, t0, peak = run_sampled(cmd, period_s=1.0)
     try:
         report = json.loads((out / "report.json").read_text())
@@ -155,10 +169,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="wall-time bound of one run [s]")
     ap.add_argument("--out", default=None, help="keep scenarios and runs here")
     ap.add_argument("--plan-only", action="store_true", dest="plan_only")
+    ap.add_argument("--no-clear-footprint", action="store_false", dest="clear_footprint",
+                    help="run with the navigation's default clear_footprint (off) instead of "
+                         "on")
     args = ap.parse_args(argv)
     import tempfile
     base = Path(args.out or tempfile.mkdtemp(prefix="bench_scale_"))
     base.mkdir(parents=True, exist_ok=True)
+    params = None
+    if args.clear_footprint:
+        params = base / "clear_footprint.yaml"
+        params.write_text(CLEAR_FOOTPRINT_PARAMS)
     print(f"{'target':>10} {'modules':>7} {'plan ms':>8} {'result':>9} {'sim s':>8} "
           f"{'wall s':>8} {'CPU/sim s':>9} {'peak MB':>8} {'MAPF ms/stage med (max)':>24}",
           flush=True)
@@ -172,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.plan_only:
                 print(f"{data['name']:>10} {mods:>7} {1e3 * plan_cpu:>8.1f}", flush=True)
                 continue
-            r = run_scenario(path, base / data["name"], args.timeout)
+            r = run_scenario(path, base / data["name"], args.timeout, params_file=params)
             ms = sorted(r["mapf_ms"].values()) or [float("nan")]
             res = "ok" if r["success"] else f"{r['connections']}/{r['connections'] + r['missing']}"
             print(f"{data['name']:>10} {mods:>7} {1e3 * plan_cpu:>8.1f} {res:>9} "
