@@ -26,6 +26,7 @@ import sys
 from smores_assembly.argtypes import bounded
 from smores_assembly.errors import InputError, SmoresError
 from smores_assembly.staging import SCHEDULES
+from smores_assembly.vocabulary import counted
 
 PROG = "smores-assemble"
 #: Wall-clock limit of ``run`` without --timeout [s]; equals
@@ -189,8 +190,9 @@ def format_plan(plan, scenario=None) -> str:
     if plan.method != "assembly":
         how = ("full disassembly, then assembly" if plan.method == "full" else
                f"keeps {', '.join(plan.kept) if plan.kept else 'nothing'} docked")
-        lines.append(f"reconfiguration ({plan.method}): {how}; {len(plan.undocks)} undocking "
-                     f"actions in {plan.num_undock_stages} stages")
+        lines.append(f"reconfiguration ({plan.method}): {how}; "
+                     f"{counted(len(plan.undocks), 'undocking action')} "
+                     f"in {counted(plan.num_undock_stages, 'stage')}")
         uh = ("stage", "module", "undocks face", "from", "back-off", "park x [m]",
               "park y [m]", "yaw [deg]")
         urows = [uh]
@@ -206,7 +208,8 @@ def format_plan(plan, scenario=None) -> str:
                                    for j, (c, w) in enumerate(zip(ur, uw))).rstrip())
             if i == 0:
                 lines.append("  ".join("-" * w for w in uw))
-    lines.append(f"{len(plan.stages)} stages, {len(plan.actions)} docking actions, "
+    lines.append(f"{counted(len(plan.stages), 'stage')}, "
+                 f"{counted(len(plan.actions), 'docking action')}, "
                  f"total travel {plan.total_cost_m:.3f} m")
     header = ("stage", "module", "node", "docks face", "onto", "helper", "goal x [m]",
               "goal y [m]", "yaw [deg]")
@@ -222,7 +225,15 @@ def format_plan(plan, scenario=None) -> str:
                                for j, (c, w) in enumerate(zip(r, widths))).rstrip())
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
-    lines.append(f"idle: {', '.join(plan.idle) if plan.idle else '-'}")
+    carries: dict[str, list[str]] = {}
+    for a in sorted(plan.actions, key=lambda a: a.stage):
+        if a.helper:
+            carries.setdefault(a.helper, []).append(a.module)
+    if carries:
+        lines.append("helping modules: " + "; ".join(
+            f"{h} carries {', '.join(ms)}" for h, ms in sorted(carries.items())))
+    idle = [m for m in plan.idle if m not in carries]
+    lines.append(f"idle: {', '.join(idle) if idle else '-'}")
     return "\n".join(lines)
 
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Protocol
 from smores_assembly.errors import InputError, SmoresError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.sequencer import ExecutiveSettings, SeqState, StageSequencer
-from smores_assembly.vocabulary import Phase
+from smores_assembly.vocabulary import Phase, counted
 
 
 class ErrorCode(enum.IntEnum):
@@ -341,9 +341,9 @@ class GoalRunner:
                                      f"{_what(info, stage)}")
             if seq.state is SeqState.SUCCEEDED:
                 docks = sum(len(s) for s in stages) - info.undocks
-                what = (f"{docks} docks"
-                        + (f" and {info.undocks} undocks" if info.undocks else "")
-                        + f" in {seq.num_stages} stages" if docks or info.undocks
+                what = (counted(docks, "dock")
+                        + (f" and {counted(info.undocks, 'undock')}" if info.undocks else "")
+                        + f" in {counted(seq.num_stages, 'stage')}" if docks or info.undocks
                         else "nothing to dock (one-module target, or already assembled)")
                 return Outcome(ErrorCode.NONE, f"target '{name}' assembled: {what}, "
                                                f"{seq.elapsed:.1f} s", seq.elapsed, plan)

@@ -2,7 +2,8 @@
 
 * :class:`PhaseRecorder` turns a stream of (time, module, phase, retries) samples into
   per-action phase intervals.
-* :func:`final_errors` compares final ground-truth poses with the plan's goal poses.
+* :func:`final_errors` compares final ground-truth poses with the plan's goal poses
+  (relative to the root's final pose: the structure's own geometry).
 * :func:`plot_trajectories` draws every module's path over the plane with the target
   outline; :func:`plot_timeline` draws one row per docking action coloured by phase.
 """
@@ -62,20 +63,39 @@ class PhaseRecorder:
                 for i in self.intervals.get(module, [])]
 
 
-def final_errors(goals: dict[str, Pose2D], final: dict[str, Pose2D]) -> dict[str, dict]:
+def final_errors(goals: dict[str, Pose2D], final: dict[str, Pose2D],
+                 anchor: str | None = None) -> dict[str, dict]:
     """Position [mm] and yaw [deg] error of each module's final pose against its goal.
 
-    Both in ``world``. Modules without a final pose are reported with ``None`` errors.
+    Both in ``world``. With ``anchor`` (the root module), the goals are first moved
+    rigidly so that the anchor's goal lands on the anchor's final pose: each error is then
+    the module's error *within the structure* (its place relative to the root, the
+    unfolding's geometry), independent of where the structure as a whole ended up; the
+    anchor itself reads 0 (its own offset is :func:`pose_error`). Without an anchor, or
+    when the anchor has no goal or no final pose, the goals are taken as they are. Modules
+    without a final pose are reported with ``None`` errors.
     """
+    moved = dict(goals)
+    if anchor is not None and anchor in goals and anchor in final:
+        g, f = goals[anchor], final[anchor]
+        dyaw = wrap_angle(f.yaw - g.yaw)
+        c, s = math.cos(dyaw), math.sin(dyaw)
+        moved = {m: Pose2D(f.x + c * (p.x - g.x) - s * (p.y - g.y),
+                           f.y + s * (p.x - g.x) + c * (p.y - g.y), wrap_angle(p.yaw + dyaw))
+                 for m, p in goals.items()}
     out: dict[str, dict[str, float | None]] = {}
-    for m, g in goals.items():
+    for m, g in moved.items():
         p = final.get(m)
-        if p is None:
-            out[m] = {"position_mm": None, "yaw_deg": None}
-            continue
-        out[m] = {"position_mm": round(1000.0 * math.hypot(p.x - g.x, p.y - g.y), 2),
-                  "yaw_deg": round(math.degrees(abs(wrap_angle(p.yaw - g.yaw))), 2)}
+        out[m] = ({**pose_error(g, p)} if p is not None
+                  else {"position_mm": None, "yaw_deg": None})
     return out
+
+
+def pose_error(goal: Pose2D, pose: Pose2D) -> dict[str, float]:
+    """``{"position_mm", "yaw_deg"}``: distance [mm] and absolute heading difference [deg]
+    of ``pose`` from ``goal`` (both in ``world``), rounded to 0.01."""
+    return {"position_mm": round(1000.0 * math.hypot(pose.x - goal.x, pose.y - goal.y), 2),
+            "yaw_deg": round(math.degrees(abs(wrap_angle(pose.yaw - goal.yaw))), 2)}
 
 
 def write_json(path: Path, data: dict) -> None:

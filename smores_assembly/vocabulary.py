@@ -149,3 +149,9 @@ def _parse(cls, value: object, field: str):
     choices = ", ".join(f"{m.name}({m.value})" for m in cls)
     raise InputError(f"{field}: unknown {cls.__name__} {value!r} (expected one of {choices})",
                      field=field)
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 stage"``, ``"2 stages"``: ``n`` and ``noun`` in the singular or the plural
+    (an ``s`` added), for log lines and messages (``noun`` is given in the singular)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -65,6 +65,18 @@ def test_plan_table():
     assert len(out.splitlines()) == 3 + 1 + 2 + 8  # header lines, table head, 8 actions, idle
 
 
+def test_plan_table_names_the_helping_module_busy_not_idle():
+    """rc_car's h0 carries all four wheel modules: the table says so and does not list it
+    as idle (fresh-user finding)."""
+    r = run_cli("plan", str(SCENARIOS / "rc_car.yaml"))
+    assert r.returncode == 0, r.stderr
+    helped = [ln.split()[1] for ln in r.stdout.splitlines()
+              if ln[:1].isdigit() and "h0" in ln.split()]
+    assert len(helped) == 4
+    assert f"helping modules: h0 carries {', '.join(helped)}" in r.stdout
+    assert "idle: -" in r.stdout
+
+
 @pytest.mark.parametrize("content, needle", [
     ("name: x\ntarget: {nodes: [a, b], edges: [{parent: a, parent_face: FRONT, child: b, "
      "child_face: TOP}]}\nmodules: {m0: [0, 0, 0], m1: [1, 0, 0]}\n",

@@ -312,7 +312,7 @@ class ReconfPort(FakePort):
 def test_undocks_are_counted_apart_from_docks():
     """A full disassembly of a two-module structure (m1's LEFT face on m0's TOP) into a
     TOP/BOTTOM pair: 1 undock then 1 dock; the outcome and the stage log say which is
-    which ("1 docks and 1 undocks in 2 stages", "undock m1")."""
+    which ("1 dock and 1 undock in 2 stages", "undock m1")."""
     conn = {**PAIR, "modules": {"m0": [0.0, 0.0, 0.0], "m1": [0.08, 0.0, 1.5707963267948966],
                                 "m2": [-0.4, 0.0, 0.0]},
             "initial": {"connections": [["m0.TOP", "m1.LEFT"]]}}
@@ -320,7 +320,7 @@ def test_undocks_are_counted_apart_from_docks():
     out = _run(GoalRunner(port, _settings()), conn)
     assert out.code is ErrorCode.NONE, out.message
     assert len(port._plan.undocks) == 1 and len(port._plan.actions) == 1
-    assert "1 docks and 1 undocks in 2 stages" in out.message, out.message
+    assert "1 dock and 1 undock in 2 stages" in out.message, out.message
     assert out.elapsed_s == pytest.approx(6.0, abs=0.12)
     [undock_line] = [t for _, t in port.logs if t.startswith("stage 1/2: ")]
     assert undock_line == f"stage 1/2: undock {port._plan.undocks[0].module}"

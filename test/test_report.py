@@ -1,5 +1,6 @@
 """Report helpers: phase intervals, final errors, pictures, MCAP schemas."""
 import math
+import random
 
 import pytest
 
@@ -32,6 +33,34 @@ def test_final_errors_in_mm_and_degrees():
     assert e["a"] == {"position_mm": pytest.approx(5.0), "yaw_deg": pytest.approx(1.5)}
     assert e["b"]["yaw_deg"] == pytest.approx(math.degrees(0.02), abs=0.01)
     assert final_errors({"c": Pose2D(0, 0, 0)}, {}) == {"c": {"position_mm": None, "yaw_deg": None}}
+
+
+def test_final_errors_judge_the_structure_relative_to_its_root():
+    """A structure that ended up shifted and turned as a whole reads 0 within itself; a
+    module 3 mm out of its place in the structure reads 3 mm wherever the structure is."""
+    rng = random.Random(4)
+    goals = {f"m{i}": Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3))
+             for i in range(6)}
+    for _ in range(20):
+        dx, dy, th = rng.uniform(-0.02, 0.02), rng.uniform(-0.02, 0.02), rng.uniform(-0.2, 0.2)
+        c, s = math.cos(th), math.sin(th)
+        final = {m: Pose2D(c * g.x - s * g.y + dx, s * g.x + c * g.y + dy, g.yaw + th)
+                 for m, g in goals.items()}
+        e = final_errors(goals, final, anchor="m0")
+        assert all(v["position_mm"] == pytest.approx(0.0, abs=0.011) and
+                   v["yaw_deg"] == pytest.approx(0.0, abs=0.011) for v in e.values()), e
+        f3 = final["m3"]
+        final["m3"] = Pose2D(f3.x + 0.003 * math.cos(f3.yaw), f3.y + 0.003 * math.sin(f3.yaw),
+                             f3.yaw)
+        e = final_errors(goals, final, anchor="m0")
+        assert e["m3"]["position_mm"] == pytest.approx(3.0, abs=0.011)
+        # against the plan's own world poses the whole shift shows instead
+        assert final_errors(goals, final)["m0"]["position_mm"] == pytest.approx(
+            1000 * math.hypot(c * goals["m0"].x - s * goals["m0"].y + dx - goals["m0"].x,
+                              s * goals["m0"].x + c * goals["m0"].y + dy - goals["m0"].y),
+            abs=0.011)
+    # an anchor without a final pose leaves the goals as they are
+    assert final_errors(goals, {"m1": goals["m1"]}, anchor="m0")["m1"]["position_mm"] == 0.0
 
 
 def test_pictures_are_written(tmp_path):

@@ -125,3 +125,8 @@ def test_face_frame_is_half_a_width_along_the_face_normal():
             assert math.atan2(y - pose.y, x - pose.x) == pytest.approx(a, abs=1e-9) or \
                 abs(abs(a) - math.pi) < 1e-9
             assert -math.pi <= a < math.pi
+
+
+def test_counted_says_one_in_the_singular():
+    from smores_assembly.vocabulary import counted
+    assert [counted(n, "stage") for n in (0, 1, 2)] == ["0 stages", "1 stage", "2 stages"]

@@ -65,7 +65,7 @@ from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_ms
                                          states_raw_to_samples, task_status_to_msg,
                                          undock_msg_to_spec)
 from smores_assembly.staging import next_carry
-from smores_assembly.vocabulary import Phase
+from smores_assembly.vocabulary import Phase, counted
 
 
 
@@ -169,8 +169,9 @@ class DockingControllerNode(Node):
         for a in msg.actions:
             self._watch_path(a.module)
             self._watch_path(a.helper)
-        self.get_logger().info(f"plan {msg.target_name!r}: {len(msg.actions)} actions in "
-                               f"{msg.num_stages} stages")
+        self.get_logger().info(f"plan {msg.target_name!r}: "
+                               f"{counted(len(msg.actions), 'action')} in "
+                               f"{counted(msg.num_stages, 'stage')}")
         self._start_stage()
 
     def _on_stage(self, msg: Int32) -> None:
@@ -178,7 +179,8 @@ class DockingControllerNode(Node):
             return
         self._cancel_all(f"stage changed to {msg.data}")
         self._stage = msg.data
-        self.get_logger().info(f"active stage {msg.data}")
+        self.get_logger().info(f"active stage {msg.data + 1}" if msg.data >= 0
+                               else "no active stage")
         self._start_stage()
 
     def _on_states(self, raw: bytes) -> None:
@@ -258,7 +260,8 @@ class DockingControllerNode(Node):
                     js = JointState(name=["pan", "tilt"], position=[0.0, 0.0])
                     js.header.stamp = self.get_clock().now().to_msg()
                     self._pub(m, names.JOINT_COMMANDS, JointState).publish(js)
-        self.get_logger().info(f"stage {self._stage}: {len(self._tasks)} docking actions "
+        self.get_logger().info(f"stage {self._stage + 1}: "
+                               f"{counted(len(self._tasks), 'docking action')} "
                                f"({', '.join(sorted(self._tasks)) or 'none'})")
 
     # ------------------------------------------------------------------ control

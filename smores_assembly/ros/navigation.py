@@ -174,7 +174,7 @@ class NavigationNode(Node):
             self._pending = False
             return
         self._pending = True
-        self._try_plan(f"stage {k} active")
+        self._try_plan(f"stage {k + 1} active")
 
     def _on_status(self, msg: DockingStatusArray) -> None:
         phases = phases_from_status(msg)
@@ -321,7 +321,7 @@ class NavigationNode(Node):
             self._stage_problem()
         if missing and not moving and not direct and not carried:
             # states may still be incomplete: wait for more (the pending flag stays set)
-            self.get_logger().warning(f"stage {self._stage}: no pose yet for {sorted(missing)}",
+            self.get_logger().warning(f"stage {self._stage + 1}: no pose yet for {sorted(missing)}",
                                       throttle_duration_sec=5.0)
             return False
         self._pending = False
@@ -329,7 +329,7 @@ class NavigationNode(Node):
         self._last_replan = self._now()
         t_start = self._now()
         if missing:
-            self.get_logger().error(f"stage {self._stage}: untracked modules {sorted(missing)} "
+            self.get_logger().error(f"stage {self._stage + 1}: untracked modules {sorted(missing)} "
                                     "are not planned (empty path)")
             self._publish_empty(missing, t_start)
         if direct:
@@ -357,7 +357,7 @@ class NavigationNode(Node):
                                 keep_clear=self._keep_clear)
             sp = self._add_carried(sp, fixed, moving, carried, work)
         except (NavigationError, InputError) as exc:
-            self.last_error = f"stage {self._stage}: navigation planning failed: {exc}"
+            self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
                                     f"for {sorted(set(moving) | set(carried))} "
                                     "(direct driving)")
@@ -381,7 +381,7 @@ class NavigationNode(Node):
         self._publish_markers(sp)
         st = sp.stats
         self.get_logger().info(
-            f"stage {self._stage} ({reason}): planned {sorted(set(moving) | set(carried))}"
+            f"stage {self._stage + 1} ({reason}): planned {sorted(set(moving) | set(carried))}"
             + (f", staging {staged}" if staged else "")
             + (f", straight in {sorted(direct)}" if direct else "")
             + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")

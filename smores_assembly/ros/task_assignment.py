@@ -32,6 +32,7 @@ from __future__ import annotations
 import sys
 
 
+from smores_assembly.vocabulary import counted
 from smores_assembly.msg import AssemblyPlan, ModuleStateArray, RootSelection, TargetTopology
 from smores_assembly.params import node_settings
 from smores_assembly.planning import (PlanningError, PlanningNodeSettings, plan_assembly,
@@ -125,9 +126,10 @@ class TaskAssignmentNode(StatesOnDemandNode):
         self.last_plan = msg
         self._pub.publish(msg)
         self.get_logger().info(
-            f"target {target.name!r}: {plan.schedule} plan with {len(plan.stages)} stages, "
-            f"{len(plan.actions)} docking actions"
-            + (f", {len(plan.undocks)} undocking actions ({plan.method}; kept "
+            f"target {target.name!r}: {plan.schedule} plan with "
+            f"{counted(len(plan.stages), 'stage')}, "
+            f"{counted(len(plan.actions), 'docking action')}"
+            + (f", {counted(len(plan.undocks), 'undocking action')} ({plan.method}; kept "
                f"{plan.kept})" if plan.method != "assembly" else "")
             + f", travel {plan.total_cost_m:.3f} m")
 

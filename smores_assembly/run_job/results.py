@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smores_assembly.planning import Plan
-from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors,
+from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors, pose_error,
                                     plot_timeline, plot_trajectories, write_json)
 from smores_assembly.run_job.console import say
 from smores_assembly.vocabulary import Phase
@@ -158,7 +158,10 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
         "method": getattr(plan, "method", "assembly"),
         "kept": list(getattr(plan, "kept", [])),
         "undocks": undocks,
-        "final_errors": final_errors(plan.goals, obs.final),
+        "final_errors": final_errors(plan.goals, obs.final, anchor=plan.root_module),
+        "root_offset": (pose_error(plan.goals[plan.root_module], obs.final[plan.root_module])
+                        if plan.root_module in plan.goals and plan.root_module in obs.final
+                        else None),
         "capture_errors": recorder.capture,
         "collisions": obs.collisions,
         "node_exit_codes": codes,
