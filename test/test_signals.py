@@ -98,3 +98,23 @@ def test_launch_runner_stops_every_node_of_the_stack_cleanly_at_any_moment(ros_d
         text = "\n".join(lines)
         assert all(c == 0 for c in codes.values()), (delay, codes, text[-3000:])
         assert "Traceback" not in text and "InvalidHandle" not in text, text[-3000:]
+
+
+def test_single_process_container_stops_cleanly_at_any_moment(ros_domain):
+    """``run --single-process``: the container, started by the launch runner (stop signals
+    blocked from the fork), ends on SIGINT with exit 0 at every moment, like one node per
+    process. Field case: it ignored SIGINT and SIGTERM (the blocked signals were never
+    unblocked) and was SIGKILLed at the end of every run (exit -9)."""
+    from smores_assembly.launch import LaunchRunner, launch_file, load_launch
+    from smores_assembly.ros.container import container_spec
+
+    specs = load_launch(launch_file("fake_assembly"), {"scenario": str(PAIR)})
+    for delay in (0.0, 1.0, 4.0):
+        lines: list[str] = []
+        runner = LaunchRunner([container_spec(specs)], sink=lines.append)
+        runner.start()
+        time.sleep(delay)  # the moment under test (not a synchronisation)
+        codes = runner.shutdown(timeout=20.0)
+        text = "\n".join(lines)
+        assert codes == {"container": 0}, (delay, codes, text[-3000:])
+        assert "Traceback" not in text and "InvalidHandle" not in text, text[-3000:]

@@ -11,8 +11,8 @@ share lives here, once:
   descriptors and ranges, validated in the on-set callback and applied to the dataclass
   instance in the post-set callback; :data:`NODE_OPTIONS` and :func:`declare_given` take
   start-up values over with the public parameter API.
-* :func:`run_node`: spin a node (:func:`make_executor`) and shut down cleanly on
-  Ctrl-C / SIGTERM, whenever the signal comes.
+* :func:`run_node` / :func:`run_nodes`: spin one node or several (:func:`make_executor`)
+  and shut down cleanly on Ctrl-C / SIGTERM, whenever the signal comes.
 """
 from __future__ import annotations
 
@@ -385,33 +385,52 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None,
              poll_s: float = 0.1) -> int:
     """Create a node with ``factory`` and spin it until SIGINT or SIGTERM; clean shutdown.
 
-    A signal at any moment of the node's life (construction, spinning, shutdown) ends it
-    with exit status 0 and no traceback: the signal only sets a flag (:class:`StopRequest`,
-    rclpy's own handlers are off), the executor spins in steps of ``poll_s`` [s] and checks
-    it, and the node is then destroyed and the context shut down in that order, so that no
-    callback ever runs on a destroyed handle or an invalid context.
+    :func:`run_nodes` with one node (see there for the signal handling and the returns).
+    """
+    return run_nodes([factory], args=args, poll_s=poll_s)
+
+
+def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None,
+              poll_s: float = 0.1, profile_name: str | None = None) -> int:
+    """Create the nodes with ``factories`` (in order), spin them in one executor
+    (:func:`make_executor`) until SIGINT or SIGTERM, then shut down cleanly.
+
+    A signal at any moment of the process's life (construction, spinning, shutdown) ends
+    it with exit status 0 and no traceback: the signal only sets a flag
+    (:class:`StopRequest`, rclpy's own handlers are off; signals a launcher blocked while
+    starting the process are unblocked), the executor spins in steps of ``poll_s`` [s] and
+    checks it, and the nodes are then destroyed and the context shut down in that order,
+    so that no callback ever runs on a destroyed handle or an invalid context. The
+    single-process container (:mod:`smores_assembly.ros.container`) and every node
+    executable end the same way.
+
+    Args:
+        profile_name: name of the cProfile dump with ``SMORES_PROFILE_DIR`` (default: the
+            first node's name).
 
     Returns:
-        The process exit status (0 on a clean shutdown, 2 when the node refused its
+        The process exit status (0 on a clean shutdown, 2 when a node refused its
         configuration with a :class:`~smores_assembly.errors.SmoresError`, whose message is
-        logged).
+        logged; the nodes made before it are destroyed).
 
     Raises:
         Exception: whatever a callback raised while no stop was requested (a real fault).
     """
     stop = StopRequest()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
+    nodes: list[Node] = []
     executor = None
     try:
         try:
-            node = factory()
+            for factory in factories:
+                nodes.append(factory())
         except SmoresError as exc:
             rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
             return 2
         executor = make_executor()
-        executor.add_node(node)
-        with profiled(node.get_name()):
+        for node in nodes:
+            executor.add_node(node)
+        with profiled(profile_name or nodes[0].get_name()):
             while stop.requested is None and rclpy.ok():
                 executor.spin_once(timeout_sec=poll_s)
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -422,7 +441,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None,
             raise
     finally:
         # Further signals change nothing now: the shutdown below runs to its end.
-        if node is not None:
+        for node in nodes:
             on_shutdown = getattr(node, "on_shutdown", None)
             if callable(on_shutdown):
                 try:
@@ -434,7 +453,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None,
                 executor.shutdown(timeout_sec=1.0)
             except Exception:
                 pass
-        if node is not None:
+        for node in nodes:
             try:
                 node.destroy_node()
             except Exception:

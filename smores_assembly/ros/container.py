@@ -12,6 +12,7 @@ argument itself) is a list of ``{"name", "module", "ros_args"}`` (see
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import sys
@@ -82,13 +83,13 @@ def _split_log_level(ros_args: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Create every node of the spec list and spin them in one single-threaded executor.
+    """Create every node of the spec list and spin them in one single-threaded executor,
+    until SIGINT or SIGTERM (:func:`smores_assembly.ros.common.run_nodes`: the same clean
+    shutdown as one node per process).
 
-    Returns 0 on a clean shutdown, 2 when a node refused its configuration.
+    Returns 0 on a clean shutdown, 2 on a bad argument or when a node refused its
+    configuration (the node's name and the reason are logged).
     """
-    import rclpy  # noqa: PLC0415
-    from rclpy.executors import ExternalShutdownException  # noqa: PLC0415
-
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m smores_assembly.ros.container SPEC.json|JSON", file=sys.stderr)
@@ -97,43 +98,25 @@ def main(argv: list[str] | None = None) -> int:
     entries = json.loads(text)
     split = [_split_log_level(e["ros_args"]) for e in entries]
     glob = next((g for _, g in split if g), [])
-    rclpy.init(args=["--ros-args", *glob[-2:]] if glob else None)
-    nodes = []
+    from smores_assembly.ros.common import run_nodes  # noqa: PLC0415
+    return run_nodes([functools.partial(_make_node, e, node_args)
+                      for e, (node_args, _) in zip(entries, split)],
+                     args=["--ros-args", *glob[-2:]] if glob else None,
+                     profile_name="container")
+
+
+def _make_node(entry: dict, node_args: list[str]):
+    """The node of one spec entry; a refused configuration is a
+    :class:`~smores_assembly.errors.SmoresError` naming the node."""
+    from smores_assembly.errors import SmoresError  # noqa: PLC0415
+    mod = importlib.import_module(_MODULE_PREFIX + entry["module"])
+    cls = getattr(mod, NODE_CLASSES[entry["module"]])
     try:
-        for e, (node_args, _) in zip(entries, split):
-            mod = importlib.import_module(_MODULE_PREFIX + e["module"])
-            cls = getattr(mod, NODE_CLASSES[e["module"]])
-            nodes.append(cls(cli_args=node_args, use_global_arguments=False))
+        return cls(cli_args=node_args, use_global_arguments=False)
+    except SmoresError:
+        raise
     except ValueError as exc:
-        rclpy.logging.get_logger("smores_assembly").fatal(f"{e['name']}: {exc}")
-        for n in nodes:
-            n.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    from smores_assembly.ros.common import make_executor  # noqa: PLC0415
-    executor = make_executor()
-    for n in nodes:
-        executor.add_node(n)
-    from smores_assembly.ros.common import profiled  # noqa: PLC0415
-    try:
-        with profiled("container"):
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
-    finally:
-        for n in nodes:
-            on_shutdown = getattr(n, "on_shutdown", None)
-            if callable(on_shutdown):
-                try:
-                    on_shutdown()
-                except Exception:
-                    pass
-            n.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        raise SmoresError(f"{entry['name']}: {exc}") from exc
 
 
 if __name__ == "__main__":
