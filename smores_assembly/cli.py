@@ -66,10 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("run", help="run the assembly on the fake hardware",
                         description="Bring up the stack on the fake hardware, assemble the "
-                                    "scenario's target and write a report.")
+                                    "scenario's target and write a report.",
+                        epilog="exit status: 0 assembled (the fake hardware's connections "
+                               "equal the target's edges); 1 the assembly failed; 2 bad "
+                               "input, refused before anything starts; 3 plan not approved "
+                               "at the --approve prompt (nothing moved); 130 Ctrl-C "
+                               "(assembly cancelled, every module stopped, report written)")
     pr.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
     pr.add_argument("--out", metavar="DIR", default=None,
-                    help="output directory for the report and pictures")
+                    help="output directory for report.json, the pictures and nodes.log "
+                         "(default: out/<scenario name>)")
     pr.add_argument("--approve", action="store_true",
                     help="plan first and wait for operator approval before moving")
     pr.add_argument("--record", action="store_true", help="record the run's topics (MCAP)")

@@ -45,9 +45,31 @@ def test_ask_returns_the_typed_line_or_empty_at_end_of_input(pipe_stdin):
     assert ask("ok? ", stop) == ""
 
 
-@pytest.mark.ros
-def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
-    out = tmp_path / "out"
+def test_node_lines_wait_until_the_prompt_is_answered(pipe_stdin, monkeypatch):
+    """A node's WARN echoed while the prompt waits is shown after the answer, not on the
+    prompt's line (fresh-user finding)."""
+    import io
+    from smores_assembly.run_job.console import echo
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    seen_before_answer: list[str] = []
+
+    def node_warns_then_user_answers():
+        echo("  [WARN] late")
+        seen_before_answer.append(err.getvalue())
+        os.write(pipe_stdin, b"n\n")
+
+    stop = threading.Event()
+    threading.Timer(0.3, node_warns_then_user_answers).start()
+    assert ask("ok? ", stop) == "n"
+    assert seen_before_answer == [""]            # held while the prompt was open ...
+    assert err.getvalue() == "  [WARN] late\n"   # ... and shown once it was answered
+    echo("  [WARN] after")                       # no prompt: at once
+    assert err.getvalue().endswith("  [WARN] after\n")
+
+
+def _answer_the_prompt(out: Path, answer) -> tuple[int, str]:
+    """``run pair.yaml --approve``; at the prompt, ``answer(proc)``; (exit status, output)."""
     proc = subprocess.Popen(
         [*installed.cli(), "run", str(FIELD / "pair.yaml"),
          "--approve", "--out", str(out), "--real-time-factor", "5"],
@@ -71,15 +93,36 @@ def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
     t.start()
     try:
         assert prompted.wait(120), "no approval prompt"
-        proc.send_signal(signal.SIGINT)  # stdin stays open: nothing typed
-        rc = proc.wait(timeout=30)
+        answer(proc)
+        rc = proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.stdin.close()
         t.join(5)
-    text = "".join(seen)
+    return rc, "".join(seen)
+
+
+@pytest.mark.ros
+def test_answering_no_at_the_prompt_moves_nothing_and_exits_3(tmp_path, ros_domain):
+    def no(proc):
+        proc.stdin.write("n\n")
+        proc.stdin.flush()
+    rc, text = _answer_the_prompt(tmp_path / "out", no)
+    assert rc == 3, text[-3000:]
+    assert "plan not approved" in text and "Traceback" not in text, text[-3000:]
+    prompt_line = next(ln for ln in text.splitlines() if "start moving? [y/N]" in ln)
+    assert prompt_line.endswith("[y/N] "), prompt_line   # nothing printed onto it
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["success"] is False and "not approved" in report["error"]
+    assert report["connections"] == []
+
+
+@pytest.mark.ros
+def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
+    rc, text = _answer_the_prompt(tmp_path / "out",
+                                  lambda proc: proc.send_signal(signal.SIGINT))
     assert rc == 130, text[-3000:]
     assert "Traceback" not in text
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["success"] is False and "interrupted" in report["error"]

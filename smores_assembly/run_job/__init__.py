@@ -170,4 +170,6 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
              recorded=bool(args.record), extra=run_info)
     if signals.interrupted.is_set():
         return 130
+    if outcome.declined:
+        return 3
     return 0 if verdict.success else 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import select
 import sys
+import threading
 import time
 
 from smores_assembly.vocabulary import Phase
@@ -11,6 +12,37 @@ from smores_assembly.vocabulary import Phase
 def say(msg: str) -> None:
     """Print one line to stdout at once (the run's output is read live)."""
     print(msg, flush=True)
+
+
+_held_lock = threading.Lock()
+#: node lines held back while a prompt waits for an answer (None: no prompt open)
+_held: list[str] | None = None
+
+
+def echo(line: str) -> None:
+    """Echo one node line (a WARN or worse) to stderr, from any thread; while :func:`ask`
+    waits for an answer it is held back and shown after the answer, so that nothing is
+    printed onto the prompt's line."""
+    with _held_lock:
+        if _held is not None:
+            _held.append(line)
+            return
+    print(line, file=sys.stderr, flush=True)
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _hold(on: bool) -> None:
+    global _held
+    with _held_lock:
+        held, _held = _held, ([] if on else None)
+    for line in held or []:
+        print(line, file=sys.stderr, flush=True)
 
 
 def print_plan(plan) -> None:
@@ -46,17 +78,24 @@ def ask(prompt: str, stop=None, poll_s: float = 0.1) -> str | None:
             return ""
     sys.stdout.write(prompt)
     sys.stdout.flush()
-    while not stop.is_set():
-        try:
-            ready, _, _ = select.select([sys.stdin], [], [], poll_s)
-        except (OSError, ValueError):  # stdin closed or not selectable: end of input
-            return ""
-        if ready:
-            line = sys.stdin.readline()
-            return line.rstrip("\n") if line else ""
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return None
+    _hold(True)   # node lines wait until the answer (they would land on the prompt line)
+    try:
+        while not stop.is_set():
+            try:
+                ready, _, _ = select.select([sys.stdin], [], [], poll_s)
+            except (OSError, ValueError):  # stdin closed or not selectable: end of input
+                return ""
+            if ready:
+                line = sys.stdin.readline()
+                if not _is_tty(sys.stdin):   # a terminal echoed the answer and its newline
+                    sys.stdout.write("\n")
+                    sys.stdout.flush()
+                return line.rstrip("\n") if line else ""
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return None
+    finally:
+        _hold(False)
 
 
 class ProgressPrinter:

@@ -26,6 +26,9 @@ class GoalOutcome:
 
     result: Any = None  # a generated message: untyped
     error: str = ""
+    #: the user answered no at the ``--approve`` prompt: the goal was cancelled before
+    #: any module moved
+    declined: bool = False
 
 
 def _result(res_future) -> Any:
@@ -90,8 +93,11 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
         if not goal_handle.accepted:
             raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
         res_future = tracker.request_result(goal_handle)
-        if approve:
-            _approve(node, spin_until, state, res_future, goal_handle, plan, Trigger, stop)
+        if approve and not _approve(node, spin_until, state, res_future, goal_handle, plan,
+                                    Trigger, stop):
+            out.declined = True
+            out.error = "plan not approved: goal cancelled before any module moved"
+            say(out.error)
         printer = ProgressPrinter(len(plan.stages))
         deadline = time.monotonic() + timeout
         while not res_future.done() and not stop.is_set():
@@ -145,23 +151,27 @@ def _has_connections(connections_msg, reported) -> bool:
 
 
 def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type,
-             stop) -> None:
+             stop) -> bool:
     """Wait for WAITING_APPROVAL, print the plan and ask; approve through
     ``/assembly/approve`` on "y"/"yes", else cancel the goal. Ctrl-C at the prompt
-    (``stop`` set) returns at once: the caller cancels the goal."""
+    (``stop`` set) returns at once: the caller cancels the goal.
+
+    Returns False when the user answered no (or nothing: end of input), True otherwise.
+    """
     spin_until(lambda: state["fb"] is not None and state["fb"].state ==
                "WAITING_APPROVAL" or res_future.done(), APPROVAL_WAIT_S)
     if res_future.done():
-        return
+        return True
     print_plan(plan)
     answer = ask("Approve this plan and start moving? [y/N] ", stop)
     if answer is None:
-        return
+        return True
     if answer.strip().lower() in ("y", "yes"):
         from smores_assembly.ros import names
         cli = node.create_client(trigger_type, names.APPROVE)
         cli.wait_for_service(timeout_sec=10.0)
         fut = cli.call_async(trigger_type.Request())
         spin_until(fut.done, 10.0)
-    else:
-        goal_handle.cancel_goal_async()
+        return True
+    goal_handle.cancel_goal_async()
+    return False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sys
 import threading
 from pathlib import Path
 
@@ -129,7 +128,8 @@ class NodeLog:
             self._file.write(line + "\n")
             self._file.flush()
         if any(f"[{w}]" in line for w in WATCH):
-            print("  " + line, file=sys.stderr, flush=True)
+            from smores_assembly.run_job.console import echo  # noqa: PLC0415
+            echo("  " + line)
 
     def close(self) -> None:
         self._file.close()
