@@ -145,3 +145,27 @@ def test_launch_cli_reports_errors_without_traceback(tmp_path):
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2
     assert r.stderr.strip().startswith("launch: error:") and "Traceback" not in r.stderr
+
+
+def test_launch_cli_help_lists_the_launch_files_and_show_args_their_arguments():
+    """``--help`` names every launch file of the package; ``NAME --show-args`` every
+    argument of that file with its default (fresh-user finding: neither was listed)."""
+    from smores_assembly.launch.yaml_launch import launch_arguments
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "--help"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name.removesuffix(".launch.yaml")
+                   for p in (REPO / "launch").glob("*.launch.yaml"))
+    listed = [ln.split()[0] for ln in r.stdout.splitlines() if ln.startswith("  ") and
+              not ln.startswith("   ")]
+    assert listed == names, r.stdout
+    declared = launch_arguments(REPO / "launch" / "fake_assembly.launch.yaml")
+    assert ("lockstep", "true", "lockstep (deterministic, load-independent) or free-running "
+            "on the wall clock") in declared
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "fake_assembly", "-s"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    shown = [ln.split()[0] for ln in r.stdout.splitlines()[1:] if ln.startswith("  ") and
+             not ln.startswith("   ")]
+    assert shown == [n for n, _, _ in declared] and len(shown) >= 15, r.stdout
+    assert "real_time_factor  (default: '4.0')" in r.stdout

@@ -30,6 +30,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from dataclasses import dataclass, field
@@ -445,15 +446,81 @@ class LaunchRunner:
         return {n: p.returncode for n, p in self.procs.items()}
 
 
+def launch_arguments(path: str | os.PathLike) -> list[tuple[str, str | None, str]]:
+    """The top-level ``arg`` declarations of a YAML launch file: ``(name, default or None,
+    description)``, the description being the comment lines right above the declaration
+    (as ``ros2 launch --show-args`` lists them).
+
+    Raises:
+        LaunchError: the file cannot be read or is not a YAML launch file.
+    """
+    p = Path(path)
+    actions = _load_actions(p)
+    comments: dict[str, str] = {}
+    block: list[str] = []
+    for line in p.read_text().splitlines():
+        text = line.strip()
+        if text.startswith("#"):
+            block.append(text.lstrip("#").strip())
+            continue
+        m = re.match(r"-\s*arg:\s*\{\s*name:\s*([A-Za-z_][\w]*)", text)
+        if m and line.startswith("-"):
+            comments[m.group(1)] = " ".join(block)
+        block = []
+    out = []
+    for a in actions:
+        if isinstance(a, dict) and isinstance(a.get("arg"), dict) and "name" in a["arg"]:
+            d = a["arg"].get("default")
+            out.append((str(a["arg"]["name"]), None if d is None else str(d),
+                        comments.get(str(a["arg"]["name"]), "")))
+    return out
+
+
+def _print_help() -> None:
+    print("usage: python -m smores_assembly.launch FILE|NAME [arg:=value ...]\n"
+          "       python -m smores_assembly.launch FILE|NAME --show-args\n\n"
+          "Run a YAML launch file (as `ros2 launch smores_assembly NAME.launch.yaml` on a "
+          "ROS install)\nuntil Ctrl-C; a node that fails brings the whole launch down.\n\n"
+          "launch files of smores_assembly (NAME):")
+    try:
+        files = sorted((find_pkg_share(PACKAGE) / "launch").glob("*.launch.yaml"))
+    except LaunchError:
+        files = []
+    for f in files:
+        head = []
+        for ln in f.read_text().splitlines():
+            if not ln.startswith("#"):
+                break
+            head.append(ln.lstrip("#").strip())
+        first = re.split(r"[.:](?:\s|$)", " ".join(head))[0]   # the first sentence
+        name = f.name.removesuffix(".launch.yaml")
+        print(textwrap.fill(first, 92, initial_indent=f"  {name:<16} ",
+                            subsequent_indent=" " * 19))
+    print("\n--show-args (-s): list the file's arguments, their defaults and meaning.")
+
+
+def _print_arguments(path: Path) -> None:
+    print(f"arguments of {path.name} (name:=value):")
+    for name, default, text in launch_arguments(path):
+        print(f"  {name}" + (f"  (default: {default!r})" if default is not None
+                             else "  (required)"))
+        if text:
+            for ln in textwrap.wrap(text, 76):
+                print(f"      {ln}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m smores_assembly.launch FILE [name:=value ...]``: run a YAML launch file."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m smores_assembly.launch FILE|NAME [arg:=value ...]")
+        _print_help()
         return 0 if argv else 2
     target, rest = argv[0], argv[1:]
     try:
         path = Path(target) if Path(target).is_file() else launch_file(target)
+        if any(a in ("-s", "--show-args", "--show-arguments") for a in rest):
+            _print_arguments(path)
+            return 0
         args: dict[str, str] = {}
         for a in rest:
             if ":=" not in a:
