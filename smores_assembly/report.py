@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
 from smores_assembly.vocabulary import PHASE_COLOURS, Phase
@@ -188,10 +188,36 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
     plt.close(fig)
 
 
+def outside(moving: Sequence[Sequence[float]], phases: Sequence[PhaseInterval],
+            min_s: float = 0.2) -> list[tuple[float, float]]:
+    """The parts of the ``moving`` intervals ``[start, end]`` [s] that no interval of
+    ``phases`` other than IDLE covers, each at least ``min_s`` long: what a module did
+    outside its docking phases (e.g. a pipelined schedule's staging moves)."""
+    busy = sorted((i.start, i.end) for i in phases if i.phase is not Phase.IDLE)
+    out: list[tuple[float, float]] = []
+    for lo, hi in moving:
+        cur = lo
+        for b0, b1 in busy:
+            if b1 <= cur or b0 >= hi:
+                continue
+            if b0 > cur:
+                out.append((cur, b0))
+            cur = max(cur, b1)
+        if cur < hi:
+            out.append((cur, hi))
+    return [(a, b) for a, b in out if b - a >= min_s]
+
+
+#: how the timeline draws a module moving outside its docking phases
+STAGING_STYLE: dict[str, Any] = {"facecolor": "#d8d8d8", "hatch": "////", "edgecolor": "#909090",
+                                 "lw": 0.0}
+
+
 def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
                   stage_bounds: list[tuple[float, float]] | None = None,
                   title: str = "", groups: list[str] | None = None,
-                  stage_labels: Sequence[str] | None = None) -> None:
+                  stage_labels: Sequence[str] | None = None,
+                  staging: Sequence[Sequence[tuple[float, float]]] | None = None) -> None:
     """One row per docking (or undocking) action, coloured by phase, time on x [s].
 
     Args:
@@ -202,9 +228,12 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
             a 50-inch figure of unreadable labels) each group is one labelled band, its
             actions thin rows inside it in the given order.
         stage_labels: the stage bands' labels (default ``stage k``).
+        staging: per row, intervals [s] in which the row's module moved outside its
+            phases (:func:`outside`), drawn hatched grey ("moving before its stage":
+            without them a pipelined schedule's later stages look idle until their turn).
 
     Raises:
-        ValueError: ``groups`` does not have one label per row.
+        ValueError: ``groups`` or ``staging`` does not have one entry per row.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -213,6 +242,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
 
     if groups is not None and len(groups) != len(rows):
         raise ValueError(f"groups: {len(groups)} labels for {len(rows)} rows")
+    if staging is not None and len(staging) != len(rows):
+        raise ValueError(f"staging: {len(staging)} entries for {len(rows)} rows")
     grouped = groups is not None and len(rows) > MANY_ROWS
     if grouped:
         assert groups is not None
@@ -247,6 +278,11 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
             ax.text((lo + hi) / 2, len(rows) - 0.35, label, ha="center", va="center",
                     fontsize=7, clip_on=True)
     used = set()
+    any_staging = False
+    for r, moves in enumerate(staging or []):
+        for lo, hi in moves:
+            any_staging = True
+            ax.barh(ys[r], hi - lo, left=lo, height=hs[r], zorder=1.5, **STAGING_STYLE)
     for r, (label, ivs) in enumerate(rows):
         for iv in ivs:
             if iv.phase is Phase.IDLE:
@@ -267,6 +303,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     ax.set_xlabel("time [s] (simulated)")
     ax.set_title(title or "docking actions by phase")
     handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
+    if any_staging:
+        handles.append(Patch(label="moving before its stage (staging)", **STAGING_STYLE))
     if handles:
         ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
                   bbox_to_anchor=(0.5, -0.12 - 0.35 / max(n_bands, 1)), frameon=False)

@@ -128,3 +128,41 @@ def test_pictures_of_a_hundred_modules_stay_readable(tmp_path, monkeypatch):
     # few modules: legend and labels as before
     plot_trajectories(tmp_path / "s.png", {"m1": traj["m1"], "m2": traj["m2"]}, {}, [])
     assert figs[-1].axes[0].get_legend() is not None and figs[-1].axes[0].texts
+
+
+def test_staging_moves_are_the_motion_outside_the_docking_phases():
+    """A module of stage 2 drives to its staging pose during stage 1 (moving while IDLE):
+    the observer's ground-truth motion minus its phases is that drive, and the timeline
+    draws it (fresh-user finding: later stages looked idle until their turn)."""
+    from types import SimpleNamespace as NS
+    from smores_assembly.report import PhaseInterval, outside
+    from smores_assembly.run_job.observer import Observations
+    obs = Observations()
+    speed = {(0.0, 2.0): 0.0, (2.0, 6.0): 0.05, (6.0, 10.0): 0.0, (10.0, 14.0): 0.03}
+    x, t = 0.0, 0.0
+    while t <= 14.0 + 1e-9:
+        v = next(v for (lo, hi), v in speed.items() if lo <= t < hi) if t < 14.0 else 0.0
+        obs.on_truth(NS(stamp_s=t, modules=[NS(id="m3", x=x, y=0.0, yaw=0.0),
+                                            NS(id="m0", x=0.0, y=0.0, yaw=0.0)]))
+        x += v * 0.02
+        t = round(t + 0.02, 6)
+    assert "m0" not in obs.motion
+    [(a0, a1), (b0, b1)] = obs.motion["m3"]
+    assert (a0, a1) == (pytest.approx(2.02, abs=0.03), pytest.approx(6.0, abs=0.03))
+    assert (b0, b1) == (pytest.approx(10.02, abs=0.03), pytest.approx(14.0, abs=0.03))
+    phases = [PhaseInterval(Phase.IDLE, 0.0, 10.0), PhaseInterval(Phase.NAVIGATE, 10.0, 12.0),
+              PhaseInterval(Phase.POSE_ADJUST, 12.0, 14.5)]
+    staging = outside(obs.motion["m3"], phases)
+    assert staging == [(pytest.approx(2.02, abs=0.03), pytest.approx(6.0, abs=0.03))]
+    assert outside([(0.0, 1.0)], [PhaseInterval(Phase.NAVIGATE, 0.0, 0.9)]) == []  # < 0.2 s
+    assert outside([(0.0, 3.0)], [PhaseInterval(Phase.NAVIGATE, 1.0, 2.0)]) == [
+        (0.0, 1.0), (2.0, 3.0)]
+
+
+def test_timeline_draws_staging_and_checks_its_rows(tmp_path):
+    from smores_assembly.report import PhaseInterval
+    rows = [("s2 m3->m1", [PhaseInterval(Phase.NAVIGATE, 10, 12)])]
+    plot_timeline(tmp_path / "l.png", rows, [(0, 10), (10, 14)], staging=[[(2.0, 6.0)]])
+    assert (tmp_path / "l.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="staging: 2 entries for 1 rows"):
+        plot_timeline(tmp_path / "x.png", rows, staging=[[], []])

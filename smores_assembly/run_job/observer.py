@@ -17,6 +17,10 @@ if TYPE_CHECKING:  # rclpy is imported lazily: `smores-assemble plan` runs witho
 
 #: A new trajectory point is kept when the module moved more than this [m].
 TRAJ_STEP_M = 0.002
+#: A module counts as moving above this ground-truth speed [m/s] (``Observations.motion``).
+MOVING_SPEED = 0.004
+#: Two moving intervals of a module closer than this [s] are one.
+MOTION_MERGE_S = 0.5
 
 
 @dataclass
@@ -27,7 +31,10 @@ class Observations:
     ``traj``: per module, ground-truth points ``(x [m], y [m], yaw [rad])`` in ``world``,
     thinned to :data:`TRAJ_STEP_M`; ``final``: last ground-truth pose per module;
     ``connections``: the last ``ConnectionArray``; ``collisions``: one dict per
-    ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``.
+    ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``; ``motion``: per
+    module, the intervals ``[start, end]`` [s, ROS time] in which its ground-truth speed
+    exceeded :data:`MOVING_SPEED` (what it did outside its docking phases, e.g. a
+    pipelined schedule's staging moves, comes from these).
     """
 
     recorder: PhaseRecorder = field(default_factory=PhaseRecorder)
@@ -36,14 +43,33 @@ class Observations:
     connections: object = None
     collisions: list = field(default_factory=list)
     last_status: object = None
+    motion: dict = field(default_factory=dict)
+    t_truth: float | None = None   # stamp [s] of the last ground truth
 
     def on_truth(self, msg) -> None:
+        """Record a ground-truth ``ModuleStateArray`` (``msg.stamp_s``: its stamp [s])."""
+        t = getattr(msg, "stamp_s", None)
         for m in msg.modules:
             pts = self.traj.setdefault(m.id, [])
             p = (m.x, m.y, m.yaw)
             if not pts or math.hypot(pts[-1][0] - p[0], pts[-1][1] - p[1]) > TRAJ_STEP_M:
                 pts.append(p)
+            last = self.final.get(m.id)
+            if t is not None and last is not None:
+                self._motion(m.id, t, math.hypot(p[0] - last.x, p[1] - last.y))
             self.final[m.id] = Pose2D(*p)
+        if t is not None:
+            self.t_truth = t
+
+    def _motion(self, module: str, t: float, step_m: float) -> None:
+        dt = t - (self.t_truth if self.t_truth is not None else t)
+        if dt <= 0.0 or step_m / dt <= MOVING_SPEED:
+            return
+        ivs = self.motion.setdefault(module, [])
+        if ivs and t - dt - ivs[-1][1] <= MOTION_MERGE_S:
+            ivs[-1][1] = t
+        else:
+            ivs.append([t - dt, t])
 
     def on_status(self, msg, t: float) -> None:
         """Record a ``DockingStatusArray`` stamped ``t`` [s, ROS time]."""

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smores_assembly.planning import Plan
-from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors, pose_error,
-                                    plot_timeline, plot_trajectories, write_json)
+from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors, outside,
+                                    plot_timeline, plot_trajectories, pose_error, write_json)
 from smores_assembly.run_job.console import say
 from smores_assembly.vocabulary import Phase
 
@@ -136,6 +136,9 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
                         "child_face": a.child_face.value, "needs_helper": a.needs_helper,
                         "helper": a.helper, "phases": phases,
                         "retries": recorder.retries.get(a.module, 0),
+                        "staging_moves": [[round(lo - t0, 3), round(hi - t0, 3)] for lo, hi in
+                                          staging_moves(plan, recorder, getattr(
+                                              obs, "motion", {}), [a.module])[0]],
                         "last_error": recorder.messages.get(a.module, "")})
     formed, expected = verdict.formed, verdict.expected
     return {
@@ -168,6 +171,17 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
     }
 
 
+def staging_moves(plan, recorder: PhaseRecorder, motion: dict,
+                  modules: list[str]) -> list[list[tuple[float, float]]]:
+    """Per module of ``modules``: the intervals [s, ROS time] in which it moved (``motion``,
+    :attr:`Observations.motion`) outside its own docking and undocking phases."""
+    out = []
+    for m in modules:
+        undock, dock = split_intervals(plan, recorder, m)
+        out.append(outside(motion.get(m, []), [*undock, *dock]))
+    return out
+
+
 def draw_pictures(out: Path, scenario, plan, obs) -> None:
     """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning."""
     recorder = obs.recorder
@@ -192,7 +206,13 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
                   [PhaseInterval(i.phase, i.start - t0, i.end - t0)
                    for i in split_intervals(plan, recorder, a.module)[1]]) for a in docks]
         groups += [f"stage {a.stage + 1}" for a in docks]
-        plot_timeline(out / "timeline.png", rows, groups=groups, stage_bounds=[
+        movers = ([u.module for u in sorted(getattr(plan, "undocks", []),
+                                            key=lambda u: (u.stage, u.module))]
+                  + [a.module for a in docks])
+        staging = [[(lo - t0, hi - t0) for lo, hi in moves]
+                   for moves in staging_moves(plan, recorder, obs.motion, movers)]
+        plot_timeline(out / "timeline.png", rows, groups=groups, staging=staging,
+                      stage_bounds=[
                       (lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
                       title=f"{scenario.name}: "
                             + (f"{len(plan.undocks)} undocks and {len(plan.actions)} docks"
