@@ -227,7 +227,9 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
             consecutive. With more than :data:`MANY_ROWS` rows (issue 16: 100 docks made
             a 50-inch figure of unreadable labels) each group is one labelled band, its
             actions thin rows inside it in the given order.
-        stage_labels: the stage bands' labels (default ``stage k``).
+        stage_labels: the stage bands' labels (default ``stage k``); a band too narrow
+            for its label shows the stage's number only (``3``, ``3u`` for an undocking
+            stage).
         staging: per row, intervals [s] in which the row's module moved outside its
             phases (:func:`outside`), drawn hatched grey ("moving before its stage":
             without them a pipelined schedule's later stages look idle until their turn).
@@ -269,11 +271,20 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         hs = [0.6] * len(rows)
         n_bands = len(rows)
     fig, ax = plt.subplots(figsize=(9 if not grouped else 12, 0.5 * n_bands + 1.8), dpi=110)
+    ends = [hi for _, hi in stage_bounds or []] + [iv.end for _, ivs in rows for iv in ivs]
+    ends += [hi for moves in staging or [] for _, hi in moves]
+    starts = [lo for lo, _ in stage_bounds or []] + [iv.start for _, ivs in rows for iv in ivs]
+    span = max(max(ends, default=1.0) - min(0.0, min(starts, default=0.0)), 1e-6)
+    # width of one label character [s of the x axis]: 7 pt type, ~0.55 em per character,
+    # on an axes about 85 % of the figure's width
+    char_s = 0.55 * 7 / 72 / (0.85 * fig.get_figwidth()) * span
     for k, (lo, hi) in enumerate(stage_bounds or []):
         ax.axvspan(lo, hi, color="#f0f0f0" if k % 2 == 0 else "#e0e0e0", zorder=0)
         if not grouped:
             label = (stage_labels[k] if stage_labels is not None and k < len(stage_labels)
                      else f"stage {k + 1}")
+            if len(label) * char_s > 0.95 * (hi - lo):   # a short stage: its number only
+                label = f"{k + 1}" + ("u" if "undock" in label else "")
             # inside the axes, above the top row (the y range below leaves room)
             ax.text((lo + hi) / 2, len(rows) - 0.35, label, ha="center", va="center",
                     fontsize=7, clip_on=True)

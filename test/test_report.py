@@ -166,3 +166,29 @@ def test_timeline_draws_staging_and_checks_its_rows(tmp_path):
     assert (tmp_path / "l.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="staging: 2 entries for 1 rows"):
         plot_timeline(tmp_path / "x.png", rows, staging=[[], []])
+
+
+def test_short_stage_labels_do_not_overlap(tmp_path, monkeypatch):
+    """Three 1-s undocking stages before a long docking stage (the walker's full
+    disassembly): the stage labels' drawn boxes do not overlap (fresh-user finding)."""
+    import matplotlib.pyplot as plt
+    from smores_assembly.report import PhaseInterval
+    figs = []
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *a, **kw):
+        figs.append(fig)
+        return real_savefig(fig, *a, **kw)
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    bounds = [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 60.0)]
+    labels = ["stage 1 (undock)", "stage 2 (undock)", "stage 3 (undock)", "stage 4"]
+    rows = [(f"r{k}", [PhaseInterval(Phase.NAVIGATE, lo, hi)]) for k, (lo, hi) in
+            enumerate(bounds)]
+    plot_timeline(tmp_path / "l.png", rows, bounds, stage_labels=labels)
+    fig = figs[-1]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    texts = [t for t in fig.axes[0].texts]
+    assert [t.get_text() for t in texts] == ["1u", "2u", "3u", "stage 4"]
+    boxes = sorted((t.get_window_extent(renderer) for t in texts), key=lambda b: b.x0)
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(b.x0, b.x1) for b in boxes]
