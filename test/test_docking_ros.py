@@ -262,7 +262,8 @@ def test_lost_track_stops_the_module_and_docking_resumes(make_stack):
     # phase may fall between two samples), not from the start
     following = {"POSE_ADJUST": ("POSE_ADJUST", "APPROACH"), "APPROACH": ("APPROACH", "DOCKED")}
     assert obs.phases[i + 1] in following[before], obs.phases
-    assert obs.status["m"].retries == 0
+    # (seen once in about 30 runs under load 60: retries == 1; the log says why)
+    assert obs.status["m"].retries == 0, (obs.phases, stack.log("docking_controller")[-3000:])
 
 
 def test_parameters_are_declared_with_ranges_and_validated_on_set(ros_context):
