@@ -14,6 +14,22 @@ NAVIGATE, POSE_ADJUST, APPROACH, DOCKED = (Phase.NAVIGATE, Phase.POSE_ADJUST, Ph
                                            Phase.DOCKED)
 
 
+
+@pytest.fixture
+def saved_figures(monkeypatch) -> list:
+    """Every matplotlib figure the code under test saves, in order (to inspect it)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figs: list = []
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *a, **kw):
+        figs.append(fig)
+        return real_savefig(fig, *a, **kw)
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    return figs
+
 def test_phase_recorder_builds_contiguous_intervals():
     r = PhaseRecorder()
     for t, ph in [(0, NAVIGATE), (1, NAVIGATE), (2, POSE_ADJUST), (3, APPROACH),
@@ -82,23 +98,13 @@ def test_mcap_schema_contains_every_dependency_once():
         assert text.count(f"MSG: {dep}\n") == 1
 
 
-def test_pictures_of_a_hundred_modules_stay_readable(tmp_path, monkeypatch):
+def test_pictures_of_a_hundred_modules_stay_readable(tmp_path, saved_figures):
     """Issue 16: 100 docks in 27 stages: the timeline draws one labelled band per stage
     (27 tick labels, figure height from the stages, not the docks; every action's bars
     drawn), the trajectory plot no legend and no per-module labels (colour by stage with
     a colour bar); below the thresholds both stay as they were."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from smores_assembly.report import MANY_MODULES, MANY_ROWS, PhaseInterval
-    figs = []
-    real_savefig = plt.Figure.savefig
-
-    def keep(fig, *a, **kw):
-        figs.append(fig)
-        return real_savefig(fig, *a, **kw)
-    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    figs = saved_figures
 
     stage_of = {f"m{i}": i // 4 for i in range(100)}          # 25 stages of 4 docks
     stage_of.update({f"m{i}": 25 + (i - 100) // 2 for i in range(100, 104)})
@@ -168,18 +174,11 @@ def test_timeline_draws_staging_and_checks_its_rows(tmp_path):
         plot_timeline(tmp_path / "x.png", rows, staging=[[], []])
 
 
-def test_short_stage_labels_do_not_overlap(tmp_path, monkeypatch):
+def test_short_stage_labels_do_not_overlap(tmp_path, saved_figures):
     """Three 1-s undocking stages before a long docking stage (the walker's full
     disassembly): the stage labels' drawn boxes do not overlap (fresh-user finding)."""
-    import matplotlib.pyplot as plt
     from smores_assembly.report import PhaseInterval
-    figs = []
-    real_savefig = plt.Figure.savefig
-
-    def keep(fig, *a, **kw):
-        figs.append(fig)
-        return real_savefig(fig, *a, **kw)
-    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    figs = saved_figures
     bounds = [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 60.0)]
     labels = ["stage 1 (undock)", "stage 2 (undock)", "stage 3 (undock)", "stage 4"]
     rows = [(f"r{k}", [PhaseInterval(Phase.NAVIGATE, lo, hi)]) for k, (lo, hi) in
