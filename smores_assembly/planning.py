@@ -322,7 +322,14 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
     ids = sorted(modules)
     g = np.array([[goals[n].x, goals[n].y] for n in nodes])
     m = np.array([[modules[i].x, modules[i].y] for i in ids])
-    cost = np.hypot(g[:, None, 0] - m[None, :, 0], g[:, None, 1] - m[None, :, 1])
+    # sqrt(dx^2 + dy^2) in place: a third of np.hypot's time on 1,000 x 1,100 (the same
+    # distances to ~1 ulp; the assignment is exact for the matrix it is given)
+    cost = g[:, None, 0] - m[None, :, 0]
+    cost *= cost
+    dy = g[:, None, 1] - m[None, :, 1]
+    dy *= dy
+    cost += dy
+    np.sqrt(cost, out=cost)
     rows, cols = solve_assignment(cost, g, m)
     chosen = {nodes[r]: ids[c] for r, c in zip(rows, cols)}
     total = float(cost[rows, cols].sum())
