@@ -472,6 +472,109 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
             staged.pop(m)
 
 
+def pair_reach(width: float = MODULE_WIDTH) -> float:
+    """Farthest point [m] of a helper carrying a module (two cells, the module one
+    ``width`` ahead) from the helper's centre, whatever its heading:
+    ``hypot(1.5 w, 0.5 w)``."""
+    return math.hypot(1.5 * width, 0.5 * width)
+
+
+def path_zones(path: Sequence[tuple[float, Pose2D]], radius: float) -> list[Rect]:
+    """Rectangles covering every point within ``radius`` [m] of the polyline through the
+    positions of ``path`` (timed waypoints, ``world``): one per leg, along the leg,
+    ``radius`` wider on every side (a single waypoint: a square of half side ``radius``).
+    With :func:`pair_reach` as ``radius``, the area a carried pair may cover following
+    the path, turning in place anywhere on it."""
+    pts = [p for _, p in path]
+    if len(pts) == 1:
+        return [Rect(pts[0].x, pts[0].y, 0.0, radius, radius)]
+    out = []
+    for p, q in zip(pts, pts[1:]):
+        dx, dy = q.x - p.x, q.y - p.y
+        d = math.hypot(dx, dy)
+        out.append(Rect(0.5 * (p.x + q.x), 0.5 * (p.y + q.y),
+                        math.atan2(dy, dx) if d > 1e-12 else 0.0, 0.5 * d + radius, radius))
+    return out
+
+
+def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
+                        staging: Mapping[str, tuple[Pose2D, Pose2D]],
+                        carried: Mapping[str, tuple[Pose2D, Pose2D, str]],
+                        obstacles: Mapping[str, Pose2D], zones: Collection[Rect],
+                        nav_settings=None, fixed: Collection[str] = (),
+                        width: float = MODULE_WIDTH, clock_factory=None,
+                        keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                        pair_margin: float = 0.02):
+    """One stage's plan with carried pairs, staging moves and the stage's own modules
+    (issue 11: a staging module drove into a carried pair planned apart from it).
+
+    Each carried pair is planned first
+    (:func:`smores_assembly.navigation.stage.plan_carried`, the stage's moving modules
+    held where they stand, the pairs planned before held too); the area it may cover
+    along its path (:func:`path_zones` with :func:`pair_reach` + ``pair_margin``) is
+    added to ``zones``, so :func:`plan_stage_pipelined` leaves every staging module whose
+    path or staging pose would enter it where it is (the pair's plan went round it
+    there). Modules a pair's plan moves aside stage in no plan and are fixed obstacles of
+    the stage's plan. Without staging the stage's modules are planned by ``plan_stage``
+    as before.
+
+    Args:
+        moving, staging, obstacles, zones, nav_settings, fixed, width, clock_factory,
+            keep_clear: as :func:`plan_stage_pipelined` (``staging`` may be empty; with
+            nothing but pairs ``keep_clear`` goes to the pairs' plans).
+        carried: helper -> (current pose, pre-dock pose, carried module id); the helper
+            and the carried module are in ``obstacles`` and ``fixed``.
+        pair_margin: [m] added to the pair's reach (its path-following error).
+
+    Returns:
+        ``(StagePlan, staged)`` as :func:`plan_stage_pipelined`.
+
+    Raises:
+        NavigationError, InputError: as ``plan_stage`` / ``plan_carried``.
+    """
+    from smores_assembly.navigation.stage import plan_carried, plan_stage
+
+    alone = not moving and not staging
+    pair_plans = []
+    pair_zones: list[Rect] = []
+    aside: set[str] = set()
+    held_pairs: set[str] = set()
+    for h, (start, goal, module) in sorted(carried.items()):
+        others = {m: p for m, p in obstacles.items() if m not in (h, module)}
+        others.update({m: v[0] for m, v in moving.items()})
+        hold = (set(fixed) | set(moving) | held_pairs) & set(others)
+        cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
+                          clock=clock_factory() if clock_factory else None,
+                          keep_clear=keep_clear if alone else None)
+        pair_plans.append(cp)
+        aside |= set(cp.moved_aside)
+        held_pairs |= {h, module}
+        pair_zones += path_zones(cp.paths.get(h) or [(0.0, start)],
+                                 pair_reach(width) + pair_margin)
+    st = {m: v for m, v in staging.items() if m not in aside}
+    fx = set(fixed) | aside
+    sp, staged = None, []
+    if st:
+        sp, staged = plan_stage_pipelined(moving, st, obstacles, list(zones) + pair_zones,
+                                          nav_settings, fixed=fx, width=width,
+                                          clock_factory=clock_factory, keep_clear=keep_clear)
+    elif moving:
+        sp = plan_stage(moving, obstacles, nav_settings, fixed=[m for m in fx if m in obstacles],
+                        clock=clock_factory() if clock_factory else None,
+                        keep_clear=keep_clear)
+    for cp in pair_plans:
+        if sp is None or not sp.paths:
+            # nothing else moves (every staging move dropped): the pair's plan is the plan
+            sp = cp
+            continue
+        sp.paths.update(cp.paths)
+        sp.moved_aside = sorted(set(sp.moved_aside) | set(cp.moved_aside))
+    if sp is None:
+        raise InputError("plan_stage_carrying: nothing to plan (moving, staging and carried "
+                         "are empty)")
+    return sp, staged
+
+
 def retime_final_leg(paths: dict[str, list[tuple[float, Pose2D]]], module: str,
                      clearance: float, dt: float = 0.05) -> bool:
     """Let ``module`` leave for its goal pose as soon as it stands on its last grid cell.
@@ -515,4 +618,4 @@ __all__ = ["SCHEDULES", "DEFAULT_SCHEDULE", "check_schedule", "StagingSettings",
            "rect_overlap", "body", "dock_zone", "nominal_predock", "stage_zones",
            "staging_poses", "path_enters", "on_staging_axis", "StagingProblem",
            "staging_problem", "helper_staging", "next_carry", "plan_stage_pipelined",
-           "footprint_to_build"]
+           "footprint_to_build", "pair_reach", "path_zones", "plan_stage_carrying"]

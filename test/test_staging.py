@@ -276,3 +276,72 @@ def test_rc_car_two_helpers_runs_wheel_docks_in_parallel():
         hs = [a.helper for a in two.actions if a.stage == k and a.needs_helper]
         assert len(hs) == len(set(hs))
     assert sorted(two.helpers) == ["h0", "h1"]
+
+
+def _carry_start(plan, a, poses):
+    """The pair right after the lift: the helper at the module's pick-up pose (face gap
+    6 mm), the module one width ahead of it (the navigation node's input)."""
+    from smores_assembly.docking.control import pickup_pose
+    others = [(p.x, p.y) for m, p in poses.items() if m not in (a.helper, a.module)]
+    hp = pickup_pose(poses[a.module], poses[a.helper], others, W, 0.006)
+    mp = Pose2D(hp.x + W * math.cos(hp.yaw), hp.y + W * math.sin(hp.yaw), hp.yaw)
+    return hp, mp
+
+
+def test_staging_keeps_clear_of_a_carried_pair():
+    """Random targets with a helper, every stage with a wheel-face dock executed stage by
+    stage up to it, its pair just lifted (bench_targets random_12_751158381: the staging m7
+    drove into the carried m2, planned apart from it): no point of a staging path, at any
+    time, comes within reach of a point the pair may cover along its path (discs: the pair's
+    farthest corner from the helper's centre, hypot(1.5 w, 0.5 w), plus a module's corner
+    radius w / sqrt 2 -- an oracle on centres, not the planner's rectangles); the helper's
+    path ends at its pre-dock pose; staging still happens in most of those stages."""
+    from smores_assembly.navigation.stage import carried_predock
+    from smores_assembly.staging import plan_stage_carrying
+    s = NavSettings()
+    reach = math.hypot(1.5 * W, 0.5 * W) + W / math.sqrt(2.0)
+    pairs = staged_total = 0
+    for seed in range(60):
+        sc = _scenario(random.Random(seed).randint(5, 9), 900 + seed)
+        try:
+            plan = with_schedule(plan_assembly(sc), "pipelined")
+        except PlanningError:
+            continue
+        poses = dict(sc.modules)
+        for k in range(len(plan.stages)):
+            carry = [a for a in plan.actions if a.stage == k and a.needs_helper]
+            if carry:
+                a = carry[0]
+                hp, mp = _carry_start(plan, a, poses)
+                pz = dict(poses, **{a.helper: hp, a.module: mp})
+                if any(square_overlap((p.x, p.y, p.yaw), (q.x, q.y, q.yaw), W) > TOL
+                       for m, p in pz.items() if m not in (a.helper, a.module)
+                       for q in (hp, mp)):
+                    break  # no room to lift here (not this test's matter)
+                prob = staging_problem(plan, k, pz, set(), STANDOFF)
+                moving = _stage_moving(plan, k, pz, prob.direct, s)
+                fixed = {plan.root_module} | {b.module for b in plan.actions if b.stage < k}
+                fixed |= {b.module for b in plan.actions if b.stage == k and b.needs_helper}
+                fixed |= prob.direct | {a.helper}
+                carried = {a.helper: (hp, carried_predock(a.goal, a.child_face.angle,
+                                                          STANDOFF, W), a.module)}
+                obstacles = {m: p for m, p in pz.items() if m not in moving}
+                staging = {m: v for m, v in prob.staging.items() if m not in moving}
+                try:
+                    sp, staged = plan_stage_carrying(moving, staging, carried, obstacles,
+                                                     prob.zones.values(), s, fixed=fixed)
+                except NavigationError:
+                    break  # the stage itself cannot be planned (not a staging matter)
+                assert sp.stats["algorithm"] and set(staged) <= set(sp.paths)
+                pair = list(_path_points(sp.paths[a.helper], 0.01))
+                assert sp.paths[a.helper][-1][1].distance_to(carried[a.helper][1]) < 1e-6
+                for m in staged:
+                    for p in _path_points(sp.paths[m], 0.01):
+                        d = min(math.hypot(p.x - q.x, p.y - q.y) for q in pair)
+                        assert d >= reach - 1e-9, (seed, k, m, a.helper, round(d, 4), p)
+                pairs += 1
+                staged_total += len(staged)
+            for b in plan.actions:
+                if b.stage == k:
+                    poses[b.module] = b.goal
+    assert pairs >= 15 and staged_total >= pairs // 3

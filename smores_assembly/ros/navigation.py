@@ -24,7 +24,9 @@ plans for every action of stage ``k``:
   pair's two-cell footprint (:func:`plan_carried`), to its pre-dock pose
   (:func:`carried_predock`): idle modules are passed at the pair's clearance or moved
   aside (issue 11: the pair used to drive straight at the pre-dock pose and ran into an
-  idle module).
+  idle module). The pairs are planned first and the staging moves of the same plan are
+  kept out of the area they pass (:func:`smores_assembly.staging.plan_stage_carrying`;
+  a staging module drove into a pair planned apart from it).
 
 Pipelined plans (``AssemblyPlan.schedule == "pipelined"``, :mod:`smores_assembly.staging`):
 the modules of later stages that have a staging pose and stand outside the active stage's
@@ -73,14 +75,13 @@ from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
 from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock,
-                                              carried_predock, clear_predock, plan_carried,
-                                              plan_stage, pose_at)
+                                              carried_predock, clear_predock, pose_at)
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.reconfigure import with_kept_goals
-from smores_assembly.staging import (StagingSettings, footprint_to_build, plan_stage_pipelined,
+from smores_assembly.staging import (StagingSettings, footprint_to_build, plan_stage_carrying,
                                     staging_poses, staging_problem)
 from smores_assembly.vocabulary import Phase
 
@@ -216,7 +217,7 @@ class NavigationNode(Node):
     def _stage_problem(self):
         """(moving, obstacles, fixed, missing, carried) for the active stage from plan and
         poses; ``carried``: helper -> (pose, pre-dock pose, carried module) of each pair
-        on its way to the pre-dock pose (planned separately, :func:`plan_carried`)."""
+        on its way to the pre-dock pose (planned first, :func:`plan_stage_carrying`)."""
         plan, k, s = self._plan, self._stage, self.settings
         actions = list(plan.actions)
         fixed = {plan.root_module} if plan.root_module else set()
@@ -294,25 +295,6 @@ class NavigationNode(Node):
         self._helper_targets = helper_targets
         return moving, obstacles, fixed, missing, staging, zones, direct, carried
 
-    def _add_carried(self, sp: StagePlan | None, fixed, moving, carried, work) -> StagePlan:
-        """``sp`` (the stage's plan, or None) with each carried pair's plan merged in (the
-        pair planned among the rest, the modules moving in this stage held fixed)."""
-        for h, (start, goal, module) in sorted(carried.items()):
-            others = {m: p for m, p in self._poses.items() if m not in (h, module)}
-            hold = (set(fixed) | set(moving)) & set(others)
-            # the footprint is cleared by the stage's own plan; a pair planned alone clears
-            # it (its modules moved aside are then not planned against another plan's)
-            cp = plan_carried(h, start, goal, others, self.settings, fixed=hold,
-                              clock=work() if work else None,
-                              keep_clear=self._keep_clear if sp is None else None)
-            if sp is None:
-                sp = cp
-                continue
-            sp.paths.update(cp.paths)
-            sp.moved_aside = sorted(set(sp.moved_aside) | set(cp.moved_aside))
-        assert sp is not None  # moving, staging or carried is non-empty
-        return sp
-
     def _try_plan(self, reason: str) -> bool:
         self._update_poses()
         if self._plan is None or self._stage < 0 or not self._poses:
@@ -344,18 +326,11 @@ class NavigationNode(Node):
             # lockstep: the search bounds count work, not wall time (the same plan on a
             # busy machine)
             work = WorkClock if self.lockstep.enabled else None
-            sp: StagePlan | None = None
-            if staging:
-                sp, staged = plan_stage_pipelined(moving, staging, obstacles, zones,
-                                                  self.settings, fixed=fixed,
-                                                  width=self.settings.module_width,
-                                                  clock_factory=work,
-                                                  keep_clear=self._keep_clear)
-            elif moving:
-                sp = plan_stage(moving, obstacles, self.settings, fixed=fixed,
-                                clock=work() if work else None,
-                                keep_clear=self._keep_clear)
-            sp = self._add_carried(sp, fixed, moving, carried, work)
+            # the carried pairs first, the staging moves kept out of the area they pass
+            sp, staged = plan_stage_carrying(moving, staging, carried, obstacles, zones,
+                                             self.settings, fixed=fixed,
+                                             width=self.settings.module_width,
+                                             clock_factory=work, keep_clear=self._keep_clear)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
