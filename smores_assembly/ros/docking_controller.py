@@ -97,6 +97,9 @@ class DockingControllerNode(Node):
         self._docked_faces: dict[str, set] = {}        # magnets kept on for DOCKED actions
         self._mag_sent: dict[str, tuple[frozenset, float]] = {}
         self._driven: set[str] = set()
+        # helper -> a DOCKED task of an ended stage whose helper still backs off from the
+        # module it handed over (it turns or drives elsewhere only once clear of it)
+        self._backing_off: dict[str, DockingTask] = {}
         self._stopped: set[str] = set()                # kept at zero while the stage is -1
         self._pubs: dict[tuple[str, str], object] = {}
         self._path_subs: dict[str, object] = {}
@@ -210,13 +213,19 @@ class DockingControllerNode(Node):
             if task.phase is Phase.DOCKED:
                 for m, faces in task.magnet_faces().items():
                     self._docked_faces.setdefault(m, set()).update(faces)
+                if isinstance(task, DockingTask) and task.uses_helper and not task.helper_free:
+                    # the stage ended at the hand-over: the helper, flush against the
+                    # module, finishes its straight back-off before anything else
+                    # (turning there swept its corners into the module: bench_targets
+                    # random_4_1008411487)
+                    self._backing_off[task.driven] = task
             else:
                 task.cancel(why)
         for m in self._driven:
             self._send_cmd(m, 0.0, 0.0)
         self._stopped |= self._driven
         self._tasks, self._bad, self._followers = {}, [], {}
-        self._driven = set()
+        self._driven = set(self._backing_off)
 
     def _start_stage(self) -> None:
         if self._plan is None or self._stage is None or self._stage < 0 or self._tasks:
@@ -306,6 +315,15 @@ class DockingControllerNode(Node):
         wanted: dict[str, set] = {}
         off: dict[str, set] = {}
         helper_busy: set[str] = set()
+        for h, back in list(self._backing_off.items()):
+            if back.helper_free:
+                del self._backing_off[h]
+                continue
+            # the helper's back-off first: no task drives it, no path of it starts yet
+            cmds[h] = back.tick(now, self._samples, True, None, ()).cmd.get(h, (0.0, 0.0))
+            helper_busy.add(h)
+            if h in new_paths:
+                self._new_paths.setdefault(h, new_paths.pop(h))
         for task in self._tasks.values():
             if task.uses_helper:
                 # one helper serves the stage's actions one after the other (plan order)
