@@ -207,6 +207,60 @@ def test_clear_predock_moves_a_corner_goal_out_along_the_axis():
         predock_pose(goal, Face.TOP, 0.06)) < 1e-12
 
 
+def test_clear_predock_never_passes_a_module_in_the_lane():
+    """bench_targets random_12_497791772: m10 docks at (0.189, -0.06) from +x, m4 stands on
+    its axis at (0.357, -0.073) and m3 at (0.537, -0.147); the clearance rule pushed the
+    pre-dock goal past m4 (the slide back through m4 impossible: four POSE_ADJUST
+    timeouts). Random scenes, judged by sampling the sliding square against every other
+    module's square (``square_overlap``, flush legal): the body never slides through a
+    module from the returned pose, and without a module in the lane the returned pose is
+    the brute-force first 5 mm step clear by ``clearance`` (or the limit)."""
+    import random
+    from smores_assembly.geometry import Face, square_overlap
+    from smores_assembly.navigation.stage import clear_predock
+    w = 0.08
+    goal = Pose2D(0.189, -0.06, math.pi)     # TOP face towards -x: the lane runs along +x
+    p = clear_predock(goal, Face.TOP.angle, 0.06, [(0.357, -0.073), (0.537, -0.147)], 0.13)
+    assert goal.x + 0.06 - 1e-9 <= p.x <= 0.357 - w + 1e-9, p
+
+    def slides_through(p, goal, others) -> bool:
+        n = int(math.hypot(p.x - goal.x, p.y - goal.y) / 0.002) + 1
+        return any(square_overlap((goal.x + (p.x - goal.x) * k / n,
+                                   goal.y + (p.y - goal.y) * k / n, goal.yaw),
+                                  (ox, oy, goal.yaw), w) > 1e-7
+                   for k in range(n + 1) for ox, oy in others)
+
+    rng = random.Random(7)
+    blocked = free = 0
+    for _ in range(300):
+        face = rng.choice(list(Face))
+        goal = Pose2D(0.0, 0.0, rng.choice([0.0, math.pi / 2, math.pi, -math.pi / 2]))
+        others = []
+        while len(others) < rng.randint(1, 5):
+            o = (rng.uniform(-0.6, 0.6), rng.uniform(-0.6, 0.6))
+            if math.hypot(*o) >= w * math.sqrt(2) and all(
+                    math.hypot(o[0] - q[0], o[1] - q[1]) >= w * math.sqrt(2) for q in others):
+                others.append(o)
+        a = goal.yaw + face.angle
+        p0 = Pose2D(-0.06 * math.cos(a), -0.06 * math.sin(a), goal.yaw)
+        if any(math.hypot(p0.x - ox, p0.y - oy) < w for ox, oy in others) or slides_through(
+                p0, goal, others):
+            continue  # an impossible dock as it stands (not this rule's matter)
+        p = clear_predock(goal, face.angle, 0.06, others, 0.13, width=w)
+        assert not slides_through(p, goal, others), (face, goal, others, p)
+        far = Pose2D(-(0.06 + 0.4 + w) * math.cos(a), -(0.06 + 0.4 + w) * math.sin(a),
+                     goal.yaw)
+        if slides_through(far, goal, others):
+            blocked += 1
+            continue
+        free += 1
+        e = next((0.005 * k for k in range(81) if all(math.hypot(
+            -(0.06 + 0.005 * k) * math.cos(a) - ox, -(0.06 + 0.005 * k) * math.sin(a) - oy)
+            >= 0.13 for ox, oy in others)), 0.4)
+        assert abs(math.hypot(p.x, p.y) - (0.06 + e)) < 1e-6, (face, others, p, e)
+    assert blocked > 20 and free > 100
+
+
 def test_work_clock_bounds_count_work():
     """With a WorkClock the search bounds count readings (work), not wall time: the same
     stage gives the same plan after the same number of readings, whatever the machine."""

@@ -163,7 +163,8 @@ class StagePlan:
 
 def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
                   others: Collection[tuple[float, float]], clearance: float,
-                  step: float = 0.005, limit: float = 0.4) -> Pose2D:
+                  step: float = 0.005, limit: float = 0.4,
+                  width: float = MODULE_WIDTH) -> Pose2D:
     """The pre-dock goal of a dock, moved out along its dock axis until clear (issue 11).
 
     ``goal`` is the docked pose, ``face_angle`` [rad] the moving face's angle in the
@@ -175,19 +176,38 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     along the lane past modules flush beside it). Heading = ``goal``'s. A pre-dock pose
     that lies inside another module (centres closer than a module width) is returned
     unchanged, for the planner to refuse.
+
+    Never past a module standing in the lane: the pose moves out only while no centre in
+    ``others`` lies in the lane its body would slide along to the goal (less than
+    ``width`` [m] beside the axis, between the goal and the body's far side); where one
+    does, the clearest pose before it is returned (a module in the lane is moved aside by
+    the stage planner; beyond it the module could never slide in: bench_targets
+    random_12_497791772, m10's pre-dock goal was pushed past the idle m4 standing on its
+    axis and POSE_ADJUST timed out four times).
     """
     a = goal.yaw + face_angle
-    p0 = Pose2D(goal.x - standoff * math.cos(a), goal.y - standoff * math.sin(a), goal.yaw)
+    ca, sa = math.cos(a), math.sin(a)
+    p0 = Pose2D(goal.x - standoff * ca, goal.y - standoff * sa, goal.yaw)
     if any(math.hypot(p0.x - ox, p0.y - oy) < MODULE_WIDTH - 1e-9 for ox, oy in others):
         # The pre-dock pose lies inside another module: no clearance matter but an
         # impossible dock; leave it for the stage planner to refuse (never jump over).
         return p0
+    # along-axis position (outward from the goal) of the modules standing in the lane
+    in_lane = [t for t, lat in (((goal.x - ox) * ca + (goal.y - oy) * sa,
+                                 abs(-(goal.x - ox) * sa + (goal.y - oy) * ca))
+                                for ox, oy in others) if t > 0.0 and lat < width - 1e-9]
     e = 0.0
+    best, best_d = p0, -math.inf
     while True:
         d = standoff + e
-        p = Pose2D(goal.x - d * math.cos(a), goal.y - d * math.sin(a), goal.yaw)
-        if e >= limit or all(math.hypot(p.x - ox, p.y - oy) >= clearance for ox, oy in others):
+        if any(t < d + width - 1e-9 for t in in_lane):
+            return best  # the lane is blocked here: never beyond that module
+        p = Pose2D(goal.x - d * ca, goal.y - d * sa, goal.yaw)
+        near = min((math.hypot(p.x - ox, p.y - oy) for ox, oy in others), default=math.inf)
+        if e >= limit or near >= clearance:
             return p
+        if near > best_d + 1e-12:
+            best, best_d = p, near
         e += step
 
 
