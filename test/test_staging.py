@@ -345,3 +345,15 @@ def test_staging_keeps_clear_of_a_carried_pair():
                 if b.stage == k:
                     poses[b.module] = b.goal
     assert pairs >= 15 and staged_total >= pairs // 3
+
+
+def test_every_staging_move_dropped_gives_an_empty_plan():
+    """The contract the navigation node relies on (bench_targets random_10_713447292: the
+    node logged an empty plan's missing search stats and died): when the only staging
+    move would enter a zone, the plan has no path and no search, and nothing is staged."""
+    from smores_assembly.staging import Rect
+    zone = Rect(0.0, 0.0, 0.0, 0.05, 0.3)          # a wall across the way from -x to +x
+    sp, staged = plan_stage_pipelined(
+        {}, {"m5": (Pose2D(-0.5, 0.0, 0.0), Pose2D(0.5, 0.0, 0.0))},
+        {"m5": Pose2D(-0.5, 0.0, 0.0), "m0": Pose2D(0.0, 0.6, 0.0)}, [zone], NavSettings())
+    assert staged == [] and sp.paths == {} and "algorithm" not in sp.stats

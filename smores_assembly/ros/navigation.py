@@ -348,6 +348,12 @@ class NavigationNode(Node):
             self._publish_empty(sorted(set(moving) | set(carried)), t_start)
             return False
         self.last_error = ""
+        if not sp.paths:
+            # every staging move dropped (a zone, a carried pair's area) and nothing else
+            # moves: as with nothing to plan (the log line below needs a search's stats)
+            self._current = None
+            self._stop_en_route(set(), t_start)
+            return True
         self._current, self._t_start = sp, t_start
         self._current_moving = set(moving) | set(staged) | set(carried)
         self._stop_en_route(set(sp.paths), t_start)
