@@ -122,6 +122,11 @@ class GoalPort(Protocol):
     def target_name(self, target: Any) -> str:
         """The target's name."""
 
+    def target_modules(self, target: Any) -> tuple[set[str], int]:
+        """The modules ``target`` names (its helpers, the modules of its start connections)
+        and the least number of modules it needs (its nodes plus its helpers): planning
+        waits until the tracked modules cover both."""
+
     def publish_target(self, target: Any) -> None:
         """Publish the target; :meth:`received_plan` then waits for its plan."""
 
@@ -274,15 +279,26 @@ class GoalRunner:
         if goal.cancel_requested:
             return self._cancelled(goal, "before planning")
 
+        named, least = port.target_modules(target)
+
         def tracked() -> bool:
+            # every module the target names, and at least as many as it needs: the
+            # first states of a starting stack can hold only the modules whose mocap
+            # topics were matched first (a helper missing there refused the target)
             p = port.tracked_poses()
-            return p is not None and len(p) > 0
+            return p is not None and len(p) >= max(least, 1) and named <= set(p)
 
         if not await self._wait(tracked, st.states_timeout_s, goal):
             if goal.cancel_requested:
                 return self._cancelled(goal, "before planning")
-            return Outcome(ErrorCode.NO_STATES, f"no tracked module states within "
-                                                f"{st.states_timeout_s:.1f} s")
+            p = port.tracked_poses() or {}
+            missing = sorted(named - set(p))
+            return Outcome(ErrorCode.NO_STATES, (
+                f"no tracked module states within {st.states_timeout_s:.1f} s" if not p else
+                f"modules not tracked within {st.states_timeout_s:.1f} s: {', '.join(missing)}"
+                if missing else
+                f"{len(p)} modules tracked within {st.states_timeout_s:.1f} s, the target "
+                f"needs {least}"))
         poses = dict(port.tracked_poses() or {})  # not None: waited for above
         try:
             scenario = port.target_to_scenario(target, poses)

@@ -238,6 +238,12 @@ class ExecutiveNode(Node):
     def target_name(self, target) -> str:
         return target.name
 
+    def target_modules(self, target) -> tuple[set[str], int]:
+        named = set(target.helpers)
+        for c in target.start_connections:
+            named |= {c.module_a, c.module_b}
+        return named, len(target.nodes) + len(target.helpers)
+
     def publish_target(self, target) -> None:
         target.header.stamp = self.get_clock().now().to_msg()
         self._plan_wanted = (self._plan_count, target.name)
