@@ -151,8 +151,11 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
             trace = observer.fetch_trace(wait_for_hold=lockstep)
     finally:
         observer.close_recording()
-        codes = runner.shutdown()
+        # the observer goes first, while the stack's participants are still up: destroyed
+        # after them, Fast DDS once hung for good deleting its publishers (a writer's timer
+        # unregistration racing the removal of the remote participants; no report written)
         observer.destroy()
+        codes = runner.shutdown()
         rclpy.try_shutdown()
         log.close()
         signals.restore()
