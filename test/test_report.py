@@ -191,3 +191,21 @@ def test_short_stage_labels_do_not_overlap(tmp_path, saved_figures):
     assert [t.get_text() for t in texts] == ["1u", "2u", "3u", "stage 4"]
     boxes = sorted((t.get_window_extent(renderer) for t in texts), key=lambda b: b.x0)
     assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(b.x0, b.x1) for b in boxes]
+
+
+def test_progress_lines_use_the_status_stamp_on_the_reports_clock(capsys):
+    """The progress line's time is the status sample's stamp from the report's origin
+    (fresh-user finding: the 2-Hz-wall feedback's elapsed time was up to 1.7 s off the
+    report's phase times); without an origin it falls back to the feedback's time."""
+    from types import SimpleNamespace as NS
+    from smores_assembly.run_job.console import ProgressPrinter
+    p = ProgressPrinter(4)
+    fb = NS(stage=4, elapsed_s=25.9)
+    status = NS(stage=3, header=NS(stamp=NS(sec=127, nanosec=600_000_000)), modules=[
+        NS(module="m3", phase=Phase.POSE_ADJUST, phase_name="POSE_ADJUST", face_gap_mm=126.0,
+           retries=0)])
+    p.show(fb, status, t0=100.0)
+    assert capsys.readouterr().out == "[  27.6 s] stage 4/4 | m3 POSE_ADJUST gap 126 mm\n"
+    status.modules[0].phase_name = "APPROACH"
+    p.show(fb, status)
+    assert capsys.readouterr().out.startswith("[  25.9 s] stage 4/4 | m3 APPROACH")

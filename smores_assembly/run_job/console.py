@@ -106,9 +106,15 @@ class ProgressPrinter:
         self.last: list | None = None  # stage and phases last shown
         self.t_last = 0.0
 
-    def show(self, fb, status) -> None:
+    def show(self, fb, status, t0: float | None = None) -> None:
         """Show the ``Assemble`` feedback ``fb`` and the last ``DockingStatusArray`` ``status``
-        (either may be None)."""
+        (either may be None).
+
+        ``t0``: the report's time origin [s, ROS time] (its first docking activity); when
+        given, the line's time is the status sample's stamp from ``t0``, the same clock and
+        origin as the report's phase times (the feedback's ``elapsed_s`` comes at 2 Hz of
+        wall time, several simulated seconds apart at full pace, and counts from the goal).
+        """
         if status is None and fb is None:
             return
         stage = status.stage + 1 if status is not None and status.stage >= 0 else (
@@ -129,5 +135,8 @@ class ProgressPrinter:
             return
         if key != self.last or now - self.t_last > 5.0:
             self.last, self.t_last = key, now
-            elapsed = f"{fb.elapsed_s:6.1f} s"
+            t = fb.elapsed_s
+            if status is not None and t0 is not None:
+                t = status.header.stamp.sec + 1e-9 * status.header.stamp.nanosec - t0
+            elapsed = f"{t:6.1f} s"
             say(f"[{elapsed}] stage {stage}/{self.num_stages} | " + " | ".join(mods))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smores_assembly.run_job.console import ProgressPrinter, ask, print_plan, say
+from smores_assembly.run_job.results import activity_start
 
 #: Wall-clock waits of the goal conversation [s].
 SERVER_WAIT_S = 60.0
@@ -106,7 +107,9 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                 break
             spin_until(res_future.done, 0.5)
             res_future = tracker.retry_result(goal_handle, res_future)
-            printer.show(state["fb"], observer.obs.last_status)
+            rec = observer.obs.recorder
+            printer.show(state["fb"], observer.obs.last_status,
+                         activity_start(rec) if rec.intervals else None)
         if res_future.done():
             out.result = _result(res_future)
         elif goal_handle is not None:
