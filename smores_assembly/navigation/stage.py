@@ -297,10 +297,15 @@ def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:
 class _Scene:
     """The grid laid over one stage's scene."""
 
-    def __init__(self, points: np.ndarray, s: NavSettings):
+    def __init__(self, points: np.ndarray, s: NavSettings,
+                 anchor: tuple[float, float] | None = None):
         c = s.cell_size
         lo = points.min(axis=0) - s.border_cells * c
         hi = points.max(axis=0) + s.border_cells * c
+        if anchor is not None:
+            # a cell centre on ``anchor``: the origin moved down to the grid through it
+            lo = np.array([a - math.ceil((a - low) / c - 1e-9) * c
+                           for a, low in zip(anchor, lo)], dtype=float)
         self.c = c
         self.origin = (float(lo[0]), float(lo[1]))
         self.W = int(math.ceil((hi[0] - lo[0]) / c - 1e-9)) + 1
@@ -414,8 +419,8 @@ class WorkClock:
 def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
                settings: NavSettings | None = None,
                fixed: Collection[str] = (), clock=None,
-               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
-               ) -> StagePlan:
+               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+               anchor: tuple[float, float] | None = None) -> StagePlan:
     """Plan timed, collision-free world paths for the modules that move in one stage.
 
     Args:
@@ -430,6 +435,10 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
             (its docked and pre-dock positions). A movable obstacle within ``clearance``
             of a point it does not own is moved aside, and every module moved aside
             parks outside the convex hull of all points grown by ``clearance``.
+        anchor: a world point [m] on which a cell centre lies (the grid is shifted by less
+            than a cell so that it does, and still covers the whole scene); None: the
+            grid starts ``border_cells`` below the scene's lowest coordinates. Two problems
+            with the same anchor share their cells (:func:`grid_anchor`).
 
     Returns:
         A :class:`StagePlan` (empty when ``moving`` is empty).
@@ -452,7 +461,7 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     if not moving:
         return StagePlan({}, [], cell_size=s.cell_size)
     keep = {o: list(pts) for o, pts in (keep_clear or {}).items() if pts}
-    lay = _lay_grid(moving, obstacles, fixed, s, keep)
+    lay = _lay_grid(moving, obstacles, fixed, s, keep, anchor)
     goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
     _check_goals_not_fixed(goals_xy, obstacles, fixed, s)
     _clear_footprint(lay, keep, s)
@@ -517,7 +526,8 @@ class _Layout:
 
 def _lay_grid(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
               fixed: Collection[str], s: NavSettings,
-              keep: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> _Layout:
+              keep: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+              anchor: tuple[float, float] | None = None) -> _Layout:
     """The grid over every start, goal and obstacle (plus the border), with the cells each
     obstacle blocks; with a footprint to keep clear, also over that footprint grown by
     ``clearance`` plus ``border_cells + 2`` cells (room to park round it)."""
@@ -529,11 +539,25 @@ def _lay_grid(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[st
         fp = np.array([xy for v in keep.values() for xy in v], dtype=float)
         grow = s.clearance + 2 * s.cell_size
         pts += [tuple(fp.min(axis=0) - grow), tuple(fp.max(axis=0) + grow)]
-    scene = _Scene(np.array(pts, dtype=float), s)
+    scene = _Scene(np.array(pts, dtype=float), s, anchor)
     blocks = {o: {cell for _, cell in scene.near(p.x, p.y, s.clearance)}
               for o, p in obstacles.items()}
     fixed_cells = set().union(*[blocks[o] for o in fixed]) if fixed else set()
     return _Layout(scene, obstacles, fixed, blocks, fixed_cells)
+
+
+def grid_anchor(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
+                settings: NavSettings | None = None,
+                keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
+                ) -> tuple[float, float]:
+    """The centre [m, ``world``] of the first cell of the grid that :func:`plan_stage` lays
+    for these arguments (no anchor): passed as ``anchor`` to a larger problem (the active
+    stage plus staging moves, :func:`smores_assembly.staging.plan_stage_pipelined`), it
+    gives the active stage's modules the cells they would get alone."""
+    s = settings or NavSettings()
+    keep = {o: list(pts) for o, pts in (keep_clear or {}).items() if pts}
+    lay = _lay_grid(moving, obstacles, (), s, keep)
+    return lay.scene.center((0, 0))
 
 
 def _check_goals_not_fixed(goals_xy: dict[str, tuple[float, float]],
@@ -811,6 +835,13 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     paths: dict[str, list[tuple[float, Pose2D]]] = {}
     for a, cells in sol.paths.items():
         cur = current[a]
+        goal = final[a]
+        if all(c == agents_start[a] for c in cells) and agents_goal[a] == agents_start[a]:
+            # it never leaves its cell (a staging module already at its staging pose):
+            # straight from its pose to its goal, not out to the cell centre and back
+            leg = math.hypot(goal.x - cur.x, goal.y - cur.y)
+            paths[a] = [(0.0, cur), (max(leg / v, 0.05), goal)]
+            continue
         wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
         yaw = cur.yaw
         px, py = cur.x, cur.y
@@ -821,7 +852,6 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
                 yaw = math.atan2(cy - py, cx - px)
             wp.append((t0 + k * dt, Pose2D(cx, cy, yaw)))
             px, py = cx, cy
-        goal = final[a]
         leg = math.hypot(goal.x - px, goal.y - py)
         if leg > 1e-12:
             wp.append((t_end + leg / v, goal))
