@@ -346,6 +346,85 @@ def test_observer_compensates_mocap_latency():
     assert truth[-1 - k_lat].distance_to(truth[-1]) > 0.009   # what a lagging filter sees
 
 
+class _EagerObserver:
+    """The observer as it was before issue 10's lazy corrections: every stored estimate is
+    corrected at each measurement (the oracle of ``PoseObserver``)."""
+
+    def __init__(self, alpha, reset=0.03, history_s=1.0):
+        self.alpha, self.reset, self.history_s = alpha, reset, history_s
+        self.est, self._stamp, self._hist = None, None, []
+
+    def predict(self, v, w, dt, t=None):
+        if self.est is None:
+            return
+        if dt > 0:
+            e = self.est
+            h = e.yaw + 0.5 * w * dt
+            self.est = Pose2D(e.x + v * dt * math.cos(h), e.y + v * dt * math.sin(h),
+                              wrap_angle(e.yaw + w * dt))
+        if t is not None:
+            self._hist.append((t, self.est))
+            while self._hist and self._hist[0][0] < t - self.history_s:
+                self._hist.pop(0)
+
+    def _at(self, stamp):
+        for t, p in reversed(self._hist):
+            if t <= stamp + 1e-9:
+                return p
+        return self._hist[0][1] if self._hist else self.est
+
+    def correct(self, sample):
+        z = sample.pose
+        if self._stamp is not None and sample.stamp == self._stamp and self.est is not None:
+            return self.est
+        self._stamp = sample.stamp
+        if self.est is None or self._at(sample.stamp).distance_to(z) > self.reset:
+            self.est, self._hist = z, []
+        else:
+            a, e, then = self.alpha, self.est, self._at(sample.stamp)
+            dx, dy = a * (z.x - then.x), a * (z.y - then.y)
+            dyaw = a * wrap_angle(z.yaw - then.yaw)
+            self.est = Pose2D(e.x + dx, e.y + dy, wrap_angle(e.yaw + dyaw))
+            self._hist = [(t, Pose2D(p.x + dx, p.y + dy, wrap_angle(p.yaw + dyaw)))
+                          for t, p in self._hist]
+        return self.est
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_observer_equals_the_eager_oracle_float_for_float(seed):
+    """Random commands, latencies (0-0.3 s), noise, jumps beyond ``reset``, repeated and
+    missing samples over 60 s: the lazily corrected history gives exactly (==) the
+    estimates of correcting every stored estimate at each measurement."""
+    from smores_assembly.docking import PoseObserver
+
+    rng = random.Random(seed)
+    dt = 0.02
+    obs, ref = PoseObserver(alpha=0.3, history_s=0.5), _EagerObserver(0.3, history_s=0.5)
+    truth = [Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-3, 3))]
+    v = w = 0.0
+    lat = rng.randrange(0, 16)
+    for k in range(3000):
+        if k % 50 == 0:
+            v, w, lat = rng.uniform(-0.06, 0.06), rng.uniform(-1.0, 1.0), rng.randrange(0, 16)
+        p = truth[-1]
+        p = Pose2D(p.x + v * dt * math.cos(p.yaw), p.y + v * dt * math.sin(p.yaw),
+                   wrap_angle(p.yaw + w * dt))
+        if rng.random() < 0.005:   # a jump: the estimate resets
+            p = Pose2D(p.x + 0.05, p.y, p.yaw)
+        truth.append(p)
+        for o in (obs, ref):
+            o.predict(v, w, dt if k else 0.0, k * dt)
+        if rng.random() < 0.1:
+            continue   # no sample this tick (dropout)
+        j = max(0, len(truth) - 1 - lat)
+        z = truth[j]
+        z = Pose2D(z.x + rng.gauss(0, 1e-3), z.y + rng.gauss(0, 1e-3), z.yaw)
+        for _ in range(1 + (rng.random() < 0.2)):   # sometimes the same sample twice
+            got, want = obs.correct(PoseSample(z, j * dt)), ref.correct(PoseSample(z, j * dt))
+            assert got == want, (k, got, want)
+    assert len(obs._corr) <= 2 * len(obs._hist) + 17   # old corrections are dropped
+
+
 @pytest.mark.parametrize("pf,cf,helper", [(Face.TOP, Face.TOP, False),
                                           (Face.RIGHT, Face.BOTTOM, False),
                                           (Face.LEFT, Face.LEFT, True)])

@@ -141,7 +141,13 @@ class PoseObserver:
         self.history_s = history_s
         self.est: Pose2D | None = None
         self._stamp: float | None = None
-        self._hist: list[tuple[float, Pose2D]] = []
+        # past estimates (t, pose, corrections applied): a correction is applied to a
+        # stored estimate only when it is read (_pose_at), in the order the corrections
+        # came, so the result is the same float for float as correcting every stored
+        # estimate at once (which cost ~50 poses per control tick, issue 10)
+        self._hist: list[tuple[float, Pose2D, int]] = []
+        self._corr: list[tuple[float, float, float]] = []   # (dx, dy, dyaw) in order
+        self._corr_base = 0                                  # index of _corr[0]
 
     def predict(self, v: float, w: float, dt: float, t: float | None = None) -> None:
         """Integrate the command ``(v, w)`` over ``dt`` [s], arriving at time ``t``."""
@@ -153,15 +159,31 @@ class PoseObserver:
             self.est = Pose2D(e.x + v * dt * math.cos(h), e.y + v * dt * math.sin(h),
                               wrap_angle(e.yaw + w * dt))
         if t is not None:
-            self._hist.append((t, self.est))
-            while self._hist and self._hist[0][0] < t - self.history_s:
-                self._hist.pop(0)
+            hist = self._hist
+            hist.append((t, self.est, self._corr_base + len(self._corr)))
+            while hist and hist[0][0] < t - self.history_s:
+                hist.pop(0)
+            if len(self._corr) > 2 * len(hist) + 16:   # drop corrections every entry has
+                done = min((k for _, _, k in hist), default=self._corr_base + len(self._corr))
+                del self._corr[:done - self._corr_base]
+                self._corr_base = done
+
+    def _pose_at(self, j: int) -> Pose2D:
+        """Stored estimate ``j`` with every correction made since it was stored."""
+        t, p, k = self._hist[j]
+        n = self._corr_base + len(self._corr)
+        if k < n:
+            for dx, dy, dyaw in self._corr[k - self._corr_base:]:
+                p = Pose2D(p.x + dx, p.y + dy, wrap_angle(p.yaw + dyaw))
+            self._hist[j] = (t, p, n)
+        return p
 
     def _at(self, stamp: float) -> Pose2D:
-        for t, p in reversed(self._hist):
-            if t <= stamp + 1e-9:
-                return p
-        return self._hist[0][1] if self._hist else self.est  # type: ignore[return-value]
+        hist = self._hist
+        for j in range(len(hist) - 1, -1, -1):
+            if hist[j][0] <= stamp + 1e-9:
+                return self._pose_at(j)
+        return self._pose_at(0) if hist else self.est  # type: ignore[return-value]
 
     def correct(self, sample: PoseSample) -> Pose2D:
         z = sample.pose
@@ -172,15 +194,17 @@ class PoseObserver:
         if e is None or self._at(sample.stamp).distance_to(z) > self.reset:
             self.est = z
             self._hist = []
+            self._corr_base += len(self._corr)
+            self._corr = []
         else:
             a = self.alpha
             then = self._at(sample.stamp)
             dx, dy = a * (z.x - then.x), a * (z.y - then.y)
             dyaw = a * wrap_angle(z.yaw - then.yaw)
             self.est = Pose2D(e.x + dx, e.y + dy, wrap_angle(e.yaw + dyaw))
-            # the stored past estimates get the same correction (else it is re-applied)
-            self._hist = [(t, Pose2D(p.x + dx, p.y + dy, wrap_angle(p.yaw + dyaw)))
-                          for t, p in self._hist]
+            # the stored past estimates get the same correction (else it is re-applied),
+            # applied when read
+            self._corr.append((dx, dy, dyaw))
         return self.est
 
 
