@@ -111,3 +111,22 @@ def test_truncated_module_states_are_refused():
     for cut in (1, 8, 40, len(raw) - 24):
         with pytest.raises(ValueError, match="ModuleStateArray"):
             read_module_states(raw[:len(raw) - cut] if cut < len(raw) - 4 else raw[:4])
+
+
+def test_twist_bytes_equal_rclpys_both_ways():
+    """write_twist gives rclpy's own bytes of the planar Twist; read_twist reads linear.x
+    and angular.z of rclpy's bytes of any Twist."""
+    from geometry_msgs.msg import Twist
+
+    from smores_assembly.ros.wire import read_twist, write_twist
+    rng = random.Random(3)
+    for _ in range(100):
+        v, w = rng.uniform(-1, 1), rng.uniform(-10, 10)
+        m = Twist()
+        m.linear.x, m.angular.z = v, w
+        assert write_twist(v, w) == serialize_message(m)
+        m.linear.y, m.linear.z = rng.uniform(-1, 1), rng.uniform(-1, 1)
+        m.angular.x, m.angular.y = rng.uniform(-1, 1), rng.uniform(-1, 1)
+        assert read_twist(serialize_message(m)) == (v, w)
+    with pytest.raises(ValueError, match="Twist"):
+        read_twist(b"\x00\x01\x00\x00" + b"\x00" * 8)

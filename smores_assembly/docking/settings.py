@@ -19,6 +19,10 @@ class DockingNodeSettings:
                                         0.1, 1000.0)
     magnet_refresh_s: float = param_field(1.0, "magnet commands are re-sent this often [s]",
                                           0.05, 60.0)
+    stop_refresh_s: float = param_field(
+        0.2, "a zero cmd_vel (stand still) is sent when the command becomes zero and then "
+        "repeated only this often [s] (0: at every control tick); moving commands go out at "
+        "every tick", 0.0, 60.0)
     nominal_path_speed: float = param_field(
         0.04, "speed used to time a path whose stamps are all zero [m/s]", 0.001, 2.0)
     obstacle_radius: float = param_field(

@@ -25,7 +25,8 @@ Subscribes:
   ``confirm_with_connections``.
 
 Publishes ``/<id>/cmd_vel`` (Twist) at ``control_rate_hz`` for every module it drives (zero
-while the module's pose is stale or the stage is -1), ``/<id>/magnets`` (MagnetCommand) on
+while the module's pose is stale or the stage is -1; a zero command only when it becomes
+zero and then every ``stop_refresh_s``), ``/<id>/magnets`` (MagnetCommand) on
 change and every ``magnet_refresh_s``, ``/<id>/helper_command`` (HelperCommand),
 ``/<id>/joint_commands`` (JointState ``pan``, ``tilt`` = 0 for modules docking a TOP face,
 so that the face is vertical) and ``/assembly/docking_status`` (DockingStatusArray,
@@ -64,6 +65,7 @@ from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_ms
                                          path_msg_to_timed, refused_action_status,
                                          states_raw_to_samples, task_status_to_msg,
                                          undock_msg_to_spec)
+from smores_assembly.ros.wire import write_twist
 from smores_assembly.staging import next_carry
 from smores_assembly.vocabulary import Phase, counted
 
@@ -96,6 +98,7 @@ class DockingControllerNode(Node):
         self._paths: dict[str, tuple[TimedPath | None, float]] = {}
         self._docked_faces: dict[str, set] = {}        # magnets kept on for DOCKED actions
         self._mag_sent: dict[str, tuple[frozenset, float]] = {}
+        self._zero_sent: dict[str, float] = {}   # module -> time of its last zero cmd_vel
         self._driven: set[str] = set()
         # helper -> a DOCKED task of an ended stage whose helper still backs off from the
         # module it handed over (it turns or drives elsewhere only once clear of it)
@@ -275,9 +278,20 @@ class DockingControllerNode(Node):
 
     # ------------------------------------------------------------------ control
     def _send_cmd(self, module: str, v: float, w: float) -> None:
-        msg = Twist()
-        msg.linear.x, msg.angular.z = float(v), float(w)
-        self._pub(module, names.CMD_VEL, Twist).publish(msg)
+        """Publish ``module``'s twist; a zero twist only when the command became zero or
+        ``stop_refresh_s`` after the last one (a module standing still costs the fake
+        hardware and the transport nothing per tick, issue 10)."""
+        v, w = float(v), float(w)
+        if v == 0.0 and w == 0.0:
+            now = self._now()
+            last = self._zero_sent.get(module)
+            if last is not None and now - last < self.node_settings.stop_refresh_s - 1e-9:
+                return
+            self._zero_sent[module] = now
+        else:
+            self._zero_sent.pop(module, None)
+        # the serialised Twist (ros/wire.py): no Python message per command
+        self._pub(module, names.CMD_VEL, Twist).publish(write_twist(v, w))
 
     def _connected(self, spec) -> bool:
         if isinstance(spec, DockingSpec):

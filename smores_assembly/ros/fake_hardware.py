@@ -86,7 +86,7 @@ from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
-from smores_assembly.ros.wire import PoseStampedWriter, write_module_states
+from smores_assembly.ros.wire import PoseStampedWriter, read_twist, write_module_states
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.lockstep import LockstepSchedule
@@ -194,10 +194,12 @@ class FakeHardwareNode(Node):
         for i, m in enumerate(self.ids):
             topics = []
             for kind, (typ, name, handler) in enumerate(handlers):
+                # raw: a cmd_vel is read from its bytes (ros/wire.py), not through a
+                # Python message (one per driven module and control tick)
                 sub = self.create_subscription(
                     typ, names.module_topic(m, name),
                     lambda msg, i=i, kind=kind: self._on_command(kind, i, msg), cmd_qos,
-                    event_callbacks=sev)
+                    event_callbacks=sev, raw=typ is Twist)
                 self._cmd_received[sub.topic_name] = 0
                 topics.append(sub.topic_name)
             self._cmd_topics.append(topics)
@@ -610,16 +612,17 @@ class FakeHardwareNode(Node):
             self._sched.count_sent(self._conn_pub.topic_name)
 
     # --- callbacks -----------------------------------------------------------------------
-    def _on_cmd_vel(self, i: int, msg: Twist) -> None:
+    def _on_cmd_vel(self, i: int, raw: bytes) -> None:
         try:
-            self.world.set_cmd_vel(self.ids[i], msg.linear.x, msg.angular.z)
-        except SimError as exc:
+            v, w = read_twist(raw)
+            self.world.set_cmd_vel(self.ids[i], v, w)
+        except ValueError as exc:  # SimError is a ValueError
             self.get_logger().warning(f"{self.ids[i]}/cmd_vel ignored: {exc}",
                                    throttle_duration_sec=1.0)
             return
-        self._step_cmds.append(struct.pack("<Bidd", 0, i, msg.linear.x, msg.angular.z))
+        self._step_cmds.append(struct.pack("<Bidd", 0, i, v, w))
         self._cmd_time[i] = self.world.t
-        self._cmd_active[i] = msg.linear.x != 0.0 or msg.angular.z != 0.0
+        self._cmd_active[i] = v != 0.0 or w != 0.0
         self._update_expiry()
 
     def _on_joints(self, i: int, msg: JointState) -> None:

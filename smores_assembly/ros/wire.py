@@ -1,5 +1,7 @@
-"""The serialized form (CDR, little endian) of ``geometry_msgs/PoseStamped``, written and
-read with :mod:`struct` for the simulated mocap stream.
+"""The serialized form (CDR, little endian) of the high-rate messages, written and read
+with :mod:`struct`: ``geometry_msgs/PoseStamped`` (the simulated mocap stream),
+``smores_assembly/ModuleStateArray`` (the states) and ``geometry_msgs/Twist`` (the
+controller's commands, one per driven module and control tick).
 
 The fake hardware publishes one PoseStamped per module and mocap sample (700 messages per
 simulated second for 7 modules at 100 Hz) and the mocap bridge reads every one of them.
@@ -190,3 +192,31 @@ def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise ValueError(f"not a CDR ModuleStateArray ({len(raw)} bytes): {exc}") from None
     return sec + nanosec * 1e-9, mods
+
+
+# --- geometry_msgs/Twist ---------------------------------------------------------------------
+_TWIST = struct.Struct("<6d")             # linear x y z, angular x y z
+
+
+def write_twist(v: float, w: float) -> bytes:
+    """A serialised ``geometry_msgs/Twist`` of a planar body: ``linear.x = v`` [m/s],
+    ``angular.z = w`` [rad/s], every other field 0."""
+    return _ENCAPSULATION_LE + _TWIST.pack(v, 0.0, 0.0, 0.0, 0.0, w)
+
+
+def read_twist(raw: bytes) -> tuple[float, float]:
+    """``(linear.x [m/s], angular.z [rad/s])`` of a serialised ``geometry_msgs/Twist``
+    (little-endian CDR with :mod:`struct`, another byte order through rclpy).
+
+    Raises:
+        ValueError: not a CDR Twist (wrong length).
+    """
+    if len(raw) == 4 + _TWIST.size and raw[:2] == _ENCAPSULATION_LE[:2]:
+        vals = _TWIST.unpack_from(raw, 4)
+        return vals[0], vals[5]
+    if len(raw) != 4 + _TWIST.size:
+        raise ValueError(f"not a CDR Twist ({len(raw)} bytes)")
+    from geometry_msgs.msg import Twist  # noqa: PLC0415
+    from rclpy.serialization import deserialize_message  # noqa: PLC0415
+    msg = deserialize_message(bytes(raw), Twist)
+    return msg.linear.x, msg.angular.z
