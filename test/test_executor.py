@@ -144,3 +144,39 @@ def test_spin_once_times_out(executor, ros_context):
     waited = time.monotonic() - t0
     assert waited >= 0.29          # nothing ready: the whole timeout is waited
     node.destroy_node()
+
+
+def test_timer_callbacks_plain_with_info_swapped_and_raising(executor, ros_context):
+    """A plain timer callback, one that takes a ``TimerInfo`` (annotated), a callback
+    swapped at run time for one that takes the info, and a callback that raises: each runs
+    as under rclpy's executor (the info given; the exception out of spin_once)."""
+    from rclpy.timer import TimerInfo
+
+    node = _node(ros_context, "lean_timer_test")
+    executor.add_node(node)
+    plain, infos, swapped = [], [], []
+
+    def with_info(info) -> None:
+        infos.append(info)
+
+    def swapped_in(info) -> None:
+        swapped.append(info)
+    # the annotation as rclpy looks for it (this module's annotations are strings)
+    with_info.__annotations__["info"] = swapped_in.__annotations__["info"] = TimerInfo
+    node.create_timer(0.01, lambda: plain.append(1))
+    node.create_timer(0.01, with_info)
+    t3 = node.create_timer(0.01, lambda: None)
+    _spin_until(executor, lambda: len(plain) >= 3 and len(infos) >= 3)
+    assert all(isinstance(i, TimerInfo) for i in infos)
+    assert all(b.actual_call_time.nanoseconds >= a.actual_call_time.nanoseconds
+               for a, b in zip(infos, infos[1:]))
+    t3.callback = swapped_in
+    _spin_until(executor, lambda: len(swapped) >= 2)
+    assert all(isinstance(i, TimerInfo) for i in swapped)
+
+    def boom() -> None:
+        raise RuntimeError("boom from a timer")
+    node.create_timer(0.01, boom)
+    with pytest.raises(RuntimeError, match="boom from a timer"):
+        _spin_until(executor, lambda: False, timeout_s=5.0)
+    node.destroy_node()

@@ -347,8 +347,11 @@ class ExecutiveNode(Node):
 
     # --- visualisation ---------------------------------------------------------------------
     def _publish_markers(self) -> None:
-        """Modules (cubes, coloured by phase), goals (ghosts) and connections for RViz."""
-        if self._states is None:
+        """Modules (cubes, coloured by phase), goals (ghosts) and connections for RViz;
+        nothing while no one subscribes (a viewer that subscribes later gets the next one,
+        ``1 / marker_rate_hz`` later; building the message was a quarter of this node's
+        CPU in a Task 1 run, issue 10)."""
+        if self._states is None or self._marker_pub.get_subscription_count() == 0:
             return
         stamp = self.get_clock().now().to_msg()
         phase = self._phases()

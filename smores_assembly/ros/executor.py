@@ -24,7 +24,9 @@ with a wait set that is built once per set of entities and refilled per wait:
   guard conditions, clients, services);
 * the timeout is the wait's own timeout (no timer entity per call);
 * a subscription whose callback is a plain function is taken and called at once (rclpy
-  makes a ``Task`` and a coroutine per message), and handlers do not trigger the
+  makes a ``Task`` and a coroutine per message), likewise a timer whose callback is a
+  plain function without a ``TimerInfo`` argument (rclpy also inspects its signature at
+  every call), and handlers do not trigger the
   executor's guard condition (that wakes other threads of a multi-threaded executor; here
   it only made every callback cost a second, empty wake-up).
 
@@ -33,18 +35,20 @@ with a wait set that is built once per set of entities and refilled per wait:
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 from typing import Any, Callable
 
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import InvalidHandle
+from rclpy.exceptions import InvalidHandle, TimerCancelledError
 from rclpy.executors import (ConditionReachedException, ExternalShutdownException,
                              ShutdownException, SingleThreadedExecutor, TimeoutException,
                              TimeoutObject)
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.subscription import Subscription
 from rclpy.task import Task
+from rclpy.timer import TimerInfo
 from rclpy.waitable import NumberOfEntities
 
 _TIMER, _SUB, _GUARD, _CLIENT, _SERVICE = range(5)
@@ -88,6 +92,15 @@ class _Entities:
                     counts += w.get_num_entities()
             except InvalidHandle:
                 pass
+        # the handles (rclpy's property per access), added at every wait
+        self.sub_handles = [e.handle for e, _ in self.subs]
+        self.client_handles = [e.handle for e, _ in self.clients]
+        self.service_handles = [e.handle for e, _ in self.services]
+        self.timer_handles = [e.handle for e, _ in self.timers]
+        #: timers whose callback is a plain function without a TimerInfo argument (called
+        #: without a Task and without rclpy's signature inspection at every call)
+        self.plain_timers = {id(e): e.callback for e, _ in self.timers
+                             if _plain_timer_callback(e)}
         handle = executor.context.handle
         if handle is None:
             raise ExternalShutdownException()   # the context is shut down
@@ -100,6 +113,61 @@ class _Entities:
                 self.by_pointer[e.handle.pointer] = i
             except InvalidHandle:
                 pass
+
+
+def _plain_timer_callback(tmr) -> bool:
+    """``tmr``'s callback is a plain function that takes no :class:`TimerInfo` (rclpy
+    inspects the signature at every call: a user may swap the callback; a timer whose
+    callback changes is not called plainly, see :class:`_PlainTimer`)."""
+    cb = tmr.callback
+    if cb is None or inspect.iscoroutinefunction(cb):
+        return False
+    try:
+        params = inspect.signature(cb).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return not any(p.annotation is TimerInfo for p in params)
+
+
+class _PlainTimer:
+    """The handler of a ready timer with a plain callback (see :func:`_plain_timer_callback`):
+    reset the timer and call the callback now, inside its callback group, without a Task.
+    A callback swapped since the entity lists were made goes through rclpy's path."""
+
+    __slots__ = ("tmr", "callback", "exc", "fallback")
+
+    def __init__(self, tmr, callback, fallback):
+        self.tmr, self.callback, self.fallback = tmr, callback, fallback
+        self.exc: BaseException | None = None
+
+    def __call__(self) -> None:
+        tmr = self.tmr
+        if tmr.callback is not self.callback:   # swapped: rclpy's handler inspects it
+            handler = self.fallback()
+            handler()
+            self.exc = handler.exception()
+            return
+        group = tmr.callback_group
+        if not group.beginning_execution(tmr):
+            return
+        try:
+            try:
+                with tmr.handle:
+                    tmr.handle.call_timer()
+            except (InvalidHandle, TimerCancelledError):
+                return
+            tmr.callback()
+        except Exception as exc:  # noqa: BLE001 - raised by spin_once, as rclpy's Task
+            self.exc = exc
+        finally:
+            group.ending_execution(tmr)
+
+    def exception(self) -> BaseException | None:
+        return self.exc
+
+    def result(self) -> None:
+        if self.exc is not None:
+            raise self.exc
 
 
 class _PlainCall:
@@ -256,18 +324,28 @@ class LeanExecutor(SingleThreadedExecutor):
             ws.clear_entities()
             strict = bool(flagged or busy)
             try:
-                for e, _ in ent.subs:
-                    if not strict or ok(e):
-                        ws.add_subscription(e.handle)
-                for e, _ in ent.clients:
-                    if not strict or ok(e):
-                        ws.add_client(e.handle)
-                for e, _ in ent.services:
-                    if not strict or ok(e):
-                        ws.add_service(e.handle)
-                for e, _ in ent.timers:
-                    if not strict or ok(e):
-                        ws.add_timer(e.handle)
+                if strict:
+                    for e, _ in ent.subs:
+                        if ok(e):
+                            ws.add_subscription(e.handle)
+                    for e, _ in ent.clients:
+                        if ok(e):
+                            ws.add_client(e.handle)
+                    for e, _ in ent.services:
+                        if ok(e):
+                            ws.add_service(e.handle)
+                    for e, _ in ent.timers:
+                        if ok(e):
+                            ws.add_timer(e.handle)
+                else:
+                    for h in ent.sub_handles:
+                        ws.add_subscription(h)
+                    for h in ent.client_handles:
+                        ws.add_client(h)
+                    for h in ent.service_handles:
+                        ws.add_service(h)
+                    for h in ent.timer_handles:
+                        ws.add_timer(h)
                 guards = [g for g, _ in ent.guards if not strict or ok(g)]
                 for g in guards:
                     if g._executor_triggered:   # triggered but not handled: again
@@ -298,8 +376,12 @@ class LeanExecutor(SingleThreadedExecutor):
                     if i is not None:
                         ready.append(i)
             ready.sort()
-            ready_waitables = [(w, node) for w, node in ent.waitables
-                               if w in waitables and w.is_ready(ws)]
+            if strict:
+                waiting = {id(w) for w in waitables}
+                ready_waitables = [(w, node) for w, node in ent.waitables
+                                   if id(w) in waiting and w.is_ready(ws)]
+            else:
+                ready_waitables = [(w, node) for w, node in ent.waitables if w.is_ready(ws)]
             guard_ptrs = set(ws.get_ready_entities("guard_condition"))
             for g in guards:
                 if g.handle.pointer in guard_ptrs:
@@ -334,6 +416,9 @@ class LeanExecutor(SingleThreadedExecutor):
                 if e.callback_group.can_execute(e):
                     if kind == _SUB and id(e) in ent.plain:
                         handler = _PlainCall(e)
+                    elif kind == _TIMER and id(e) in ent.plain_timers:
+                        handler = _PlainTimer(e, ent.plain_timers[id(e)], functools.partial(
+                            self._make_handler, e, node, take))
                     else:
                         handler = self._make_handler(e, node, take)
                     yielded_work = True

@@ -169,8 +169,10 @@ class FakeHardwareNode(Node):
             depth=100, reliability=ReliabilityPolicy.RELIABLE)
         if s.lockstep:
             conn_qos, coll_qos = lockstep.counted(conn_qos), lockstep.counted(coll_qos)
-        self._conn_pub = self.create_publisher(ConnectionArray, names.CONNECTIONS, conn_qos)
-        self._coll_pub = self.create_publisher(CollisionEvent, names.COLLISIONS, coll_qos)
+        self._conn_pub = self.create_publisher(ConnectionArray, names.CONNECTIONS, conn_qos,
+                                               event_callbacks=pev)
+        self._coll_pub = self.create_publisher(CollisionEvent, names.COLLISIONS, coll_qos,
+                                               event_callbacks=pev)
         self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH, 100,
                                              event_callbacks=pev)
         self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10, event_callbacks=pev)
@@ -249,8 +251,11 @@ class FakeHardwareNode(Node):
         s = self.settings
         rtf = s.real_time_factor
         if s.lockstep:
-            # paces the steps (rtf > 0); otherwise a watchdog: acks drive the stepping
-            period = 0.02 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
+            # paces the steps (rtf > 0); otherwise a watchdog (acks and commands drive the
+            # stepping): 0.1 s, it only starts the stepping after the settle time and
+            # re-polls answers an executor missed (at 0.02 s it was ~40 of the ~320 wake-ups
+            # per simulated s of Task 1, issue 10)
+            period = 0.1 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
             self._timer = self.create_timer(period, self._advance, clock=self._steady)
             return
         period = 0.0 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
