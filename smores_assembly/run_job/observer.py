@@ -123,9 +123,13 @@ class ObserverNode:
         from smores_assembly.ros.wire import StatesView
         # the report is made of these: each must be matched before anything moves
         self._subs = {
+            # reliable (the fake hardware's publisher is): the motion intervals of the
+            # report (staging_moves) are made of consecutive samples, and a best-effort
+            # subscription lost samples on a loaded machine, so a same-seed run's report
+            # differed (test_lockstep's busy-machine run: staging moves 0.56 s apart)
             names.GROUND_TRUTH: node.create_subscription(
                 ModuleStateArray, names.GROUND_TRUTH,
-                lambda raw: obs.on_truth(StatesView.of(raw)), common.SENSOR_QOS, raw=True),
+                lambda raw: obs.on_truth(StatesView.of(raw)), 1000, raw=True),
             names.DOCKING_STATUS: node.create_subscription(
                 DockingStatusArray, names.DOCKING_STATUS,
                 lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50),
