@@ -29,8 +29,17 @@ status), instead of free-running timers racing a wall clock; ``--single-process`
 per-process interpreters and inter-process transport. Then (cProfile: 70-90 % of every
 node's CPU was rclpy's wait-set rebuild per wake-up) every node spins
 ``smores_assembly.ros.executor.LeanExecutor``: Task 1 at load ~50-70 went from 1.07 to 0.61
-CPU s per simulated s in one process per node (0.41 in one process), same trace. Figures:
-docs/RESULTS.md, "Cost of a run".
+CPU s per simulated s in one process per node (0.41 in one process), same trace.
+Then (cProfile per node, and per-thread CPU from ``/proc``: the DDS threads are ~15 % of a
+node, its Python main thread the rest, with no single item dominating): the simulated mocap
+at 50 Hz, the bridge's state rate (``fake_assembly.launch.yaml`` ``mocap_rate_hz``; Task 1:
+350 instead of 700 samples per simulated s, the bridge uses the latest one), the commands as
+CDR bytes, a standing module's zero ``cmd_vel`` only when it becomes zero and every
+``stop_refresh_s``, the docking controller's pose history corrected lazily (the same
+floats), and cheaper executor wake-ups (cached handles, plain timer calls, a 0.1 s
+watchdog): Task 1 back to back at load ~13: 0.367 -> 0.323 CPU s per simulated s (one
+process per node); then at load ~5: 0.272 -> 0.251 (single process 0.152 -> 0.145).
+Figures: docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations
 
@@ -184,7 +193,9 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if mode == "single":
         cmd.append("--single-process")
+    load = os.getloadavg()[0]
     lines, marks, per_pid, at_start, wall, t0, _ = run_sampled(cmd)
+    load = max(load, os.getloadavg()[0])
     try:
         report = json.loads((out / "report.json").read_text())
     except (OSError, ValueError):
@@ -205,6 +216,7 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
             "cpu_per_sim_s": round(total / sim, 3) if sim > 0 else None,
             "pace": round(sim / run_wall, 2) if run_wall > 0 else None,
             "per_node": {k: round(v, 2) for k, v in sorted(run_cpu.items())},
+            "load": round(load, 1),
             "connections": len(report.get("connections", [])),
             "missing": len(report.get("missing_connections", [])),
             "trace_sha256": report.get("trace_sha256", "")[:12]}
@@ -221,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     print(f"{'case':10} {'mode':6} {'result':9} {'sim s':>7} {'wall s':>7} {'pace':>5} "
-          f"{'CPU s':>7} {'CPU/sim':>8} {'startup':>8}  per node (CPU s while running)")
+          f"{'CPU s':>7} {'CPU/sim':>8} {'startup':>8} {'load':>5}  "
+          "per node (CPU s while running)")
     for case in a.cases.split(","):
         for mode in a.modes.split(","):
             r = run_case(case, mode, workdir, a.timeout)
@@ -229,10 +242,13 @@ def main(argv: list[str] | None = None) -> int:
             res = "ok" if r["success"] else f"{r['connections']}/{r['connections'] + r['missing']}"
             print(f"{case:10} {mode:6} {res:9} {r['sim_s']:7.1f} {r['run_wall_s']:7.1f} "
                   f"{r['pace'] or 0:5.2f} {r['cpu_run_s']:7.1f} {r['cpu_per_sim_s'] or 0:8.3f} "
-                  f"{r['cpu_startup_s']:8.1f}  "
+                  f"{r['cpu_startup_s']:8.1f} {r['load']:5.1f}  "
                   + ", ".join(f"{k} {v}" for k, v in r["per_node"].items()), flush=True)
             if not r["success"]:
                 print(f"           {r['error'][:200]}", flush=True)
+    print("load: the larger 1-min load average at the start and the end of the run (the "
+          "machine's share of idle spinning and wall-clock baselines is in CPU/sim too); what "
+          "was changed and why: this module's docstring")
     (workdir / "bench_lockstep.json").write_text(json.dumps(rows, indent=1))
     print(f"results: {workdir}/bench_lockstep.json")
     return 0
