@@ -66,6 +66,7 @@ import os
 import struct
 import sys
 import time
+from typing import Any, Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
@@ -191,7 +192,7 @@ class FakeHardwareNode(Node):
                     (JointState, names.JOINT_COMMANDS, self._on_joints),
                     (MagnetCommand, names.MAGNETS, self._on_magnets),
                     (HelperCommand, names.HELPER_COMMAND, self._on_helper))
-        self._cmd_handlers = [h for _, _, h in handlers]
+        self._cmd_handlers: list[Callable[[int, Any], None]] = [h for _, _, h in handlers]
         self._cmd_topics: list[list[str]] = []
         for i, m in enumerate(self.ids):
             topics = []
