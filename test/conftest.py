@@ -56,8 +56,8 @@ if _stale := _stale_modules(_PACKAGE):
                             f"({len(_stale)} modules differ or are missing, e.g. "
                             f"{', '.join(_stale[:3])}): run `make setup`")
 
-# Domain ids 1..232 are valid with the default port mapping; spread by pid so that two
-# pytest processes on one machine are unlikely to share one.
+# Domain ids 1..232 are valid with the default port mapping; spread by pid, and each is
+# reserved while a test uses it (ros_domain), so two pytest processes never share one.
 # 101-232: `smores-assemble run` draws from 1-100 (smores_assembly.ros.domain), so a run
 # on the same machine never shares a domain with a test
 _domains = itertools.cycle(range(101 + os.getpid() % 100, 233))
@@ -75,13 +75,23 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def ros_domain(monkeypatch, tmp_path) -> int:
-    """A fresh ROS domain id, exported (with a temp ROS_LOG_DIR) for this test's processes."""
-    domain = next(_domains)
+def ros_domain(monkeypatch, tmp_path):
+    """A fresh ROS domain id, reserved on this machine for the test's duration (so that
+    two test suites running at once never share one), exported (with a temp ROS_LOG_DIR)
+    for this test's processes."""
+    from smores_assembly.ros.domain import reserve_domain
+    for _ in range(233 - 101):
+        domain = next(_domains)
+        held = reserve_domain(domain)   # not used by another test suite or run here
+        if held is not None:
+            break
+    else:
+        pytest.fail("every test ROS domain (101-232) is reserved by other processes")
     monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
     monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    return domain
+    yield domain
+    held.release()
 
 
 @pytest.fixture

@@ -8,16 +8,53 @@ import pytest
 from smores_assembly.ros.domain import RUN_DOMAINS, pick_free_domain
 
 
-def test_pick_free_domain_skips_busy_domains_and_stays_in_the_run_range():
+def test_pick_free_domain_skips_busy_domains_and_stays_in_the_run_range(tmp_path):
+    from smores_assembly.ros.domain import reserve_domain
     busy = set(range(1, 96))  # all but five of the run's domains are taken
     for seed in range(20):
-        domain, n_busy = pick_free_domain(random.Random(seed), tries=200,
-                                          in_use=busy.__contains__)
+        domain, n_busy, held = pick_free_domain(
+            random.Random(seed), tries=200, in_use=busy.__contains__,
+            reserve=lambda d: reserve_domain(d, tmp_path))
         assert domain in RUN_DOMAINS and domain not in busy
-        assert n_busy < 200
-    # every draw busy: the last draw is returned and the count says so
-    domain, n_busy = pick_free_domain(random.Random(0), tries=3, in_use=lambda d: True)
-    assert n_busy == 3 and domain in RUN_DOMAINS
+        assert n_busy < 200 and held is not None and held.domain == domain
+        held.release()
+    # every draw busy: the last draw is returned, without a reservation, and the count
+    # says so
+    domain, n_busy, held = pick_free_domain(random.Random(0), tries=3, in_use=lambda d: True,
+                                            reserve=lambda d: reserve_domain(d, tmp_path))
+    assert n_busy == 3 and domain in RUN_DOMAINS and held is None
+
+
+def test_a_domain_reserved_by_another_process_is_never_drawn(tmp_path):
+    """Field case: two runs drew the same domain at the same moment (the graph probe saw
+    nothing yet) and one run's goal reached the other's executive. A domain another
+    process holds is taken whatever the probe says, and is free again when that process
+    ends, however it ends."""
+    import subprocess
+    import sys
+    from smores_assembly.ros.domain import reserve_domain
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from smores_assembly.ros.domain import "
+         f"reserve_domain; h = reserve_domain(7, {str(tmp_path)!r}); print(h is not None, "
+         "flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        assert reserve_domain(7, tmp_path) is None
+        only_seven = random.Random(0)
+        only_seven.choice = lambda seq: 7   # every draw is 7
+        domain, n_busy, held = pick_free_domain(only_seven, tries=4, in_use=lambda d: False,
+                                                reserve=lambda d: reserve_domain(d, tmp_path))
+        assert (n_busy, held) == (4, None)
+    finally:
+        holder.kill()   # SIGKILL: the kernel drops the lock
+        holder.wait()
+    held = reserve_domain(7, tmp_path)
+    assert held is not None
+    assert reserve_domain(7, tmp_path) is None   # also within one process (per open file)
+    held.release()
+    again = reserve_domain(7, tmp_path)
+    assert again is not None
+    again.release()
 
 
 def test_run_and_test_domains_are_disjoint():

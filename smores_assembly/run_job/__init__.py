@@ -94,7 +94,8 @@ def run(args) -> int:
     if "ROS_DOMAIN_ID" not in env:
         # a random domain in which no other stack (or test) is running
         from smores_assembly.ros.domain import pick_free_domain
-        domain, busy = pick_free_domain()
+        domain, busy, held = pick_free_domain()
+        _RESERVED.append(held)   # held until this process ends
         if busy:
             say(f"ROS domains in use by other stacks: drew {busy} busy domain(s)"
                 + ("; set ROS_DOMAIN_ID to choose one" if busy >= 5 else ""))
@@ -114,6 +115,10 @@ def run(args) -> int:
             f"ROS_AUTOMATIC_DISCOVERY_RANGE={env['ROS_AUTOMATIC_DISCOVERY_RANGE']}, "
             f"ROS_STATIC_PEERS={env.get('ROS_STATIC_PEERS', '') or '-'})")
     return _run_stack(args, scenario, plan, out, t_wall0, namespace, local, remote)
+
+
+#: the ROS domain reservation of this run (smores_assembly.ros.domain), kept to the end
+_RESERVED: list = []
 
 
 def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str = "",
