@@ -238,6 +238,11 @@ def format_plan(plan, scenario=None) -> str:
     if carries:
         lines.append("helping modules: " + "; ".join(
             f"{h} carries {', '.join(ms)}" for h, ms in sorted(carries.items())))
+        spare = sorted(h for h in carries if h not in scenario.helpers)
+        if spare:
+            lines.append(f"note: {', '.join(spare)} (spare, not under 'helpers:') would "
+                         f"carry; real modules can, but `run` on the fake hardware needs "
+                         f"them listed under 'helpers:'")
     idle = [m for m in plan.idle if m not in carries]
     lines.append(f"idle: {', '.join(idle) if idle else '-'}")
     return "\n".join(lines)

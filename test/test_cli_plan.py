@@ -225,9 +225,14 @@ def test_run_refuses_a_plan_whose_spare_helper_the_fake_hardware_would_refuse(ca
     # the plan itself is fine (plan shows it): a spare module helps
     assert main(["plan", str(path), "--json"]) == 0
     [spare] = json.loads(capsys.readouterr().out)["helpers"]
+    # ... and the table says that `run` on the fake hardware needs it listed
+    assert main(["plan", str(path)]) == 0
+    assert f"note: {spare} (spare, not under 'helpers:') would carry" in \
+        capsys.readouterr().out
     out = tmp_path / "out"
     status = run_job.run(build_parser().parse_args(["run", str(path), "--out", str(out)]))
     err = " ".join(capsys.readouterr().err.split())
     assert status == 2, err
-    assert err.startswith(f"smores-assemble: error: helpers: the plan uses {spare} (spare)")
+    assert err.startswith(f"smores-assemble: error: {path}: helpers: the plan uses {spare} "
+                          f"(spare)")
     assert f"add {spare} to 'helpers:'" in err and not out.exists()

@@ -62,8 +62,8 @@ def run(args) -> int:
             # the plan may use spare modules as helpers; the fake hardware accepts helper
             # commands only from the scenario's helpers (its LIFT would be refused mid-run)
             raise PlanningError(
-                f"helpers: the plan uses {', '.join(undeclared)} (spare) to carry "
-                f"wheel-face docks, but {args.scenario} declares helpers "
+                f"{args.scenario}: helpers: the plan uses {', '.join(undeclared)} (spare) "
+                f"to carry wheel-face docks, but the file declares helpers "
                 f"{list(scenario.helpers)} and the fake hardware takes helper commands only "
                 f"from those; add {', '.join(undeclared)} to 'helpers:'")
         if getattr(args, "params_file", None):

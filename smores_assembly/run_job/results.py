@@ -136,9 +136,6 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
                         "child_face": a.child_face.value, "needs_helper": a.needs_helper,
                         "helper": a.helper, "phases": phases,
                         "retries": recorder.retries.get(a.module, 0),
-                        "staging_moves": [[round(lo - t0, 3), round(hi - t0, 3)] for lo, hi in
-                                          staging_moves(plan, recorder, getattr(
-                                              obs, "motion", {}), [a.module])[0]],
                         "last_error": recorder.messages.get(a.module, "")})
     formed, expected = verdict.formed, verdict.expected
     return {
