@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Bring up the stack on the fake hardware, assemble the "
                                     "scenario's target and write a report.",
                         epilog="exit status: 0 assembled (the fake hardware's connections "
-                               "equal the target's edges); 1 the assembly failed; 2 bad "
+                               "equal the target's edges); 1 the assembly failed or ran past "
+                               "--timeout; 2 bad "
                                "input, refused before anything starts; 3 plan not approved "
                                "at the --approve prompt (nothing moved); 130 Ctrl-C "
                                "(assembly cancelled, every module stopped, report written)")
@@ -187,8 +188,8 @@ def format_plan(plan, scenario=None) -> str:
     rp = plan.root_pose
     lines = []
     if scenario is not None:
-        lines.append(f"scenario {plan.name}: {len(scenario.nodes)} nodes, "
-                     f"{len(scenario.modules)} modules"
+        lines.append(f"scenario {plan.name}: {counted(len(scenario.nodes), 'node')}, "
+                     f"{counted(len(scenario.modules), 'module')}"
                      + (f", helpers {', '.join(scenario.helpers)}" if scenario.helpers
                         else ""))
     lines.append(f"root: node {plan.root_node} = module {plan.root_module} at "

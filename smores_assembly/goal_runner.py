@@ -242,10 +242,11 @@ class GoalRunner:
             except Exception:  # noqa: BLE001 - never mask the outcome
                 pass
         try:
-            level = ("info" if outcome.success else
-                     "warn" if outcome.code is ErrorCode.CANCELLED else "error")
-            self.port.log(level, f"assembly {'succeeded' if outcome.success else 'failed'}: "
-                                 f"{outcome.message}")
+            # a cancel is what someone asked for (Ctrl-C, a declined plan): not a failure
+            level, what = (("info", "succeeded") if outcome.success else
+                           ("info", "ended") if outcome.code is ErrorCode.CANCELLED else
+                           ("error", "failed"))
+            self.port.log(level, f"assembly {what}: {outcome.message}")
         except Exception:  # noqa: BLE001 - logging never changes the outcome
             pass
         return outcome

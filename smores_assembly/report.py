@@ -228,8 +228,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
             a 50-inch figure of unreadable labels) each group is one labelled band, its
             actions thin rows inside it in the given order.
         stage_labels: the stage bands' labels (default ``stage k``); a band too narrow
-            for its label shows the stage's number only (``3``, ``3u`` for an undocking
-            stage).
+            for its label shows the stage's number only (``3u`` for an undocking stage,
+            then ``3``), or nothing.
         staging: per row, intervals [s] in which the row's module moved outside its
             phases (:func:`outside`), drawn hatched grey ("moving before its stage":
             without them a pipelined schedule's later stages look idle until their turn).
@@ -271,23 +271,17 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         hs = [0.6] * len(rows)
         n_bands = len(rows)
     fig, ax = plt.subplots(figsize=(9 if not grouped else 12, 0.5 * n_bands + 1.8), dpi=110)
-    ends = [hi for _, hi in stage_bounds or []] + [iv.end for _, ivs in rows for iv in ivs]
-    ends += [hi for moves in staging or [] for _, hi in moves]
-    starts = [lo for lo, _ in stage_bounds or []] + [iv.start for _, ivs in rows for iv in ivs]
-    span = max(max(ends, default=1.0) - min(0.0, min(starts, default=0.0)), 1e-6)
-    # width of one label character [s of the x axis]: 7 pt type, ~0.55 em per character,
-    # on an axes about 85 % of the figure's width
-    char_s = 0.55 * 7 / 72 / (0.85 * fig.get_figwidth()) * span
+    band_labels = []   # (text, label, lo, hi): shortened after the layout if too wide
     for k, (lo, hi) in enumerate(stage_bounds or []):
         ax.axvspan(lo, hi, color="#f0f0f0" if k % 2 == 0 else "#e0e0e0", zorder=0)
         if not grouped:
             label = (stage_labels[k] if stage_labels is not None and k < len(stage_labels)
                      else f"stage {k + 1}")
-            if len(label) * char_s > 0.95 * (hi - lo):   # a short stage: its number only
-                label = f"{k + 1}" + ("u" if "undock" in label else "")
             # inside the axes, above the top row (the y range below leaves room)
-            ax.text((lo + hi) / 2, len(rows) - 0.35, label, ha="center", va="center",
-                    fontsize=7, clip_on=True)
+            text = ax.text((lo + hi) / 2, len(rows) - 0.35, label, ha="center",
+                           va="center", fontsize=7, clip_on=True)
+            band_labels.append((text, [f"{k + 1}" + ("u" if "undock" in label else ""),
+                                       f"{k + 1}", ""], lo, hi))
     used = set()
     any_staging = False
     for r, moves in enumerate(staging or []):
@@ -315,11 +309,23 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     ax.set_title(title or "docking actions by phase")
     handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
     if any_staging:
-        handles.append(Patch(label="moving before its stage (staging)", **STAGING_STYLE))
+        handles.append(Patch(label="staging\n(moving before\nits stage)", **STAGING_STYLE))
     if handles:
-        ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=len(handles),
-                  bbox_to_anchor=(0.5, -0.12 - 0.35 / max(n_bands, 1)), frameon=False)
+        # right of the axes, one column: clear of the x label whatever the figure's height
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False)
     ax.grid(True, axis="x", lw=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    if band_labels:
+        # a stage band too narrow for its label shows the stage's number only
+        renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
+        x0, x1 = ax.get_xlim()
+        ax_px = ax.get_window_extent(renderer).width
+        for text, shorter, lo, hi in band_labels:
+            for alt in shorter:   # "stage 3 (undock)" -> "3u" -> "3" -> none
+                width_s = text.get_window_extent(renderer).width / ax_px * (x1 - x0)
+                if width_s <= 0.95 * (hi - lo):
+                    break
+                text.set_text(alt)
+    fig.savefig(path, bbox_inches="tight")   # the legend outside the axes included
     plt.close(fig)

@@ -153,5 +153,8 @@ def _parse(cls, value: object, field: str):
 
 def counted(n: int, noun: str) -> str:
     """``"1 stage"``, ``"2 stages"``: ``n`` and ``noun`` in the singular or the plural
-    (an ``s`` added), for log lines and messages (``noun`` is given in the singular)."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    (``s`` added, ``es`` after s/x/ch/sh), for log lines and messages (``noun`` is given
+    in the singular)."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun}es" if noun.endswith(("s", "x", "ch", "sh")) else f"{n} {noun}s"

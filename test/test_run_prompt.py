@@ -111,6 +111,7 @@ def test_answering_no_at_the_prompt_moves_nothing_and_exits_3(tmp_path, ros_doma
     rc, text = _answer_the_prompt(tmp_path / "out", no)
     assert rc == 3, text[-3000:]
     assert "plan not approved" in text and "Traceback" not in text, text[-3000:]
+    assert "NOT APPROVED: 0/" in text and "FAILED" not in text, text[-3000:]
     prompt_line = next(ln for ln in text.splitlines() if "start moving? [y/N]" in ln)
     assert prompt_line.endswith("[y/N] "), prompt_line   # nothing printed onto it
     report = json.loads((tmp_path / "out" / "report.json").read_text())

@@ -130,3 +130,4 @@ def test_face_frame_is_half_a_width_along_the_face_normal():
 def test_counted_says_one_in_the_singular():
     from smores_assembly.vocabulary import counted
     assert [counted(n, "stage") for n in (0, 1, 2)] == ["0 stages", "1 stage", "2 stages"]
+    assert [counted(n, "process") for n in (1, 7)] == ["1 process", "7 processes"]

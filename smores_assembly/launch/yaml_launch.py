@@ -476,6 +476,16 @@ def launch_arguments(path: str | os.PathLike) -> list[tuple[str, str | None, str
     return out
 
 
+def _first_sentence(text: str) -> str:
+    """``text`` up to its first ``.`` or ``:`` that ends a sentence outside parentheses."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch in ".:" and (i + 1 == len(text) or text[i + 1].isspace()):
+            return text[:i]
+    return text
+
+
 def _print_help() -> None:
     print("usage: python -m smores_assembly.launch FILE|NAME [arg:=value ...]\n"
           "       python -m smores_assembly.launch FILE|NAME --show-args\n\n"
@@ -492,7 +502,7 @@ def _print_help() -> None:
             if not ln.startswith("#"):
                 break
             head.append(ln.lstrip("#").strip())
-        first = re.split(r"[.:](?:\s|$)", " ".join(head))[0]   # the first sentence
+        first = _first_sentence(" ".join(head))
         name = f.name.removesuffix(".launch.yaml")
         print(textwrap.fill(first, 92, initial_indent=f"  {name:<16} ",
                             subsequent_indent=" " * 19))

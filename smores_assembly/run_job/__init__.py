@@ -26,6 +26,7 @@ from pathlib import Path
 from smores_assembly.errors import InputError, ParamsError, SmoresError
 from smores_assembly.run_job.console import say
 from smores_assembly.run_job.results import expected_connections
+from smores_assembly.vocabulary import counted
 
 __all__ = ["DEFAULT_TIMEOUT_S", "expected_connections", "run"]
 
@@ -102,12 +103,12 @@ def run(args) -> int:
         env["ROS_DOMAIN_ID"] = str(domain)
     if not any(k in env for k in ("ROS_LOG_DIR", "ROS_HOME")):
         env["ROS_LOG_DIR"] = str(out / "ros_log")
-    say(f"scenario '{scenario.name}': {len(scenario.nodes)} nodes, "
-        f"{len(scenario.modules)} modules; root {plan.root_module} as {plan.root_node}; "
-        f"{len(plan.actions)} docks"
-        + (f" after {len(plan.undocks)} undocks ({plan.method})" if plan.method != "assembly"
-           else "")
-        + f" in {len(plan.stages)} stages "
+    say(f"scenario '{scenario.name}': {counted(len(scenario.nodes), 'node')}, "
+        f"{counted(len(scenario.modules), 'module')}; root {plan.root_module} as "
+        f"{plan.root_node}; {counted(len(plan.actions), 'dock')}"
+        + (f" after {counted(len(plan.undocks), 'undock')} ({plan.method})"
+           if plan.method != "assembly" else "")
+        + f" in {counted(len(plan.stages), 'stage')} "
         f"(ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}"
         + (f", namespace {namespace}" if namespace else "") + f", output in {out}/)")
     if remote:
@@ -140,7 +141,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     signals = Interrupts()
     runner = LaunchRunner(specs, sink=log.sink)
     runner.start()
-    say(f"started {len(specs)} nodes: {', '.join(s.name for s in specs)} "
+    say(f"started {counted(len(specs), 'process')}: {', '.join(s.name for s in specs)} "
         f"(logs: {out}/nodes.log)")
     # Our own SIGINT/SIGTERM handlers stay in force (see Interrupts).
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
@@ -151,9 +152,10 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         outcome = run_goal(observer, signals.interrupted, scenario, plan,
                            approve=bool(args.approve), timeout=timeout, remote=remote)
         lockstep = not getattr(args, "free_running", False)
-        trace = None
-        if not signals.interrupted.is_set():
-            trace = observer.fetch_trace(wait_for_hold=lockstep)
+        # after Ctrl-C too (the run's end is then not a seed's: the steps say how far
+        # it got), but without waiting long for a simulation that may not stand still
+        trace = observer.fetch_trace(wait_for_hold=lockstep and not signals.interrupted.is_set(),
+                                     timeout=10.0 if not signals.interrupted.is_set() else 3.0)
     finally:
         observer.close_recording()
         # the observer goes first, while the stack's participants are still up: destroyed
@@ -166,7 +168,8 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         signals.restore()
 
     wall = time.monotonic() - t_wall0
-    verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario)
+    verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario,
+                    declined=outcome.declined)
     run_info = {"seed": int(getattr(args, "seed", 0) or 0), "lockstep": lockstep,
                 "single_process": bool(getattr(args, "single_process", False)),
                 "trace_sha256": trace["sha256"] if trace else "",

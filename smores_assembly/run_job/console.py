@@ -131,7 +131,7 @@ class ProgressPrinter:
                     extra += f" retry {s.retries}"
                 mods.append(f"{s.module} {s.phase_name}{extra}")
         now = time.monotonic()
-        if fb is None:
+        if fb is None or not mods:   # nothing to show yet (planning, or no module active)
             return
         if key != self.last or now - self.t_last > 5.0:
             self.last, self.t_last = key, now

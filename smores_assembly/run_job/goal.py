@@ -103,7 +103,8 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
         deadline = time.monotonic() + timeout
         while not res_future.done() and not stop.is_set():
             if time.monotonic() > deadline:
-                out.error = f"timed out after {timeout:.0f} s of wall time"
+                out.error = (f"timed out: the assembly ran longer than --timeout "
+                             f"{timeout:.0f} s of wall time")
                 break
             spin_until(res_future.done, 0.5)
             res_future = tracker.retry_result(goal_handle, res_future)

@@ -54,16 +54,19 @@ def _stage_intervals(plan, recorder: PhaseRecorder, k: int) -> list[PhaseInterva
 class Verdict:
     """``formed``/``expected``: sets of :func:`connection_key`; ``success``: the executive
     reported success and the fake hardware's connections equal the target's; ``error``: the
-    reason of a failure ("" on success)."""
+    reason of a failure ("" on success); ``declined``: the plan was not approved at the
+    ``--approve`` prompt (nothing moved)."""
 
     plan: Plan
     formed: set
     expected: set
     success: bool
     error: str
+    declined: bool = False
 
 
-def judge(plan, result, connections_msg, error: str, scenario=None) -> Verdict:
+def judge(plan, result, connections_msg, error: str, scenario=None,
+          declined: bool = False) -> Verdict:
     """Compare the fake hardware's last ``ConnectionArray`` with the target edges under the
     plan the stack executed (``result.plan`` when it holds one, else ``plan``); with
     ``scenario``, every target edge (a reconfiguration's kept ones included)."""
@@ -87,7 +90,7 @@ def judge(plan, result, connections_msg, error: str, scenario=None) -> Verdict:
         error = (f"executive reported success but the fake hardware shows "
                  f"{len(formed & expected)}/{len(expected)} target connections "
                  f"(+{len(formed - expected)} unexpected)")
-    return Verdict(plan, formed, expected, success, error)
+    return Verdict(plan, formed, expected, success, error, declined)
 
 
 def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
@@ -214,7 +217,9 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
                       title=f"{scenario.name}: "
                             + (f"{len(plan.undocks)} undocks and {len(plan.actions)} docks"
                                if getattr(plan, "undocks", None)
-                               else f"{len(plan.actions)} docking actions") + " by phase",
+                               else f"{len(plan.actions)} docking actions") + " by phase"
+                            + ("" if any(iv.phase is not Phase.IDLE for _, ivs in rows
+                                         for iv in ivs) else " (nothing ran)"),
                       stage_labels=[
                           f"stage {k + 1}" + (" (undock)" if k < getattr(
                               plan, "num_undock_stages", 0) else "")
@@ -232,7 +237,9 @@ def write_up(out: Path, scenario, result, verdict: Verdict, wall: float, obs, co
     write_json(out / "report.json", report)
     draw_pictures(out, scenario, verdict.plan, obs)
     formed, expected, error = verdict.formed, verdict.expected, verdict.error
-    say(f"{'ASSEMBLED' if verdict.success else 'FAILED'}: {len(formed & expected)}/"
+    verdict_word = ("ASSEMBLED" if verdict.success else
+                    "NOT APPROVED" if verdict.declined else "FAILED")
+    say(f"{verdict_word}: {len(formed & expected)}/"
         f"{len(expected)} target connections, "
         f"assembly {report['assembly_time_s']:.1f} s simulated, {wall:.1f} s wall"
         + (f" — {error}" if error else ""))
