@@ -34,9 +34,10 @@ class Observations:
     ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``; ``motion``: per
     module, the intervals ``[start, end]`` [s, ROS time] in which its ground-truth speed
     exceeded :data:`MOVING_SPEED` (what it did outside its docking phases, e.g. a
-    pipelined schedule's staging moves, comes from these). The ground truth is a
-    best-effort stream sampled by this observer outside the lockstep, so these intervals
-    are for the timeline only, not for report.json (whose content a seed fixes).
+    pipelined schedule's staging moves, comes from these). They are for the
+    timeline only, not for report.json (whose content a seed fixes): this observer is not
+    a lockstep participant, and thresholds on sampled speeds are fragile to a lost or late
+    sample.
     """
 
     recorder: PhaseRecorder = field(default_factory=PhaseRecorder)
