@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from smores_assembly.errors import InputError, ParamsError
-from smores_assembly.geometry import Face, Pose2D, face_center, segment_projection, wrap_angle
+from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, face_center, segment_projection,
+                                      wrap_angle)
 from smores_assembly.params import check_ranges, param_field
 
 # --------------------------------------------------------------------------------------------
@@ -415,17 +416,38 @@ STAGING_LIMIT = 0.4
 
 def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
                   obstacles: Sequence[tuple[float, float]], clearance: float,
-                  step: float = 0.005, limit: float = STAGING_LIMIT) -> float:
+                  step: float = 0.005, limit: float = STAGING_LIMIT,
+                  width: float = MODULE_WIDTH) -> float:
     """Extra distance [m] beyond ``standoff`` of the staging pose on the docking axis: the
     nearest pose ``axis.body_pose(face_offset, standoff + extra)`` whose centre is at least
     ``clearance`` [m] from every obstacle centre, so the body can turn there and then slide
     straight in along the lane (``0`` when the pre-dock pose itself is clear; ``limit``
-    when none within it is)."""
-    extra = 0.0
+    when none within it is).
+
+    Never past a module standing in the lane (centre less than ``0.9 width`` off the axis,
+    :func:`lane_neighbours`' flush bound, beyond the target face): from there the body
+    could not slide in; the clearest pose before it is returned instead (bench_targets
+    random_12_594393859: m5's staging pose lay beyond m9, four POSE_ADJUST timeouts; the
+    navigation's :func:`~smores_assembly.navigation.stage.clear_predock` has the same
+    rule)."""
+    c, s_ = math.cos(axis.heading), math.sin(axis.heading)
+    in_lane = []
+    for ox, oy in obstacles:
+        dx, dy = ox - axis.tx, oy - axis.ty
+        u = -(dx * c + dy * s_)              # outward from the target face along the axis
+        if u > 0.0 and abs(-s_ * dx + c * dy) < 0.9 * width:
+            in_lane.append(u)
+    extra, best, best_d = 0.0, 0.0, -math.inf
     while extra < limit:
+        back = face_offset + standoff + extra
+        if any(u < back + width - 1e-9 for u in in_lane):
+            return best
         p = axis.body_pose(face_offset, standoff + extra)
-        if all(math.hypot(p.x - ox, p.y - oy) >= clearance for ox, oy in obstacles):
+        near = min((math.hypot(p.x - ox, p.y - oy) for ox, oy in obstacles), default=math.inf)
+        if near >= clearance:
             return extra
+        if near > best_d + 1e-12:
+            best, best_d = extra, near
         extra += step
     return limit
 

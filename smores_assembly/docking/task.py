@@ -579,12 +579,17 @@ class PoseAdjust(PhaseStep):
         ax = ctx.axis()
         obs = ctx.obstacles_for_body()
         neigh = ctx.lane_neighbours(ax, obs)
-        in_lane = bool(neigh) and ctx.in_lane(ax)
+        body = ctx.body_virtual()
+        # sliding in, aligned, a module beside the lane is a wall to slide along, not one
+        # to flee, also before the body enters the lane (random_10_608720880: m8 slid
+        # from its staging pose, came within the escape distance of the lane's first
+        # neighbour 1 cm before the lane, backed off, slid on: four POSE_ADJUST timeouts)
+        in_lane = bool(neigh) and (ctx.in_lane(ax) or (
+            self.sliding and self._can_slide(ctx, ax, body)))
         flee = [o for o in obs if o not in neigh] if in_lane else obs
         if self.escape.step(ctx, ctx.body_obs.est, flee):
             self.reg = None   # plan the direct move again once clear
             return None
-        body = ctx.body_virtual()
         if self.sliding or (in_lane and self._can_slide(ctx, ax, body)) or (
                 self.reg is None and self._staged(ctx, ax, body)):
             return self._slide(ctx, ax, body)
@@ -595,7 +600,8 @@ class PoseAdjust(PhaseStep):
             # (re)plan on a target that moved: keep the detour progress and sub-step
             if self.reg is None:
                 self.extra = (staging_extra(ax, ctx.face_offset, s.standoff, obs,
-                                            ctx.clearance()) if neigh else 0.0)
+                                            ctx.clearance(), width=s.module_width)
+                              if neigh else 0.0)
                 self.staging = self.extra > 0.0 and not in_lane
                 aim = ax.body_pose(ctx.face_offset, s.standoff + self.extra) \
                     if self.staging else goal

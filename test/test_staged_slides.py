@@ -1,0 +1,122 @@
+"""Docks from their staging poses, closed loop with the kinematic world (issue 11).
+
+A pipelined stage's module waits on its own docking axis beyond the pre-dock pose and
+slides straight in (``docking.task.PoseAdjust``). Judged by the world (``SimWorld``: the
+connection formed, no collision event), not by the controller: bench_targets
+random_10_608720880's m8 slid along a wall of placed modules and stopped 1 cm before the
+lane, fleeing its first flush neighbour and sliding on by turns until four POSE_ADJUST
+timeouts; ``staging_extra`` pushed a staging pose past a module standing in the lane.
+"""
+from __future__ import annotations
+
+import math
+import random
+
+from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
+from smores_assembly.docking.control import dock_axis, staging_extra
+from smores_assembly.docking.task import PoseSample
+from smores_assembly.errors import PlanningError
+from smores_assembly.geometry import Face, Pose2D, square_overlap
+from smores_assembly.planning import plan_assembly, with_schedule
+from smores_assembly.scenario import scenario_from_dict
+from smores_assembly.sim import Connection, SimWorld
+from smores_assembly.staging import staging_poses
+from smores_assembly.topology import random_planar_tree
+
+W = 0.08
+
+
+
+def _dock_from_staging(plan, act, t_max: float = 120.0) -> tuple[bool, int, int, float]:
+    """Every module of an earlier stage at its goal, ``act``'s module at its staging pose;
+    its DockingTask runs with no path. Returns (connected, collisions, retries, time)."""
+    targets = staging_poses(plan, 0.06)
+    placed = [plan.root_module] + [a.module for a in plan.actions if a.stage < act.stage]
+    poses = {m: plan.goals[m] for m in placed}
+    poses[act.module] = targets[act.module]
+    world = SimWorld(poses)
+    task = DockingTask(DockingSpec(act.module, act.parent_module, act.parent_face,
+                                   act.child_face), DockingSettings())
+    task.path_unavailable()
+    want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
+    collisions = 0
+    while world.t < t_max and not task.done:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        me = world.pose(act.module)
+        obs = [(p.x, p.y) for m, p in world.poses().items()
+               if m not in (act.module, act.parent_module) and p.distance_to(me) <= 0.6]
+        out = task.tick(t, samples, want in world.connections(), None, obs)
+        for m, (v, om) in out.cmd.items():
+            world.set_cmd_vel(m, v, om)
+        for m, faces in out.magnets.items():
+            world.set_magnets(m, set(faces))
+        collisions += sum(ev.kind == "collision" for ev in world.step(0.02))
+    return want in world.connections(), collisions, task.retries, world.t
+
+
+def _random_plan(n: int, seed: int):
+    rng = random.Random(seed)
+    nodes, edges = random_planar_tree(n, seed=seed)
+    ids = [f"m{i}" for i in range(n)] + ["h0"]
+    mods: dict[str, list[float]] = {}
+    while len(mods) < len(ids):
+        p = (rng.uniform(-0.6, 0.6), rng.uniform(-0.6, 0.6))
+        if all(math.dist(p, q[:2]) >= 0.15 for q in mods.values()):
+            mods[ids[len(mods)]] = [p[0], p[1], rng.uniform(-3, 3)]
+    data = {"name": f"r{seed}", "module_width": W,
+            "target": {"nodes": list(nodes),
+                       "edges": [{"parent": e.parent, "parent_face": e.parent_face.name,
+                                  "child": e.child, "child_face": e.child_face.name}
+                                 for e in edges]},
+            "modules": mods, "helpers": ["h0"]}
+    return with_schedule(plan_assembly(scenario_from_dict(data)), "pipelined")
+
+
+def test_random_docks_slide_in_from_their_staging_poses():
+    """Random targets: every dock without a helper that has a staging pose, started there
+    with the modules of earlier stages placed, docks without a retry or a collision; some
+    of them slide past flush neighbours (a lane along a wall)."""
+    done = walls = 0
+    for seed in range(12):
+        try:
+            plan = _random_plan(random.Random(seed).randint(6, 10), 7100 + seed)
+        except PlanningError:
+            continue
+        targets = staging_poses(plan, 0.06)
+        for act in plan.actions:
+            if act.needs_helper or act.module not in targets:
+                continue
+            ok, coll, retries, t = _dock_from_staging(plan, act)
+            assert ok and coll == 0 and retries == 0, (seed, act.module, ok, coll, retries, t)
+            done += 1
+            g, pg = plan.goals[act.module], plan.goals[act.parent_module]
+            ux, uy = (g.x - pg.x) / W, (g.y - pg.y) / W
+            walls += any(abs(abs(-(q.x - g.x) * uy + (q.y - g.y) * ux) - W) < 1e-6
+                         and 0.0 <= (q.x - g.x) * ux + (q.y - g.y) * uy <= 0.2
+                         for b in plan.actions if b.stage < act.stage
+                         for q in [plan.goals[b.module]])
+    assert done >= 20 and walls >= 3, (done, walls)
+
+
+def test_staging_extra_never_passes_a_module_in_the_lane():
+    """A module standing on the axis beyond the pre-dock pose (not yet moved aside): the
+    staging pose stays before it, so the slide from there to the face passes through no
+    module (squares sampled every 2 mm, flush legal); without it the rule is unchanged."""
+    parent = Pose2D(0.0, 0.0, 0.0)
+    ax = dock_axis(parent, Face.TOP, W)              # the lane runs out along +x
+    wall = [(0.08 * k, 0.08) for k in range(1, 4)]   # flush beside the lane
+    for u in (0.25, 0.3, 0.4):
+        obstacles = wall + [(u, 0.01)]
+        extra = staging_extra(ax, 0.5 * W, 0.06, obstacles, 0.13)
+        body = ax.body_pose(0.5 * W, 0.06 + extra)
+        n = int((body.x - 0.08) / 0.002) + 1
+        for k in range(n + 1):
+            x = 0.08 + (body.x - 0.08) * k / n
+            for ox, oy in obstacles:
+                assert square_overlap((x, body.y, 0.0), (ox, oy, 0.0), W) <= 1e-7, (u, x)
+    # no module in the lane: the first 5 mm step 0.13 m from every centre
+    extra = staging_extra(ax, 0.5 * W, 0.06, wall, 0.13)
+    e = next(0.005 * k for k in range(200) if all(
+        math.hypot(0.04 + 0.5 * W + 0.06 + 0.005 * k - ox, -oy) >= 0.13 for ox, oy in wall))
+    assert abs(extra - e) < 1e-9
