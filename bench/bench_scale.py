@@ -186,7 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in args.sizes:
         for kind in args.kinds.split(","):
-            data, plan_cpu = plannable_scenario(kind, n, args.seed)
+            try:
+                data, plan_cpu = plannable_scenario(kind, n, args.seed)
+            except PlanningError as exc:  # e.g. no random 100-node tree from seeds 0-49
+                print(f"{kind + str(n):>10} {'-':>7} {'-':>8} {'refused':>9}  {exc}"[:300],
+                      flush=True)
+                continue
             path = base / f"{data['name']}.yaml"
             path.write_text(yaml.safe_dump(data, sort_keys=False))
             mods = len(data["modules"])
