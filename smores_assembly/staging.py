@@ -21,7 +21,9 @@ parent's goal to the child's goal, pointing out of the structure):
   runs in its stage or before it, clear of every module placed before it (also along the
   straight slide back to the pre-dock pose: flush is allowed), and its centre stays
   ``clearance`` from the pre-dock pose of every dock that runs before it or with it and
-  from every staging pose chosen before (:func:`staging_poses`; docks in stage order).
+  from every staging pose chosen before, ``queue_clearance`` from such a pose that lies on
+  its own axis with its heading (a queue: both slide straight on, neither turns there)
+  (:func:`staging_poses`; docks in stage order).
   Helper (wheel-face) docks get no staging pose: the carried module waits where it is.
   Their **helper** stages instead (:func:`helper_staging`): a helper with no action in the
   active stage drives to the pick-up pose of the first module it carries in a later stage
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
 
 from smores_assembly.errors import InputError, NavigationError
-from smores_assembly.geometry import MODULE_WIDTH, Pose2D
+from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
 from smores_assembly.params import check_ranges, param_field
 
 #: Schedule modes of ``task_assignment`` (``schedule`` parameter, ``run --schedule``):
@@ -73,6 +75,11 @@ class StagingSettings:
         0.13, "centre distance of a staging pose from other staging poses and from the "
         "pre-dock poses of earlier docks [m] (keep >= predock_clearance and the docking "
         "controller's obstacle_clearance)", 0.0, 2.0)
+    staging_queue_clearance: float = param_field(
+        0.121, "centre distance of a staging pose from a staging or pre-dock pose on its own "
+        "docking axis with its heading (a queue: both slide straight, neither turns "
+        "there) [m] (keep >= the navigation's clearance and the docking controller's "
+        "escape_distance)", 0.0, 2.0)
     staging_limit: float = param_field(
         0.4, "a staging pose lies at most this far beyond the pre-dock pose [m]; none "
         "found within it: the module waits where it is", 0.0, 5.0)
@@ -253,12 +260,20 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
                          0.5 * e + 0.5 * width, 0.5 * width)
             if (all(rect_overlap(sq, z.grown(s.staging_margin)) <= 0.0 for z in other_zones)
                     and all(rect_overlap(slide, b) <= 1e-9 for b in placed)
-                    and all(math.hypot(p.x - q.x, p.y - q.y) >= s.staging_clearance
-                            for q in near_pre)):
+                    and all(math.hypot(p.x - q.x, p.y - q.y) >= (
+                        s.staging_queue_clearance if _queued(q, a.goal, nx, ny)
+                        else s.staging_clearance) for q in near_pre)):
                 chosen[a.module] = p
                 break
             e += step
     return chosen
+
+
+def _queued(q: Pose2D, goal: Pose2D, nx: float, ny: float) -> bool:
+    """``q`` stands on the dock axis through ``goal`` (direction ``(nx, ny)``), heading as
+    ``goal``: a module queued behind or ahead on the same axis."""
+    lateral = -(q.x - goal.x) * ny + (q.y - goal.y) * nx
+    return abs(lateral) < 1e-6 and abs(wrap_angle(q.yaw - goal.yaw)) < 1e-6
 
 
 def footprint_to_build(plan, stage: int, done: Collection[str], standoff: float,

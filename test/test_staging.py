@@ -15,7 +15,7 @@ import pytest
 
 from corridor_oracle import STANDOFF, TOL, swept_bodies
 from smores_assembly.errors import InputError, NavigationError, ParamsError, PlanningError
-from smores_assembly.geometry import Face, Pose2D, square_overlap
+from smores_assembly.geometry import Face, Pose2D, square_overlap, wrap_angle
 from smores_assembly.navigation.stage import NavSettings, clear_predock
 from smores_assembly.planning import (PlanningNodeSettings, plan_assembly, sequential,
                                       with_schedule)
@@ -128,9 +128,11 @@ def test_staging_never_enters_a_corridor_of_the_active_stage():
 
 def test_staging_pose_rules_on_random_plans():
     """Staging poses lie on the dock's own axis beyond its pre-dock pose, heading as the
-    goal, keep the clearance from each other, and none is given to a helper dock."""
+    goal, keep the clearance from each other (the queue clearance when one stands behind
+    the other on one axis with one heading), and none is given to a helper dock."""
     st = StagingSettings()
-    n_poses = 0
+    assert st.staging_queue_clearance >= NavSettings().clearance
+    n_poses = n_queued = 0
     for seed in range(60):
         sc = _scenario(random.Random(seed).randint(4, 12), 900 + seed)
         try:
@@ -151,9 +153,22 @@ def test_staging_pose_rules_on_random_plans():
             assert STANDOFF - 1e-9 <= along <= STANDOFF + st.staging_limit + 1e-9
             assert p.yaw == a.goal.yaw
             n_poses += 1
+        axis = {}
+        for a in plan.actions:
+            par = plan.goals[a.parent_module]
+            axis[a.module] = ((a.goal.x - par.x) / W, (a.goal.y - par.y) / W)
         for m1, m2 in itertools.combinations(poses, 2):
-            assert poses[m1].distance_to(poses[m2]) >= st.staging_clearance - 1e-9
-    assert n_poses > 100
+            p1, p2 = poses[m1], poses[m2]
+            nx, ny = axis[m1]
+            across = -(p2.x - p1.x) * ny + (p2.y - p1.y) * nx
+            # one behind the other on one axis with one heading (a queue: neither turns
+            # there) may stand closer; bodies still far enough apart for the planner's
+            # grid clearance
+            queue = abs(across) < 1e-6 and abs(wrap_angle(p1.yaw - p2.yaw)) < 1e-6
+            need = st.staging_queue_clearance if queue else st.staging_clearance
+            assert p1.distance_to(p2) >= need - 1e-9, (m1, m2, queue)
+            n_queued += queue
+    assert n_poses > 100 and n_queued > 5, (n_poses, n_queued)
 
 
 @pytest.mark.parametrize("kind,n", [("comb", 49), ("random", 40), ("comb", 16)])
@@ -208,7 +223,8 @@ def test_footprint_to_build_is_what_remains_of_the_target():
 
 def test_task1_stages_every_later_module_and_arm_queues_out():
     """Task 1: every later dock has a staging pose; the arm's modules wait one behind the
-    other on the arm's axis, arm2 beyond arm1's corridor, arm3 beyond arm2's."""
+    other on the arm's axis, each the queue clearance (to the next 5 mm step) beyond the
+    one ahead."""
     plan = with_schedule(plan_assembly(load_scenario("config/scenarios/mobile_manipulator.yaml")),
                          "pipelined")
     poses = staging_poses(plan, STANDOFF)
@@ -217,7 +233,10 @@ def test_task1_stages_every_later_module_and_arm_queues_out():
     d = {n: poses[node[n].module].distance_to(plan.goals[plan.root_module])
          for n in ("arm1", "arm2", "arm3")}
     assert d["arm1"] == pytest.approx(0.08 + STANDOFF)
-    assert d["arm1"] + 0.13 - 1e-9 <= d["arm2"] < d["arm3"]
+    # one behind the other: the queue clearance apart, the first such 5 mm step
+    q = StagingSettings().staging_queue_clearance
+    for near, far in (("arm1", "arm2"), ("arm2", "arm3")):
+        assert d[near] + q - 1e-9 <= d[far] < d[near] + q + 0.005 + 1e-9, (near, far, d)
 
 
 def test_schedule_modes_keep_the_paper_stages():
