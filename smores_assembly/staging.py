@@ -458,14 +458,10 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     Raises:
         NavigationError, InputError: as plan_stage, for the active stage's modules alone.
     """
-    from smores_assembly.navigation.stage import grid_anchor, plan_stage
+    from smores_assembly.navigation.stage import plan_stage
 
     staged = dict(staging)
     zones = list(zones)
-    # the active stage's modules keep the cells they would get alone: the staging goals
-    # only widen the grid (by whole cells), they do not shift it (a shifted grid cost
-    # Task 1's m5 one step, 2.4 s, on its way to the pre-dock pose)
-    anchor = grid_anchor(moving, obstacles, nav_settings, keep_clear) if moving else None
     while True:
         mv = dict(moving)
         mv.update(staged)
@@ -474,7 +470,7 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         try:
             sp = plan_stage(mv, obs, nav_settings, fixed=fx,
                             clock=clock_factory() if clock_factory else None,
-                            keep_clear=keep_clear, anchor=anchor)
+                            keep_clear=keep_clear)
         except NavigationError:
             if not staged:
                 raise

@@ -378,56 +378,6 @@ def test_every_staging_move_dropped_gives_an_empty_plan():
     assert staged == [] and sp.paths == {} and "algorithm" not in sp.stats
 
 
-def _stage0_problem(path: str):
-    """Stage 0 of a pipelined scenario as the navigation node sets it up at the start:
-    (moving, staging, obstacles, zones, fixed, settings)."""
-    sc = load_scenario(path)
-    plan = with_schedule(plan_assembly(sc), "pipelined")
-    poses, s = dict(sc.modules), NavSettings()
-    moving = {}
-    for a in plan.actions:
-        if a.stage == 0 and not a.needs_helper:
-            others = [(p.x, p.y) for m, p in poses.items() if m != a.module]
-            moving[a.module] = (poses[a.module], clear_predock(
-                a.goal, a.child_face.angle, s.predock_standoff, others, s.predock_clearance))
-    sp = staging_problem(plan, 0, poses, set(), s.predock_standoff)
-    for m in sp.direct:
-        moving.pop(m, None)
-    staging = {m: v for m, v in sp.staging.items() if m not in moving}
-    obstacles = {m: p for m, p in poses.items() if m not in moving}
-    fixed = [m for m in {plan.root_module} | sp.direct if m in obstacles]
-    return moving, staging, obstacles, list(sp.zones.values()), fixed, s
-
-
-@pytest.mark.parametrize("scenario", ["mobile_manipulator", "holonomic_vehicle"])
-def test_staging_moves_do_not_shift_the_active_stage_grid(scenario):
-    """The staging moves do not shift the grid of the active stage's modules: with them
-    every grid waypoint of those modules lies on the lattice they get alone, and Task 1's
-    m5 arrives no later than alone plus the common lead-in to the start cells (with the
-    grid laid over the staging goals, m5 took one 2.4 s step more)."""
-    from smores_assembly.navigation.stage import WorkClock, grid_anchor, plan_stage
-    moving, staging, obstacles, zones, fixed, s = _stage0_problem(
-        f"config/scenarios/{scenario}.yaml")
-    assert moving and staging
-    alone = plan_stage(moving, obstacles, s, fixed=fixed, clock=WorkClock())
-    # the anchor of a problem is where its own grid already lies: the same plan
-    same = plan_stage(moving, obstacles, s, fixed=fixed, clock=WorkClock(),
-                      anchor=grid_anchor(moving, obstacles, s))
-    assert same.paths == alone.paths
-    joint, staged = plan_stage_pipelined(moving, staging, obstacles, zones, s, fixed=fixed,
-                                         clock_factory=WorkClock)
-    assert staged
-    c = s.cell_size
-    ox, oy = alone.paths[sorted(moving)[0]][1][1].x, alone.paths[sorted(moving)[0]][1][1].y
-    for m in moving:
-        for _, p in joint.paths[m][1:-1]:   # the grid part (not the lead-in, final leg)
-            for v in ((p.x - ox) / c, (p.y - oy) / c):
-                assert abs(v - round(v)) < 1e-6, (m, p)
-    if scenario == "mobile_manipulator":   # m5's route is the same: no later than alone
-        lead = joint.stats["t0_s"] - alone.stats["t0_s"]
-        assert joint.paths["m5"][-1][0] <= alone.paths["m5"][-1][0] + lead + 1e-9
-
-
 def test_a_module_that_keeps_its_cell_drives_straight_to_its_goal():
     """A module whose goal lies in the cell it stands on (a staging module at its staging
     pose when a later stage is planned) is not sent out to the cell centre and back: every

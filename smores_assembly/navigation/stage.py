@@ -297,15 +297,10 @@ def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:
 class _Scene:
     """The grid laid over one stage's scene."""
 
-    def __init__(self, points: np.ndarray, s: NavSettings,
-                 anchor: tuple[float, float] | None = None):
+    def __init__(self, points: np.ndarray, s: NavSettings):
         c = s.cell_size
         lo = points.min(axis=0) - s.border_cells * c
         hi = points.max(axis=0) + s.border_cells * c
-        if anchor is not None:
-            # a cell centre on ``anchor``: the origin moved down to the grid through it
-            lo = np.array([a - math.ceil((a - low) / c - 1e-9) * c
-                           for a, low in zip(anchor, lo)], dtype=float)
         self.c = c
         self.origin = (float(lo[0]), float(lo[1]))
         self.W = int(math.ceil((hi[0] - lo[0]) / c - 1e-9)) + 1
@@ -419,8 +414,8 @@ class WorkClock:
 def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
                settings: NavSettings | None = None,
                fixed: Collection[str] = (), clock=None,
-               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
-               anchor: tuple[float, float] | None = None) -> StagePlan:
+               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
+               ) -> StagePlan:
     """Plan timed, collision-free world paths for the modules that move in one stage.
 
     Args:
@@ -435,10 +430,6 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
             (its docked and pre-dock positions). A movable obstacle within ``clearance``
             of a point it does not own is moved aside, and every module moved aside
             parks outside the convex hull of all points grown by ``clearance``.
-        anchor: a world point [m] on which a cell centre lies (the grid is shifted by less
-            than a cell so that it does, and still covers the whole scene); None: the
-            grid starts ``border_cells`` below the scene's lowest coordinates. Two problems
-            with the same anchor share their cells (:func:`grid_anchor`).
 
     Returns:
         A :class:`StagePlan` (empty when ``moving`` is empty).
@@ -461,7 +452,7 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     if not moving:
         return StagePlan({}, [], cell_size=s.cell_size)
     keep = {o: list(pts) for o, pts in (keep_clear or {}).items() if pts}
-    lay = _lay_grid(moving, obstacles, fixed, s, keep, anchor)
+    lay = _lay_grid(moving, obstacles, fixed, s, keep)
     goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
     _check_goals_not_fixed(goals_xy, obstacles, fixed, s)
     _clear_footprint(lay, keep, s)
@@ -526,8 +517,7 @@ class _Layout:
 
 def _lay_grid(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
               fixed: Collection[str], s: NavSettings,
-              keep: Mapping[str, Sequence[tuple[float, float]]] | None = None,
-              anchor: tuple[float, float] | None = None) -> _Layout:
+              keep: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> _Layout:
     """The grid over every start, goal and obstacle (plus the border), with the cells each
     obstacle blocks; with a footprint to keep clear, also over that footprint grown by
     ``clearance`` plus ``border_cells + 2`` cells (room to park round it)."""
@@ -539,25 +529,11 @@ def _lay_grid(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[st
         fp = np.array([xy for v in keep.values() for xy in v], dtype=float)
         grow = s.clearance + 2 * s.cell_size
         pts += [tuple(fp.min(axis=0) - grow), tuple(fp.max(axis=0) + grow)]
-    scene = _Scene(np.array(pts, dtype=float), s, anchor)
+    scene = _Scene(np.array(pts, dtype=float), s)
     blocks = {o: {cell for _, cell in scene.near(p.x, p.y, s.clearance)}
               for o, p in obstacles.items()}
     fixed_cells = set().union(*[blocks[o] for o in fixed]) if fixed else set()
     return _Layout(scene, obstacles, fixed, blocks, fixed_cells)
-
-
-def grid_anchor(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
-                settings: NavSettings | None = None,
-                keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
-                ) -> tuple[float, float]:
-    """The centre [m, ``world``] of the first cell of the grid that :func:`plan_stage` lays
-    for these arguments (no anchor): passed as ``anchor`` to a larger problem (the active
-    stage plus staging moves, :func:`smores_assembly.staging.plan_stage_pipelined`), it
-    gives the active stage's modules the cells they would get alone."""
-    s = settings or NavSettings()
-    keep = {o: list(pts) for o, pts in (keep_clear or {}).items() if pts}
-    lay = _lay_grid(moving, obstacles, (), s, keep)
-    return lay.scene.center((0, 0))
 
 
 def _check_goals_not_fixed(goals_xy: dict[str, tuple[float, float]],
