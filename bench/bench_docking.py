@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from smores_assembly.docking.control import DockingSettings, TimedPath
 from smores_assembly.docking.task import (DockingSpec, DockingTask, ErrorCode, Phase,
                                           PoseSample, dock_axis, face_errors)
+from smores_assembly.vocabulary import HelperOp
 from smores_assembly.geometry import Face, Pose2D, child_pose, face_center, wrap_angle
 from smores_assembly.sim import Connection, SimError, SimParams, square_overlap
 from smores_assembly.sim.backend import BACKENDS, make_world
@@ -75,6 +76,15 @@ class TrialResult:
     raised_to_min_speed: bool = False     # the task noticed a stall and raised its commands
     # what the controller's status reports once DOCKED: its own face errors at capture
     reported_capture: tuple = (math.nan, math.nan, math.nan)   # gap mm, lateral mm, yaw deg
+    # deepest ground-truth overlap [mm] of the docking module or the helper with any
+    # neighbour (``neighbours``), by the separating-axis test on the world's poses at every
+    # step, independent of the world's own collision events (<= 0: apart or flush)
+    neighbour_overlap_mm: float = -math.inf
+    # steps in which the docking module or the helper touched a neighbour or the parent
+    # (squares closer than 1 mm: the world blocks a move before it overlaps) other than
+    # face to face (relative heading more than 3 deg off a multiple of 90 deg): a corner
+    # pressed against it (ground truth, separating-axis test)
+    neighbour_corner_touches: int = 0
 
     @property
     def success(self) -> bool:
@@ -109,7 +119,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
               kick_parent: tuple[Phase, float, float] | None = None,
               latency: float = 0.0, backend: str = "kinematic",
               sim_params: SimParams | None = None,
-              neighbours: dict[str, Pose2D] | None = None) -> TrialResult:
+              neighbours: dict[str, Pose2D] | None = None,
+              carried: bool = False) -> TrialResult:
     """Dock module ``m`` onto ``parent_face`` of a fixed module ``p`` at the origin.
 
     Args:
@@ -136,6 +147,12 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
             slip); defaults when None.
         neighbours: further modules standing still (e.g. flush beside the approach lane:
             a corner or a slot), passed to the task as obstacles; random starts avoid them.
+        carried: (with ``use_helper`` and ``helper_start``) the helper starts with the
+            module already lifted, as the stack hands the pair over after the lift: the
+            world's LIFT at t = 0 (``start`` is ignored: the module stands at the lift gap
+            in front of the helper), the task in NAVIGATE with no path (the navigation's
+            empty path: the pair stands in its goal cell), so POSE_ADJUST starts from
+            ``helper_start``.
 
     Returns:
         A :class:`TrialResult` (errors from the world's ground truth).
@@ -146,6 +163,10 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     parent = Pose2D(0.0, 0.0, 0.0)
     goal = child_pose(parent, parent_face, child_face, w)
     others = dict(neighbours or {})
+    if carried:
+        if not (use_helper and helper_start is not None):
+            raise ValueError("carried: needs use_helper and helper_start")
+        start = helper_start.compose(w + 0.006, 0.0)
     if start is None:
         start = random_start(rng, goal, [parent, *others.values()])
     poses = {PARENT: parent, MODULE: start, **others}
@@ -159,6 +180,18 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     spec = DockingSpec(MODULE, PARENT, parent_face, child_face, HELPER if use_helper else "")
     task = DockingTask(spec, s)
     want = Connection.make(MODULE, child_face, PARENT, parent_face)
+    if carried:
+        world.helper_command(HELPER, HelperOp.LIFT, MODULE, task.ctx.carry_yaw)
+        for _ in range(int(round(3.0 / dt))):   # the module turns to its carried pose
+            world.step(dt)                      # (the trial's clock starts at 3 s)
+        held = helper_start.compose(w, 0.0, task.ctx.carry_yaw)
+        if (world.pose(MODULE).distance_to(held) > 0.002
+                or abs(wrap_angle(world.pose(MODULE).yaw - held.yaw)) > 0.01):
+            raise ValueError(f"carried: the module did not reach its carried pose {held} "
+                             f"(blocked at {world.pose(MODULE)})")
+        task.ctx.lifted = True
+        task._go(Phase.NAVIGATE)   # the pick-up is done: the stack's hand-over
+        task.path_unavailable()
     driven = HELPER if use_helper else MODULE
     collisions = 0
     sim_errors: list[str] = []
@@ -174,6 +207,9 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
     prev_poses = world.poses()
     max_gap = -math.inf
     travel = 0.0
+    overlap = -math.inf
+    corner_touches = 0
+    movers = [MODULE, HELPER] if use_helper else [MODULE]
     queue: list[dict] = []
     for _ in range(n):
         t = world.t
@@ -233,6 +269,17 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
         if stale_ref is not None:
             stale_motion = max(stale_motion, world.pose(driven).distance_to(stale_ref))
         connected = want in world.connections()
+        gt = world.poses()
+        touched = False
+        for a in movers:
+            for b in (*others, PARENT):
+                d = square_overlap(gt[a].as_tuple(), gt[b].as_tuple(), w)
+                if b != PARENT:
+                    overlap = max(overlap, d)
+                rel = (gt[a].yaw - gt[b].yaw) % (0.5 * math.pi)
+                if d > -1e-3 and min(rel, 0.5 * math.pi - rel) > math.radians(3.0):
+                    touched = True
+        corner_touches += touched
         cur = world.pose(MODULE)
         travel += cur.distance_to(prev_poses[MODULE])
         max_gap = max(max_gap, face_errors(cur, child_face,
@@ -268,7 +315,8 @@ def run_trial(parent_face: Face, child_face: Face, seed: int, use_helper: bool =
                        world.carried_by(HELPER) if use_helper else None,
                        world.poses(), task.durations, max_gap * 1e3, travel,
                        task.raised_to_min_speed,
-                       (st.face_gap_mm, st.lateral_error_mm, st.yaw_error_deg))
+                       (st.face_gap_mm, st.lateral_error_mm, st.yaw_error_deg),
+                       overlap * 1e3, corner_touches)
 
 
 def _pct(xs: list[float], q: float) -> float:

@@ -485,6 +485,63 @@ def pair_turn_clearance(width: float) -> float:
     return math.hypot(1.5 * width, 0.5 * width) + width / math.sqrt(2.0)
 
 
+def pair_clearance(helper: Pose2D, point: tuple[float, float], width: float) -> float:
+    """Distance [m] from ``point`` (a module centre, ``world``) to the footprint of a
+    helper carrying a module one ``width`` ahead: the ``2 w x w`` rectangle from ``-w/2``
+    to ``1.5 w`` along the helper's heading and ``+-w/2`` across it (0 inside)."""
+    dx, dy = point[0] - helper.x, point[1] - helper.y
+    c, s_ = math.cos(helper.yaw), math.sin(helper.yaw)
+    u, v = c * dx + s_ * dy, -s_ * dx + c * dy
+    du = max(-0.5 * width - u, 0.0, u - 1.5 * width)
+    dv = max(abs(v) - 0.5 * width, 0.0)
+    return math.hypot(du, dv)
+
+
+def pair_turn_shift(helper: Pose2D, obstacles: Sequence[tuple[float, float]], width: float,
+                    step: float = 0.005, limit: float = 0.3) -> float | None:
+    """Straight move [m] along the heading (signed, + forward) that takes a helper carrying
+    a module one ``width`` ahead to where it can turn in place: no obstacle centre within
+    :func:`pair_turn_clearance` of the helper's centre (issue 11: a carried pair that
+    turned in place at the start of a direct move swept its module's corners into a
+    placed module beside it: bench_scale random10, m8 against m4).
+
+    The straight move itself must keep the pair's footprint (:func:`pair_clearance`) from
+    coming closer to any obstacle than it is at the start, and never within the corner
+    radius ``w / sqrt 2`` (+ 2 mm) of one that is farther (obstacle yaws are unknown).
+    The shorter of the two directions wins.
+
+    Args:
+        helper: the helper's pose (``world``).
+        obstacles: module centres [m] (``world``), the docking target included.
+
+    Returns:
+        ``0.0`` when the pair can turn where it stands; the shift (``|shift| <= limit``);
+        or None when neither direction reaches such a pose within ``limit``.
+    """
+    turn = pair_turn_clearance(width)
+
+    def turn_clear(p: Pose2D) -> bool:
+        return all(math.hypot(p.x - ox, p.y - oy) >= turn for ox, oy in obstacles)
+
+    if turn_clear(helper):
+        return 0.0
+    corner = width / math.sqrt(2.0) + 0.002
+    floor = [min(pair_clearance(helper, o, width), corner) - 1e-4 for o in obstacles]
+    best: float | None = None
+    for sign in (1.0, -1.0):
+        d = step
+        while d <= limit + 1e-9:
+            p = helper.compose(sign * d, 0.0)
+            if any(pair_clearance(p, o, width) < f for o, f in zip(obstacles, floor)):
+                break
+            if turn_clear(p):
+                if best is None or d < abs(best):
+                    best = sign * d
+                break
+            d += step
+    return best
+
+
 def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],
                 width: float, standoff: float, lift_gap: float = 0.006) -> DockAxis:
     """The side from which a helper picks ``module`` up: the docking axis onto one of the

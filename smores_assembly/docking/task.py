@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
                                              StallMonitor, dock_axis, lane_neighbours,
-                                             on_approach_line, pickup_axis,
+                                             on_approach_line, pair_turn_shift, pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
                                              virtual_pose)
@@ -572,6 +572,7 @@ class PoseAdjust(PhaseStep):
         self.extra = 0.0        # staging distance beyond the stand-off [m]
         self.staging = False    # regulating to the staging pose (not yet the pre-dock)
         self.sliding = False    # sliding along the lane from the staging pose
+        self.room: Pose2D | None = None   # a carried pair's straight move to turning room
 
     def tick(self, ctx):
         s = ctx.s
@@ -590,6 +591,10 @@ class PoseAdjust(PhaseStep):
         in_lane = bool(neigh) and (ctx.in_lane(ax) or (
             self.sliding and self._can_slide(ctx, ax, body)))
         flee = [o for o in obs if o not in neigh] if in_lane else obs
+        if (ctx.uses_helper and ctx.lifted and self.reg is None and not self.sliding
+                and not in_lane and not self._staged(ctx, ax, body, lane=bool(neigh))
+                and self._pair_turn_room(ctx, obs)):
+            return None
         if self.escape.step(ctx, ctx.body_obs.est, flee):
             self.reg = None   # plan the direct move again once clear
             return None
@@ -628,6 +633,34 @@ class PoseAdjust(PhaseStep):
         v, w = self.reg.command(body, s, ctx.speed_limit(body, ax))
         ctx.set_cmd(v, w)
         return None
+
+    def _pair_turn_room(self, ctx: DockingContext, obs: list[tuple[float, float]]) -> bool:
+        """A carried pair that cannot turn in place where it stands (a module within
+        :func:`~smores_assembly.docking.control.pair_turn_clearance` of the helper's
+        centre) first drives straight, forward or back, to the nearest pose where it can
+        (:func:`~smores_assembly.docking.control.pair_turn_shift`), before the direct move
+        (whose first act is a turn) is planned: turning where it stood swept the carried
+        module into a placed neighbour (bench_scale random10: m8 against m4). True while
+        that straight move runs; False when there is room, or no straight move finds any
+        (the direct move as before)."""
+        s = ctx.s
+        h = ctx.body_obs.est
+        if h is None:
+            return False
+        if self.room is None:
+            shift = pair_turn_shift(h, obs, s.module_width)
+            if not shift:
+                return False
+            self.room = h.compose(shift, 0.0)
+            self.room_sign = math.copysign(1.0, shift)
+        left = self.room_sign * ((self.room.x - h.x) * math.cos(h.yaw)
+                                 + (self.room.y - h.y) * math.sin(h.yaw))
+        if left <= 0.002:
+            self.room = None
+            return False
+        v = min(s.near_structure_speed, s.v_max, max(s.adjust_k_pos * left, 0.01))
+        ctx.set_cmd(self.room_sign * v, 0.0, virtual=False)
+        return True
 
     @staticmethod
     def _can_slide(ctx: DockingContext, ax: DockAxis, body: Pose2D) -> bool:
