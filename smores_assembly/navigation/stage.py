@@ -812,10 +812,13 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     for a, cells in sol.paths.items():
         cur = current[a]
         goal = final[a]
-        if all(c == agents_start[a] for c in cells) and agents_goal[a] == agents_start[a]:
-            # it never leaves its cell (a staging module already at its staging pose):
-            # straight from its pose to its goal, not out to the cell centre and back
-            leg = math.hypot(goal.x - cur.x, goal.y - cur.y)
+        leg = math.hypot(goal.x - cur.x, goal.y - cur.y)
+        if (a not in aside and leg <= STAY_LEG and agents_goal[a] == agents_start[a]
+                and all(c == agents_start[a] for c in cells)):
+            # it never leaves its cell and stands at its goal already (a staging module
+            # at its staging pose): straight to it, not out to the cell centre and back
+            # (longer moves within a cell keep the timed cell-centre path: straight, one
+            # crossed a parked module in a reconfiguration)
             paths[a] = [(0.0, cur), (max(leg / v, 0.05), goal)]
             continue
         wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
@@ -835,6 +838,11 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
             wp[-1] = (wp[-1][0], goal)
         paths[a] = _compress(wp)
     return paths, dt, t0
+
+
+#: A module this close [m] to its goal, in the goal's cell, drives straight to it
+#: (:func:`_to_world`).
+STAY_LEG = 0.02
 
 
 def _compress(wp: list[tuple[float, Pose2D]]) -> list[tuple[float, Pose2D]]:
