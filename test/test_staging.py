@@ -39,8 +39,22 @@ def _scenario(n: int, seed: int, helpers: int = 1) -> Scenario:
     mods = {m: Pose2D(0.3 * (i - side / 2) + rng.uniform(-0.05, 0.05),
                       0.3 * (j - side / 2) + rng.uniform(-0.05, 0.05), rng.uniform(-3, 3))
             for m, (i, j) in zip(ids, cells)}
-    return Scenario(name="r", source="test", module_width=W, nodes=nodes, edges=edges,
-                    modules=mods, helpers=[f"h{i}" for i in range(helpers)])
+    return Scenario(name=f"random_{n}_{seed}", source="test", module_width=W, nodes=nodes,
+                    edges=edges, modules=mods, helpers=[f"h{i}" for i in range(helpers)])
+
+def _random_plans(count: int, sizes: tuple[int, int], base: int, helpers: int = 1,
+                  schedule: str | None = None):
+    """``(scenario, plan)`` of random targets: for seed in ``range(count)`` a tree of
+    ``randint(*sizes)`` nodes (drawn with that seed) laid out with seed ``base + seed``,
+    planned (in ``schedule`` when given); targets the planner refuses are skipped."""
+    for seed in range(count):
+        sc = _scenario(random.Random(seed).randint(*sizes), base + seed, helpers=helpers)
+        try:
+            plan = plan_assembly(sc)
+        except PlanningError:
+            continue
+        yield sc, (with_schedule(plan, schedule) if schedule else plan)
+
 
 
 def _penetrates(pose: Pose2D, sweeps, headings=None) -> bool:
@@ -77,12 +91,7 @@ def test_staging_never_enters_a_corridor_of_the_active_stage():
     of the module they carry next)."""
     s = NavSettings()
     checked = staged_total = helpers_staged = 0
-    for seed in range(40):
-        sc = _scenario(random.Random(seed).randint(4, 9), 500 + seed)
-        try:
-            plan = with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
+    for sc, plan in _random_plans(40, (4, 9), 500, schedule="pipelined"):
         targets = staging_poses(plan, STANDOFF)
         poses = dict(sc.modules)
         for k in range(len(plan.stages)):
@@ -112,10 +121,10 @@ def test_staging_never_enters_a_corridor_of_the_active_stage():
                     helpers_staged += 1
                 else:
                     assert goal == targets[m]
-                assert not _penetrates(goal, sweeps), (seed, k, m, "staging pose")
-                assert not _penetrates(goal, [p for p in placed]), (seed, k, m, "on placed")
+                assert not _penetrates(goal, sweeps), (sc.name, k, m, "staging pose")
+                assert not _penetrates(goal, [p for p in placed]), (sc.name, k, m, "on placed")
                 for p in _path_points(sp.paths[m]):
-                    assert not _penetrates(p, sweeps, YAWS), (seed, k, m, "staging path", p)
+                    assert not _penetrates(p, sweeps, YAWS), (sc.name, k, m, "staging path", p)
                 checked += 1
             staged_total += len(staged)
             for a in plan.actions:
@@ -133,12 +142,7 @@ def test_staging_pose_rules_on_random_plans():
     st = StagingSettings()
     assert st.staging_queue_clearance >= NavSettings().clearance
     n_poses = n_queued = 0
-    for seed in range(60):
-        sc = _scenario(random.Random(seed).randint(4, 12), 900 + seed)
-        try:
-            plan = plan_assembly(sc)
-        except PlanningError:
-            continue
+    for sc, plan in _random_plans(60, (4, 12), 900):
         poses = staging_poses(plan, STANDOFF, st)
         for a in plan.actions:
             if a.module not in poses:
@@ -193,11 +197,7 @@ def test_footprint_to_build_is_what_remains_of_the_target():
     from smores_assembly.planning import UndockAction
     from smores_assembly.staging import footprint_to_build
     checked = 0
-    for seed in range(20):
-        try:
-            plan = plan_assembly(_scenario(random.Random(seed).randint(6, 14), 400 + seed))
-        except PlanningError:
-            continue
+    for _, plan in _random_plans(20, (6, 14), 400):
         n_stages = len(plan.stages)
         for k in range(n_stages):
             done = set(sorted(a.module for a in plan.actions if a.stage == k)[::2])
@@ -262,17 +262,12 @@ def test_two_helpers_never_carry_the_same_module_and_are_matched_optimally():
     helpers when there are two or more of them, and the matching minimises the summed
     helper-to-module distance (brute force over the pool's first helpers)."""
     parallel = 0
-    for seed in range(80):
-        sc = _scenario(random.Random(seed).randint(4, 12), 3000 + seed, helpers=2)
-        try:
-            plan = plan_assembly(sc)
-        except PlanningError:
-            continue
+    for sc, plan in _random_plans(80, (4, 12), 3000, helpers=2):
         pool = ["h0", "h1"]
         for k in range(len(plan.stages)):
             need = [a for a in plan.actions if a.stage == k and a.needs_helper]
             hs = [a.helper for a in need]
-            assert len(set(hs)) == len(hs) <= 2, (seed, k, hs)
+            assert len(set(hs)) == len(hs) <= 2, (sc.name, k, hs)
             assert all(h in pool for h in hs)
             assert all(a.helper is None for a in plan.actions
                        if a.stage == k and not a.needs_helper)
@@ -320,12 +315,7 @@ def test_staging_keeps_clear_of_a_carried_pair():
     s = NavSettings()
     reach = math.hypot(1.5 * W, 0.5 * W) + W / math.sqrt(2.0)
     pairs = staged_total = 0
-    for seed in range(60):
-        sc = _scenario(random.Random(seed).randint(5, 9), 900 + seed)
-        try:
-            plan = with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
+    for sc, plan in _random_plans(60, (5, 9), 900, schedule="pipelined"):
         poses = dict(sc.modules)
         for k in range(len(plan.stages)):
             carry = [a for a in plan.actions if a.stage == k and a.needs_helper]
@@ -357,7 +347,7 @@ def test_staging_keeps_clear_of_a_carried_pair():
                 for m in staged:
                     for p in _path_points(sp.paths[m], 0.01):
                         d = min(math.hypot(p.x - q.x, p.y - q.y) for q in pair)
-                        assert d >= reach - 1e-9, (seed, k, m, a.helper, round(d, 4), p)
+                        assert d >= reach - 1e-9, (sc.name, k, m, a.helper, round(d, 4), p)
                 pairs += 1
                 staged_total += len(staged)
             for b in plan.actions:
