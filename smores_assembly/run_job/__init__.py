@@ -92,11 +92,11 @@ def run(args) -> int:
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     # the nodes iterate over sets of module names: a fixed hash seed keeps that order
     env.setdefault("PYTHONHASHSEED", "0")
+    held = None   # the domain's reservation on this machine, for the whole run
     if "ROS_DOMAIN_ID" not in env:
         # a random domain in which no other stack (or test) is running
         from smores_assembly.ros.domain import pick_free_domain
         domain, busy, held = pick_free_domain()
-        _RESERVED.append(held)   # held until this process ends
         if busy:
             say(f"ROS domains in use by other stacks: drew {busy} busy domain(s)"
                 + ("; set ROS_DOMAIN_ID to choose one" if busy >= 5 else ""))
@@ -115,11 +115,11 @@ def run(args) -> int:
         say(f"nodes on other computers: {', '.join(remote)} (discovery: "
             f"ROS_AUTOMATIC_DISCOVERY_RANGE={env['ROS_AUTOMATIC_DISCOVERY_RANGE']}, "
             f"ROS_STATIC_PEERS={env.get('ROS_STATIC_PEERS', '') or '-'})")
-    return _run_stack(args, scenario, plan, out, t_wall0, namespace, local, remote)
-
-
-#: the ROS domain reservation of this run (smores_assembly.ros.domain), kept to the end
-_RESERVED: list = []
+    try:
+        return _run_stack(args, scenario, plan, out, t_wall0, namespace, local, remote)
+    finally:
+        if held is not None:
+            held.release()
 
 
 def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str = "",
