@@ -211,13 +211,17 @@ def outside(moving: Sequence[Sequence[float]], phases: Sequence[PhaseInterval],
 #: how the timeline draws a module moving outside its docking phases
 STAGING_STYLE: dict[str, Any] = {"facecolor": "#d8d8d8", "hatch": "////", "edgecolor": "#909090",
                                  "lw": 0.0}
+#: how the timeline draws a helping module moving (fetching, carrying, backing off)
+HELPING_STYLE: dict[str, Any] = {"facecolor": "#b9d7ea", "hatch": "....",
+                                 "edgecolor": "#5a8fb0", "lw": 0.0}
 
 
 def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
                   stage_bounds: list[tuple[float, float]] | None = None,
                   title: str = "", groups: list[str] | None = None,
                   stage_labels: Sequence[str] | None = None,
-                  staging: Sequence[Sequence[tuple[float, float]]] | None = None) -> None:
+                  staging: Sequence[Sequence[tuple[float, float]]] | None = None,
+                  helping: Sequence[Sequence[tuple[float, float]]] | None = None) -> None:
     """One row per docking (or undocking) action, coloured by phase, time on x [s].
 
     Args:
@@ -233,9 +237,12 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         staging: per row, intervals [s] in which the row's module moved outside its
             phases (:func:`outside`), drawn hatched grey ("moving before its stage":
             without them a pipelined schedule's later stages look idle until their turn).
+        helping: per row, intervals [s] in which the row's helping module moved
+            (fetching, carrying, backing off), drawn dotted blue; a helper's row has no
+            phases of its own (the carried module's row has them).
 
     Raises:
-        ValueError: ``groups`` or ``staging`` does not have one entry per row.
+        ValueError: ``groups``, ``staging`` or ``helping`` does not have one entry per row.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -246,6 +253,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         raise ValueError(f"groups: {len(groups)} labels for {len(rows)} rows")
     if staging is not None and len(staging) != len(rows):
         raise ValueError(f"staging: {len(staging)} entries for {len(rows)} rows")
+    if helping is not None and len(helping) != len(rows):
+        raise ValueError(f"helping: {len(helping)} entries for {len(rows)} rows")
     grouped = groups is not None and len(rows) > MANY_ROWS
     if grouped:
         assert groups is not None
@@ -288,6 +297,11 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         for lo, hi in moves:
             any_staging = True
             ax.barh(ys[r], hi - lo, left=lo, height=hs[r], zorder=1.5, **STAGING_STYLE)
+    any_helping = False
+    for r, moves in enumerate(helping or []):
+        for lo, hi in moves:
+            any_helping = True
+            ax.barh(ys[r], hi - lo, left=lo, height=hs[r], zorder=1.5, **HELPING_STYLE)
     for r, (label, ivs) in enumerate(rows):
         for iv in ivs:
             if iv.phase is Phase.IDLE:
@@ -310,6 +324,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
     if any_staging:
         handles.append(Patch(label="staging\n(moving before\nits stage)", **STAGING_STYLE))
+    if any_helping:
+        handles.append(Patch(label="helping module\nmoving", **HELPING_STYLE))
     if handles:
         # right of the axes, one column: clear of the x label whatever the figure's height
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),

@@ -216,3 +216,26 @@ def test_progress_lines_use_the_status_stamp_on_the_reports_clock(capsys):
     status.modules[0].phase_name = "APPROACH"
     p.show(fb, status)
     assert capsys.readouterr().out.startswith("[  25.9 s] stage 4/4 | m3 APPROACH")
+
+
+def test_helping_modules_get_a_timeline_row_with_their_motion(tmp_path, saved_figures):
+    """rc_car's helping module fetches and carries four modules: the timeline gives it a
+    row with its ground-truth motion, drawn in the helping style (fresh-user finding: the
+    helpers' moves were nowhere on the timeline)."""
+    from types import SimpleNamespace as NS
+    from smores_assembly.report import HELPING_STYLE, PhaseInterval
+    from smores_assembly.run_job.results import helper_rows
+    acts = [NS(module="m5", stage=1, helper="h0"), NS(module="m2", stage=0, helper="h0"),
+            NS(module="m1", stage=0, helper=None), NS(module="m3", stage=1, helper="h1")]
+    plan = NS(actions=acts, helpers=["h0", "h1", "h2"])
+    assert helper_rows(plan) == [("h0", ["m2", "m5"]), ("h1", ["m3"])]
+    rows = [("s1 m2->m0", [PhaseInterval(Phase.NAVIGATE, 4.0, 9.0)]), ("h0 helping m2, m5", [])]
+    plot_timeline(tmp_path / "l.png", rows, [(0.0, 12.0)], staging=[[], []],
+                  helping=[[], [(1.0, 8.5)]])
+    ax = saved_figures[-1].axes[0]
+    helper_bars = [p for p in ax.patches if p.get_hatch() == HELPING_STYLE["hatch"]]
+    assert [(b.get_x(), b.get_width(), b.get_y() + b.get_height() / 2) for b in helper_bars] \
+        == [(1.0, 7.5, 0.0)]   # bottom row, 1.0-8.5 s
+    assert "helping module\nmoving" in [t.get_text() for t in ax.get_legend().get_texts()]
+    with pytest.raises(ValueError, match="helping: 1 entries for 2 rows"):
+        plot_timeline(tmp_path / "x.png", rows, helping=[[]])

@@ -182,6 +182,16 @@ def staging_moves(plan, recorder: PhaseRecorder, motion: dict,
     return out
 
 
+def helper_rows(plan) -> list[tuple[str, list[str]]]:
+    """The helping modules of ``plan`` in order of first use, each with the modules it
+    carries in stage order: the timeline's helper rows."""
+    carried: dict[str, list[str]] = {h: [] for h in getattr(plan, "helpers", [])}
+    for a in sorted(plan.actions, key=lambda a: (a.stage, a.module)):
+        if a.helper:
+            carried.setdefault(a.helper, []).append(a.module)
+    return [(h, ms) for h, ms in carried.items() if ms]
+
+
 def draw_pictures(out: Path, scenario, plan, obs) -> None:
     """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning."""
     recorder = obs.recorder
@@ -211,7 +221,14 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
                   + [a.module for a in docks])
         staging = [[(lo - t0, hi - t0) for lo, hi in moves]
                    for moves in staging_moves(plan, recorder, obs.motion, movers)]
+        helping: list[list[tuple[float, float]]] = [[] for _ in rows]
+        for h, carried in helper_rows(plan):
+            rows.append((f"{h} helping {', '.join(carried)}", []))
+            groups.append("helping modules")
+            staging.append([])
+            helping.append([(lo - t0, hi - t0) for lo, hi in obs.motion.get(h, [])])
         plot_timeline(out / "timeline.png", rows, groups=groups, staging=staging,
+                      helping=helping,
                       stage_bounds=[
                       (lo - t0, hi - t0) for lo, hi in stage_bounds(plan, recorder)],
                       title=f"{scenario.name}: "
