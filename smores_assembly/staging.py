@@ -24,11 +24,17 @@ parent's goal to the child's goal, pointing out of the structure):
   from every staging pose chosen before, ``queue_clearance`` from such a pose that lies on
   its own axis with its heading (a queue: both slide straight on, neither turns there)
   (:func:`staging_poses`; docks in stage order).
-  Helper (wheel-face) docks get no staging pose: the carried module waits where it is.
-  Their **helper** stages instead (:func:`helper_staging`): a helper with no action in the
-  active stage drives to the pick-up pose of the first module it carries in a later stage
-  (the docking core's :func:`~smores_assembly.docking.control.pickup_pose`, facing it), so
-  that its fetch in that stage costs only the last approach and the lift.
+  Helper (wheel-face) docks get their own kind of staging pose
+  (:func:`carry_staging_poses`, pre-staged carried modules): the carried module drives by
+  itself to a pose on its own dock axis, heading as its goal, where the same rules hold
+  for the pair's footprint (the module and its helper at the pick-up pose behind it) and
+  the module keeps a turning pair's reach from the pre-dock poses of the other helpers
+  meanwhile. The **helper** stages too (:func:`helper_staging`): a helper with no action
+  in the active stage drives to the pick-up pose of the first module it carries in a later
+  stage (the docking core's :func:`~smores_assembly.docking.control.pickup_pose`, facing
+  it; for a pre-staged module the outer pick-up on its axis), so that its fetch in that
+  stage costs only the last approach and the lift, and the lifted pair stands on its axis
+  just beyond its pre-dock pose.
 
 The stage planner (:func:`plan_stage_pipelined`) plans the current stage's modules and the
 staging moves of later stages together (one MAPF problem, so they never collide) and then
@@ -269,6 +275,157 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
     return chosen
 
 
+def pair_staging_footprint(goal: Pose2D, parent_goal: Pose2D, standoff: float, e: float,
+                           width: float = MODULE_WIDTH) -> Rect:
+    """The area a carried module staged ``standoff + e`` [m] out on its own dock axis
+    (:func:`carry_staging_poses`) needs until its helper lifts it: its body and the body
+    of the helper at its pick-up pose behind it (TOP face ``standoff`` from the module's
+    outer face), a ``(2 w + standoff) x w`` rectangle along the axis; the lifted pair (two
+    widths long) lies inside it.
+
+    Raises:
+        InputError: the goal coincides with the parent's goal.
+    """
+    nx, ny = _outward(goal, parent_goal)
+    inner = standoff + e - 0.5 * width
+    outer = standoff + e + 1.5 * width + standoff
+    mid = 0.5 * (inner + outer)
+    return Rect(goal.x + mid * nx, goal.y + mid * ny, math.atan2(ny, nx),
+                0.5 * (outer - inner), 0.5 * width)
+
+
+def carry_staging_poses(plan, standoff: float, settings: StagingSettings | None = None,
+                        width: float = MODULE_WIDTH, step: float = 0.005,
+                        others: Mapping[str, Pose2D] | None = None) -> dict[str, Pose2D]:
+    """Module -> staging pose of the module of every wheel-face (helper) dock that can
+    stage: pre-staged carried modules (issue 14, ``rc_car_two_helpers``).
+
+    A module its helper carries in a later stage drives, during the stages before (while
+    its helper is busy elsewhere or fetching another module), to a pose on its own dock
+    axis, heading as its goal, ``standoff + e`` [m] out (smallest ``e >= 0`` in steps of
+    ``step``, at most ``staging_limit``). There its helper picks it up from the outer side
+    and the lifted pair stands on the axis just beyond its pre-dock pose: the stage costs
+    the helper's short fetch, the lift and the slide in, instead of a fetch across the
+    field and a carry back. The rules of :func:`staging_poses` are applied to the pair's
+    footprint (:func:`pair_staging_footprint`, twice a module long plus the pick-up
+    standoff) instead of one body:
+
+    * it keeps ``staging_margin`` from the zone of every other dock of its stage or before;
+    * it and the pair's slide back to the pre-dock pose keep clear of every module placed
+      before its stage (flush allowed);
+    * it keeps ``staging_clearance - w / 2`` from the pre-dock poses (the module's and,
+      for helper docks, the carrying helper's) of every other dock of its stage or
+      before, and from every staging pose in ``others``; from the footprint of every
+      carried module staged before it, ``staging_clearance - w``;
+    * the module's centre, the helper's at the lift and at the pick-up keep the
+      navigation's :func:`~smores_assembly.navigation.stage.carry_clearance` from the
+      pre-dock pose of the helper of every other wheel-face dock of its stage or before
+      (that pair reaches its pre-dock pose while the module waits: ``rc_car_two_helpers``'
+      rear_left axis lies two widths beside front_left's, and the pair carrying front_left
+      moved the module staged there aside);
+    * the helper's centre at the lift (``w + 6 mm`` behind the module) keeps
+      :func:`~smores_assembly.docking.control.pair_turn_clearance` from every module
+      placed before or with it (the outer side is a side the docking core's
+      :func:`~smores_assembly.docking.control.pickup_axis` may choose: the pair can turn
+      there), and its pick-up pose ``PICKUP_CLEARANCE_WIDTHS * w`` (a free side).
+
+    Docks in stage order (then node); a dock with no such pose is left out (its module
+    waits where it is). Deterministic: a function of the plan, the settings and
+    ``others``.
+
+    Args:
+        plan: a :class:`smores_assembly.planning.Plan`.
+        standoff: pre-dock distance along the dock axis [m] (also the helper's pick-up
+            standoff, as in the navigation node).
+        others: module -> staging pose of the docks without a helper (default:
+            :func:`staging_poses` with the same settings).
+    """
+    from smores_assembly.docking.control import PICKUP_CLEARANCE_WIDTHS, pair_turn_clearance
+    from smores_assembly.navigation.stage import carry_clearance
+
+    s = settings or StagingSettings()
+    if others is None:
+        others = staging_poses(plan, standoff, s, width, step)
+    zones = _zones(plan, standoff, width)
+    stage_of = {a.module: a.stage for a in plan.actions}
+    stage_of[plan.root_module] = -1
+    for m in getattr(plan, "kept", ()):   # a reconfiguration's kept part: placed
+        if m in plan.goals:
+            stage_of[m] = -1
+    points: dict[str, list[Pose2D]] = {}   # pre-dock poses: the module's, the helper's
+    for a in plan.actions:
+        par = plan.goals[a.parent_module]
+        points[a.module] = [nominal_predock(a.goal, par, standoff)]
+        if a.needs_helper:
+            points[a.module].append(nominal_predock(a.goal, par, standoff + width))
+    turn = pair_turn_clearance(width)
+    pair = carry_clearance(width)
+    free = PICKUP_CLEARANCE_WIDTHS * width
+    lift_gap = 0.006
+    lo_reach = standoff - 0.5 * width
+    hi_reach = standoff + s.staging_limit + 1.5 * width + standoff
+    pad = max(s.staging_margin, s.staging_clearance, turn, pair) + width
+
+    def near(px: float, py: float, radius: float, nx: float, ny: float,
+             gx: float, gy: float) -> bool:
+        """(px, py) within ``radius + pad`` of the axis segment the footprint may cover."""
+        t = min(hi_reach, max(lo_reach, (px - gx) * nx + (py - gy) * ny))
+        return math.hypot(px - gx - t * nx, py - gy - t * ny) < radius + pad
+
+    chosen: dict[str, Rect] = {}
+    out: dict[str, Pose2D] = {}
+    for a in sorted(plan.actions, key=lambda a: (a.stage, a.node)):
+        if not a.needs_helper:
+            continue
+        par = plan.goals[a.parent_module]
+        nx, ny = _outward(a.goal, par)
+        gx, gy = a.goal.x, a.goal.y
+        other_zones = [z for b, z in zones.items() if b != a.module
+                       and stage_of[b] <= a.stage
+                       and near(z.x, z.y, math.hypot(z.hx, z.hy), nx, ny, gx, gy)]
+        placed = [plan.goals[m] for m, k in stage_of.items()
+                  if k <= a.stage and m != a.module
+                  and near(plan.goals[m].x, plan.goals[m].y, width, nx, ny, gx, gy)]
+        placed_before = [body(plan.goals[m], width) for m in plan.goals
+                         if m != a.module and stage_of.get(m, math.inf) < a.stage
+                         and near(plan.goals[m].x, plan.goals[m].y, width, nx, ny, gx, gy)]
+        pts = [q for b, qs in points.items() if b != a.module and stage_of[b] <= a.stage
+               for q in qs if near(q.x, q.y, 0.0, nx, ny, gx, gy)]
+        pts += [q for q in others.values() if near(q.x, q.y, 0.0, nx, ny, gx, gy)]
+        feet = [r for r in chosen.values() if near(r.x, r.y, math.hypot(r.hx, r.hy),
+                                                   nx, ny, gx, gy)]
+        pairs = [points[b.module][1] for b in plan.actions
+                 if b.needs_helper and b.module != a.module and b.stage <= a.stage
+                 and near(points[b.module][1].x, points[b.module][1].y, 0.0, nx, ny, gx, gy)]
+        e = 0.0
+        while e <= s.staging_limit + 1e-9:
+            fp = pair_staging_footprint(a.goal, par, standoff, e, width)
+            d0, d1 = standoff - 0.5 * width, standoff + e + 1.5 * width + standoff
+            lane = Rect(gx + 0.5 * (d0 + d1) * nx, gy + 0.5 * (d0 + d1) * ny,
+                        math.atan2(ny, nx), 0.5 * (d1 - d0), 0.5 * width)
+            lift = standoff + e + width + lift_gap
+            pick = standoff + e + width + standoff
+            lx, ly = gx + lift * nx, gy + lift * ny
+            px, py = gx + pick * nx, gy + pick * ny
+            if (all(rect_overlap(fp, z.grown(s.staging_margin)) <= 0.0 for z in other_zones)
+                    and all(rect_overlap(lane, b) <= 1e-9 for b in placed_before)
+                    and all(fp.distance_to_point(q.x, q.y)
+                            >= s.staging_clearance - 0.5 * width for q in pts)
+                    and all(rect_overlap(fp, r) <= -(s.staging_clearance - width)
+                            for r in feet)
+                    and all(math.hypot(lx - q.x, ly - q.y) >= turn
+                            and math.hypot(px - q.x, py - q.y) >= free for q in placed)
+                    and all(min(math.hypot(cx - q.x, cy - q.y) for cx, cy in (
+                        (gx + (standoff + e) * nx, gy + (standoff + e) * ny),
+                        (lx, ly), (px, py))) >= pair for q in pairs)):
+                d = standoff + e
+                out[a.module] = Pose2D(gx + d * nx, gy + d * ny, a.goal.yaw)
+                chosen[a.module] = fp
+                break
+            e += step
+    return out
+
+
 def _queued(q: Pose2D, goal: Pose2D, nx: float, ny: float) -> bool:
     """``q`` stands on the dock axis through ``goal`` (direction ``(nx, ny)``), heading as
     ``goal``: a module queued behind or ahead on the same axis."""
@@ -350,7 +507,8 @@ class StagingProblem:
 def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collection[str],
                     standoff: float, settings: StagingSettings | None = None,
                     width: float = MODULE_WIDTH,
-                    targets: Mapping[str, Pose2D] | None = None) -> StagingProblem:
+                    targets: Mapping[str, Pose2D] | None = None,
+                    carry_targets: Mapping[str, Pose2D] | None = None) -> StagingProblem:
     """What moves besides the active stage's docks in a pipelined stage.
 
     Args:
@@ -359,12 +517,15 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
         standoff: pre-dock distance [m].
         targets: the plan's :func:`staging_poses` with these settings, when the caller
             keeps them (they depend on the plan only); default: computed here.
+        carry_targets: the plan's :func:`carry_staging_poses` likewise.
 
     Returns:
         A :class:`StagingProblem`: modules of later stages whose staging pose exists and
         whose body is not inside a zone of the active stage now (those wait where they
-        are), and the active stage's modules that need no path; nothing during a
-        reconfiguration's undocking stage.
+        are) -- a module carried in a later stage too (its pre-staging pose,
+        :func:`carry_staging_poses`; a helper with no action now stages at the outer
+        pick-up pose of that pose, :func:`helper_staging`) -- and the active stage's
+        modules that need no path; nothing during a reconfiguration's undocking stage.
     """
     s = settings or StagingSettings()
     zones = stage_zones(plan, stage, standoff, width)
@@ -372,6 +533,8 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
         return StagingProblem({}, set(), zones)  # an undocking stage: nothing else moves
     if targets is None:
         targets = staging_poses(plan, standoff, s, width)
+    if carry_targets is None:
+        carry_targets = carry_staging_poses(plan, standoff, s, width, others=targets)
     r = width / math.sqrt(2.0)
     staging = {}
     direct = set()
@@ -387,7 +550,13 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
             if any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
                 continue
             staging[a.module] = (cur, targets[a.module])
-    for h, (cur, goal) in helper_staging(plan, stage, poses, done, standoff, width).items():
+        elif a.stage > stage and a.module in carry_targets and a.helper:
+            if any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
+                continue
+            staging[a.module] = (cur, carry_targets[a.module])
+    bound = {m: goal for m, (_, goal) in staging.items()}
+    for h, (cur, goal) in helper_staging(plan, stage, poses, done, standoff, width,
+                                         bound).items():
         if not any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
             staging[h] = (cur, goal)
     return StagingProblem(staging, direct, zones)
@@ -405,13 +574,18 @@ def next_carry(plan, stage: int, helper: str, done: Collection[str] = ()) -> str
 
 
 def helper_staging(plan, stage: int, poses: Mapping[str, Pose2D], done: Collection[str],
-                   standoff: float, width: float = MODULE_WIDTH
+                   standoff: float, width: float = MODULE_WIDTH,
+                   bound: Mapping[str, Pose2D] | None = None
                    ) -> dict[str, tuple[Pose2D, Pose2D]]:
     """Helper -> (current pose, pick-up pose) for every helper that has no action in the
     active ``stage`` and carries a module in a later one (:func:`next_carry`): the pick-up
     pose of that module from where the helper stands, on the side the docking core will
     choose (:func:`~smores_assembly.docking.control.pickup_pose`, the navigation's goal of
     the helper in that stage). Helpers or modules without a tracked pose are left out.
+    A module in ``bound`` (module -> the pose it is being staged to, a pre-staged carried
+    module, :func:`carry_staging_poses`) is picked up there, from the side facing out of
+    its dock axis (the pair lifted there stands on the axis): the helper's goal is
+    ``width + standoff`` out along the axis, facing it.
 
     The caller checks the helper's path against the active stage's zones like any staging
     path (:func:`plan_stage_pipelined`).
@@ -422,6 +596,13 @@ def helper_staging(plan, stage: int, poses: Mapping[str, Pose2D], done: Collecti
     for h in sorted({a.helper for a in plan.actions if a.needs_helper and a.helper}):
         m = next_carry(plan, stage, h, done)
         if m is None or h not in poses or m not in poses:
+            continue
+        if bound and m in bound:
+            a = next(a for a in plan.actions if a.module == m)
+            nx, ny = _outward(a.goal, plan.goals[a.parent_module])
+            p = bound[m]
+            d = width + standoff
+            out[h] = (poses[h], Pose2D(p.x + d * nx, p.y + d * ny, math.atan2(-ny, -nx)))
             continue
         others = [(p.x, p.y) for x, p in poses.items() if x not in (h, m)]
         out[h] = (poses[h], pickup_pose(poses[m], poses[h], others, width, standoff))
@@ -631,6 +812,7 @@ def retime_final_leg(paths: dict[str, list[tuple[float, Pose2D]]], module: str,
 
 __all__ = ["SCHEDULES", "DEFAULT_SCHEDULE", "check_schedule", "StagingSettings", "Rect",
            "rect_overlap", "body", "dock_zone", "nominal_predock", "stage_zones",
-           "staging_poses", "path_enters", "on_staging_axis", "StagingProblem",
+           "staging_poses", "pair_staging_footprint", "carry_staging_poses", "path_enters",
+           "on_staging_axis", "StagingProblem",
            "staging_problem", "helper_staging", "next_carry", "plan_stage_pipelined",
            "footprint_to_build", "pair_reach", "path_zones", "plan_stage_carrying"]

@@ -20,8 +20,9 @@ from smores_assembly.navigation.stage import NavSettings, clear_predock
 from smores_assembly.planning import (PlanningNodeSettings, plan_assembly, sequential,
                                       with_schedule)
 from smores_assembly.scenario import Scenario, load_scenario, scenario_from_dict
-from smores_assembly.staging import (StagingSettings, check_schedule, plan_stage_pipelined,
-                                     next_carry, staging_poses, staging_problem)
+from smores_assembly.staging import (StagingSettings, carry_staging_poses, check_schedule,
+                                     next_carry, plan_stage_pipelined, staging_poses,
+                                     staging_problem)
 from smores_assembly.topology import random_planar_tree
 
 W = 0.08
@@ -93,6 +94,7 @@ def test_staging_never_enters_a_corridor_of_the_active_stage():
     checked = staged_total = helpers_staged = 0
     for sc, plan in _random_plans(40, (4, 9), 500, schedule="pipelined"):
         targets = staging_poses(plan, STANDOFF)
+        targets.update(carry_staging_poses(plan, STANDOFF))  # pre-staged carried modules
         poses = dict(sc.modules)
         for k in range(len(plan.stages)):
             prob = staging_problem(plan, k, poses, set(), STANDOFF)
@@ -117,7 +119,9 @@ def test_staging_never_enters_a_corridor_of_the_active_stage():
                     nxt = next_carry(plan, k, m)
                     assert nxt is not None and not any(
                         a.helper == m for a in plan.actions if a.stage == k)
-                    assert 0.14 - 1e-6 <= goal.distance_to(poses[nxt]) <= 0.14 + 1e-6
+                    # (a pre-staged module: at the pose it is staged to)
+                    at = prob.staging[nxt][1] if nxt in prob.staging else poses[nxt]
+                    assert 0.14 - 1e-6 <= goal.distance_to(at) <= 0.14 + 1e-6
                     helpers_staged += 1
                 else:
                     assert goal == targets[m]
@@ -354,6 +358,124 @@ def test_staging_keeps_clear_of_a_carried_pair():
                 if b.stage == k:
                     poses[b.module] = b.goal
     assert pairs >= 15 and staged_total >= pairs // 3
+
+
+def _pair_squares(a, parent_goal: Pose2D, pose: Pose2D):
+    """Squares (x, y, yaw) a carried module standing at ``pose`` on its dock axis and its
+    helper cover until the pair leaves: the module, the helper from the lift (face gap
+    6 mm) out to the pick-up pose (face gap STANDOFF), sampled every 5 mm."""
+    ux, uy = a.goal.x - parent_goal.x, a.goal.y - parent_goal.y
+    d = math.hypot(ux, uy)
+    ux, uy = ux / d, uy / d
+    out = [(pose.x, pose.y, pose.yaw)]
+    g = 0.006
+    while g <= STANDOFF + 1e-9:
+        out.append((pose.x + (W + g) * ux, pose.y + (W + g) * uy, pose.yaw))
+        g += 0.005
+    return out
+
+
+def test_pre_staged_carried_pairs_keep_out_of_the_corridors_running_meanwhile():
+    """Issue 14 (rc_car_two_helpers >= 2x): a module carried in a later stage stages on its
+    own dock axis, where its helper lifts it with the pair on the axis. Random targets with
+    two helpers, pipelined, executed stage by stage: for every carried module staged while
+    stage k runs, the pair's area at its staging pose (the module, and the helper's square
+    from the lift out to the pick-up pose) penetrates no area swept by a dock of any stage
+    from k up to the module's own (its own excepted) and no module placed before it; the
+    module keeps a turning pair's reach (hypot(1.5 w, 0.5 w) + w / sqrt 2, on centres)
+    from the pre-dock pose of every other helper of those stages; no point of its staging
+    path enters a sweep of stage k. A helper that stages goes to the pick-up of its own
+    next module (two helpers never go for one module), 0.14 m out on that module's axis
+    when the module is pre-staged, facing it; no carried module is the plan's carry of two
+    helpers. Fails before pre-staging existed (nothing carried was staged)."""
+    from smores_assembly.navigation.stage import carried_predock
+    s = NavSettings()
+    reach = math.hypot(1.5 * W, 0.5 * W) + W / math.sqrt(2.0)
+    pre_staged = helper_at_axis = 0
+    for sc, plan in _random_plans(50, (5, 10), 7100, helpers=2, schedule="pipelined"):
+        carriers = {}
+        for a in plan.actions:
+            if a.needs_helper:
+                assert a.module not in carriers, (sc.name, a.module)
+                carriers[a.module] = a.helper
+        act = {a.module: a for a in plan.actions}
+        sweeps = {a.module: swept_bodies(a, plan.goals[a.parent_module], W)
+                  for a in plan.actions}
+        poses = dict(sc.modules)
+        for k in range(len(plan.stages)):
+            prob = staging_problem(plan, k, poses, set(), STANDOFF)
+            moving = _stage_moving(plan, k, poses, prob.direct, s)
+            fixed = {plan.root_module} | {a.module for a in plan.actions if a.stage < k}
+            fixed |= {a.module for a in plan.actions if a.stage == k and a.needs_helper}
+            fixed |= prob.direct
+            obstacles = {m: p for m, p in poses.items() if m not in moving}
+            try:
+                sp, staged = plan_stage_pipelined(moving, prob.staging, obstacles,
+                                                  prob.zones.values(), s, fixed=fixed)
+            except NavigationError:
+                break  # the stage itself cannot be planned (not a staging matter)
+            goals_of_helpers = {}
+            for h in [m for m in prob.staging if m in sc.helpers]:
+                nxt = next_carry(plan, k, h)
+                assert carriers.get(nxt) == h, (sc.name, k, h, nxt)
+                goals_of_helpers[h] = nxt
+                if nxt in prob.staging:   # pre-staged: the outer pick-up on its axis
+                    at, g = prob.staging[nxt][1], prob.staging[h][1]
+                    assert g.distance_to(at) == pytest.approx(0.14, abs=1e-6)
+                    assert abs(wrap_angle(math.atan2(at.y - g.y, at.x - g.x) - g.yaw)) < 1e-6
+                    helper_at_axis += 1
+            assert len(set(goals_of_helpers.values())) == len(goals_of_helpers)
+            for m in prob.staging:
+                a = act.get(m)
+                if a is None or not a.needs_helper:
+                    continue
+                pose = prob.staging[m][1]
+                par = plan.goals[a.parent_module]
+                mine = _pair_squares(a, par, pose)
+                meanwhile = [b for b in plan.actions
+                             if k <= b.stage <= a.stage and b.module != m]
+                placed = [plan.goals[x] for x in [plan.root_module] + [
+                    b.module for b in plan.actions if b.stage < a.stage]]
+                for b in meanwhile:
+                    assert max(square_overlap(p, q, W) for p in mine
+                               for q in sweeps[b.module]) <= TOL, (sc.name, k, m, b.module)
+                    if b.needs_helper:
+                        hp = carried_predock(b.goal, b.child_face.angle, STANDOFF, W)
+                        assert hp.distance_to(pose) >= reach - 1e-9, (sc.name, k, m, b.module)
+                for g in placed:
+                    assert max(square_overlap(p, (g.x, g.y, g.yaw), W) for p in mine) <= TOL
+                if m in staged:
+                    stage_sweeps = [q for b in plan.actions if b.stage == k
+                                    for q in sweeps[b.module]]
+                    for p in _path_points(sp.paths[m]):
+                        assert not _penetrates(p, stage_sweeps, YAWS), (sc.name, k, m, p)
+                    pre_staged += 1
+            for a in plan.actions:
+                if a.stage == k:
+                    poses[a.module] = a.goal
+            for m in staged:
+                poses[m] = prob.staging[m][1]
+    assert pre_staged > 20 and helper_at_axis > 5, (pre_staged, helper_at_axis)
+
+
+def test_rc_car_two_helpers_pre_stages_its_carried_modules():
+    """rc_car_two_helpers: while stage 1 runs, the four carried modules stage on their own
+    dock axes, heading as their goals (the stage-3 ones farther out, a turning pair's reach
+    from the stage-2 helpers' pre-dock poses), and h0, h1 wait 0.14 m out behind m1, m4;
+    in stage 2 the stage-3 modules stay staged."""
+    sc = load_scenario("config/scenarios/rc_car_two_helpers.yaml")
+    plan = plan_assembly(sc)
+    st = [staging_problem(plan, k, sc.modules, set(), STANDOFF).staging for k in range(3)]
+    assert set(st[0]) == {"m1", "m2", "m3", "m4", "h0", "h1"}
+    assert set(st[1]) == {"m2", "m3"} and st[2] == {}
+    act = {a.module: a for a in plan.actions}
+    for m, out in (("m1", 0.06), ("m4", 0.06), ("m2", 0.235), ("m3", 0.235)):
+        a, p = act[m], st[0][m][1]
+        assert p.distance_to(a.goal) == pytest.approx(out, abs=1e-9), m
+        assert p.yaw == pytest.approx(a.goal.yaw)
+        assert st[1].get(m, (None, p))[1] == p
+    for h, m in (("h0", "m1"), ("h1", "m4")):
+        assert st[0][h][1].distance_to(st[0][m][1]) == pytest.approx(0.14)
 
 
 def test_every_staging_move_dropped_gives_an_empty_plan():

@@ -388,21 +388,32 @@ class DockingControllerNode(Node):
 
     def _staging_yaw(self, module: str, path) -> float | None:
         """The goal heading of ``module`` when a pipelined plan stages it now (its dock
-        runs in a later stage, without a helper); for a helper staging at a pick-up pose
-        (:func:`smores_assembly.staging.next_carry`) the heading from the path's end
-        towards the module it will carry; else None."""
+        runs in a later stage: with a helper too, a pre-staged carried module,
+        :func:`smores_assembly.staging.carry_staging_poses`); for a helper staging at a
+        pick-up pose (:func:`smores_assembly.staging.next_carry`) the heading from the
+        path's end towards the module it will carry -- along that module's dock axis
+        when the path ends on it (the outer pick-up pose of a pre-staged module, which may
+        still be on its way there); else None."""
         plan = self._plan
         if plan is None or plan.schedule != "pipelined" or self._stage is None:
             return None
         for a in plan.actions:
-            if a.module == module and a.stage > self._stage and not a.needs_helper:
+            if a.module == module and a.stage > self._stage:
                 return float(a.goal_yaw)
         helper_of = {a.helper for a in plan.actions if a.needs_helper and a.helper}
         if module in helper_of:
             m = next_carry(plan, self._stage, module)
+            ex, ey = path.end
+            act = next((a for a in plan.actions if a.module == m), None)
+            if act is not None:
+                # out of the structure along the dock axis: against the docking face
+                ang = act.goal_yaw + Face.parse(act.child_face, "child_face").angle
+                gx, gy, nx, ny = act.goal_x, act.goal_y, -math.cos(ang), -math.sin(ang)
+                if (abs(-(ex - gx) * ny + (ey - gy) * nx) < 0.005
+                        and (ex - gx) * nx + (ey - gy) * ny > 0.0):
+                    return math.atan2(-ny, -nx)
             smp = self._samples.get(m) if m is not None else None
             if smp is not None:
-                ex, ey = path.end
                 return math.atan2(smp.pose.y - ey, smp.pose.x - ex)
         return None
 

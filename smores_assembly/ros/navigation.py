@@ -35,7 +35,10 @@ that would enter a zone of the active stage is dropped (that module waits). A mo
 active stage already on its docking axis beyond its pre-dock pose (at its staging pose)
 gets an empty path: the docking controller slides it straight in. A helper with no action
 in the active stage is planned, the same way, to the pick-up pose of the module it carries
-next (:func:`smores_assembly.staging.helper_staging`).
+next (:func:`smores_assembly.staging.helper_staging`). A module carried in a later stage
+that its helper does not fetch next is planned to its pre-staging pose on its own dock axis
+(:func:`smores_assembly.staging.carry_staging_poses`), where its helper lifts it with the
+pair already on the axis.
 
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
 reported DOCKED, modules waiting to be carried, and a reconfiguration's kept modules
@@ -81,8 +84,8 @@ from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.reconfigure import with_kept_goals
-from smores_assembly.staging import (StagingSettings, footprint_to_build, plan_stage_carrying,
-                                    staging_poses, staging_problem)
+from smores_assembly.staging import (StagingSettings, carry_staging_poses, footprint_to_build,
+                                    plan_stage_carrying, staging_poses, staging_problem)
 from smores_assembly.vocabulary import Phase
 
 
@@ -101,7 +104,7 @@ class NavigationNode(Node):
         self._stage = -1
         self._docked: set[str] = set()
         self._keep_clear: dict[str, list[tuple[float, float]]] = {}
-        self._staging_targets: tuple = (None, None, {})
+        self._staging_targets: tuple = (None, None, ({}, {}))
         self._en_route: dict[str, float] = {}   # module -> end of its last path [s]
         self._phases: dict[str, Phase] = {}
         self._pending = False
@@ -273,13 +276,17 @@ class NavigationNode(Node):
             kplan = with_kept_goals(plan, self._poses)
             key = (s.predock_standoff, s.module_width,
                    tuple(vars(self.staging_settings).values()))
-            cached_plan, cached_key, targets = self._staging_targets
+            cached_plan, cached_key, (targets, carry_targets) = self._staging_targets
             if cached_plan is not kplan or cached_key != key:  # a function of the plan
                 targets = staging_poses(kplan, s.predock_standoff, self.staging_settings,
                                         s.module_width)
-                self._staging_targets = (kplan, key, targets)
+                carry_targets = carry_staging_poses(
+                    kplan, s.predock_standoff, self.staging_settings, s.module_width,
+                    others=targets)
+                self._staging_targets = (kplan, key, (targets, carry_targets))
             sp = staging_problem(kplan, k, self._poses, self._docked, s.predock_standoff,
-                                 self.staging_settings, s.module_width, targets=targets)
+                                 self.staging_settings, s.module_width, targets=targets,
+                                 carry_targets=carry_targets)
             direct = {m for m in sp.direct if m in moving}
             for m in direct:
                 del moving[m]
