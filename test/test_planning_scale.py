@@ -18,8 +18,9 @@ from scipy.optimize import linear_sum_assignment
 from smores_assembly.corridors import (LaneEntry, conflict, corridor_halo, dock_corridor,
                                        enclosure, lane_entry)
 from smores_assembly.geometry import Pose2D
-from smores_assembly.planning import (WARM_START_MIN_GOALS, assign_modules, plan_assembly,
-                                      radial_duals, solve_assignment)
+from smores_assembly.planning import (COARSE_MIN_GOALS, WARM_START_MIN_GOALS, assign_modules,
+                                      plan_assembly, radial_duals, reduced_matrix,
+                                      solve_assignment)
 from smores_assembly.scenario import scenario_from_dict
 from smores_assembly.topology import comb_tree, grid_cell, unfold
 
@@ -59,17 +60,23 @@ def test_solve_assignment_equals_scipy_optimum(kind, n, extra):
 
 
 def test_warm_start_is_exercised_on_clustered_goals(monkeypatch):
-    """The clustered instances above do go through radial_duals (else the test above would
-    only compare scipy with itself)."""
+    """The clustered instances above do go through the reduced matrix (else the test above
+    would only compare scipy with itself): below COARSE_MIN_GOALS under the radial goal
+    duals."""
     import smores_assembly.planning as planning
     calls = []
-    real = planning.radial_duals
-    monkeypatch.setattr(planning, "radial_duals",
-                        lambda c, g: calls.append(c.shape) or real(c, g))
+    real = planning.reduced_matrix
+    monkeypatch.setattr(planning, "reduced_matrix",
+                        lambda c, u: calls.append(c.shape) or real(c, u))
+    radial = []
+    real_radial = planning.radial_goal_duals
+    monkeypatch.setattr(planning, "radial_goal_duals",
+                        lambda g: radial.append(g.shape) or real_radial(g))
     cost, g, mods = _instance(np.random.default_rng(1), WARM_START_MIN_GOALS, 80,
                               "clustered")
     planning.solve_assignment(cost, g, mods)
     assert calls == [(WARM_START_MIN_GOALS, 80)]
+    assert radial == [(WARM_START_MIN_GOALS, 2)]
     cost, g, mods = _instance(np.random.default_rng(1), 80, 90, "uniform")
     planning.solve_assignment(cost, g, mods)
     assert calls == [(WARM_START_MIN_GOALS, 80)]  # not clustered: plain scipy
@@ -212,3 +219,51 @@ def test_enclosure_with_kept_bounds_equals_without():
         start = (rng.randint(-1, 7), rng.randint(-1, 7))
         assert (enclosure(start, occupied, (min(xs), max(xs), min(ys), max(ys)))
                 == enclosure(start, occupied))
+
+
+def test_reduced_matrix_any_goal_duals_is_equivalent():
+    """Whatever the goal duals (random here, not near optimal), every complete assignment
+    of the padded matrix changes its total by the same constant, and reduced costs are
+    >= 0 (brute force over all assignments of 6 x 6)."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        cost, g, mods = _instance(rng, 4, 6, "clustered")
+        duals = rng.normal(0.0, 2.0, 4)
+        red, v = reduced_matrix(cost, duals)
+        assert red.shape == (6, 6) and v.shape == (6,)
+        assert red.min() >= -1e-12
+        padded = np.zeros((6, 6))
+        padded[:4] = cost
+        diffs = {round(float(padded[range(6), p].sum() - red[range(6), p].sum()), 9)
+                 for p in itertools.permutations(range(6))}
+        assert len(diffs) == 1
+
+
+@pytest.mark.parametrize("kind", ["clustered", "one_side", "grid"])
+@pytest.mark.parametrize("n,extra", [(COARSE_MIN_GOALS, 0), (COARSE_MIN_GOALS + 1, 31),
+                                     (2 * COARSE_MIN_GOALS + 3, 70)])
+def test_multilevel_warm_start_equals_scipy_optimum(kind, n, extra):
+    """Sizes that go through one or two half-size levels (coarse_goal_duals): the same
+    optimal total as scipy on the untransformed matrix, every goal assigned a distinct
+    module."""
+    rng = np.random.default_rng(n + extra + 17 * len(kind))
+    cost, g, mods = _instance(rng, n, n + extra, kind)
+    rows, cols = solve_assignment(cost, g, mods)
+    r0, c0 = linear_sum_assignment(cost)
+    assert list(rows) == list(range(n))
+    assert len(set(cols.tolist())) == n
+    assert cost[rows, cols].sum() == pytest.approx(cost[r0, c0].sum(), rel=1e-12, abs=1e-9)
+
+
+def test_multilevel_warm_start_is_exercised(monkeypatch):
+    """The instances above do go through the half-size levels (else the test above would
+    only compare scipy with the radial warm start), recursively down to COARSE_MIN_GOALS."""
+    import smores_assembly.planning as planning
+    calls = []
+    real = planning.coarse_goal_duals
+    monkeypatch.setattr(planning, "coarse_goal_duals",
+                        lambda c, *a, **k: calls.append(c.shape[0]) or real(c, *a, **k))
+    n = 2 * COARSE_MIN_GOALS + 3
+    cost, g, mods = _instance(np.random.default_rng(5), n, n + 70, "clustered")
+    planning.solve_assignment(cost, g, mods)
+    assert calls == [n, (n + 1) // 2, ((n + 1) // 2 + 1) // 2]
