@@ -26,6 +26,7 @@ from typing import Any, Collection, Mapping, Sequence
 import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
 
 from smores_assembly.corridors import (DEFAULT_STANDOFF, Cell, DockCorridor, corridor_halo,
                                        dock_corridor, enclosure, lane_entry)
@@ -322,14 +323,10 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
     ids = sorted(modules)
     g = np.array([[goals[n].x, goals[n].y] for n in nodes])
     m = np.array([[modules[i].x, modules[i].y] for i in ids])
-    # sqrt(dx^2 + dy^2) in place: a third of np.hypot's time on 1,000 x 1,100 (the same
-    # distances to ~1 ulp; the assignment is exact for the matrix it is given)
-    cost = g[:, None, 0] - m[None, :, 0]
-    cost *= cost
-    dy = g[:, None, 1] - m[None, :, 1]
-    dy *= dy
-    cost += dy
-    np.sqrt(cost, out=cost)
+    # scipy's cdist: the same values as sqrt(dx^2 + dy^2) (bit for bit on the bench's
+    # matrices) in one C loop, half the time of the in-place numpy passes (1,023 x 1,126:
+    # 3.1 vs 5.8 ms) and a sixth of np.hypot's
+    cost = cdist(g, m)
     rows, cols = solve_assignment(cost, g, m)
     chosen = {nodes[r]: ids[c] for r, c in zip(rows, cols)}
     total = float(cost[rows, cols].sum())
@@ -346,7 +343,7 @@ WARM_START_MAX_SPREAD = 0.5
 COARSE_MIN_GOALS = 300
 #: Relaxation sweeps that make a coarse solution's column duals tight (an approximation is
 #: enough: the duals only warm-start the exact solve).
-COARSE_DUAL_SWEEPS = 30
+COARSE_DUAL_SWEEPS = 15
 
 
 def radial_goal_duals(goals_xy: np.ndarray) -> np.ndarray:
