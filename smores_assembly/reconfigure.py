@@ -32,10 +32,15 @@ Steps of :func:`plan_reconfiguration`:
    and the parallel schedule runs after the undocking stages.
 
 A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`) and
-the one with the fewest stages is kept (then the fewest actions, then the larger part): a
-smaller kept part can need fewer stages than the largest one, whose leftover branches
-undock one after the other. A reuse plan that cannot be built (a kept node in a dock's
-corridor, a blocked lane) is skipped; when none can, full disassembly.
+the one with the shortest :func:`estimated_time` is kept (then the fewest stages, the fewest
+actions, the larger part). The kept part decides more than how many docks are saved: every
+other edge is docked away from it, so it also decides which docks present a wheel face
+(LEFT/RIGHT child face: a helper carries the module, one carry after another per helper,
+~40 s each on the bench against ~7 s for an undocking stage), and a smaller or an
+off-centre kept part can save more carries than the largest one (bench_reconfig seed 2:
+reconf_7_661718012 keeps a 2-module part with 3 carried docks instead of one with 5). A
+reuse plan that cannot be built (a kept node in a dock's corridor, a blocked lane) is
+skipped; when none can, full disassembly.
 """
 from __future__ import annotations
 
@@ -53,15 +58,15 @@ from smores_assembly.planning import (Plan, UndockAction, assign_modules, build_
 from smores_assembly.scenario import INITIAL_POSE_TOLERANCE_M, Scenario
 from smores_assembly.topology import tree_centroid, unfold
 
-__all__ = ["ReconfigurationSettings", "common_parts", "plan_disassembly",
+__all__ = ["ReconfigurationSettings", "common_parts", "estimated_time", "plan_disassembly",
            "plan_reconfiguration", "with_kept_goals", "METHODS"]
 
-#: ``reuse``: keep a common part (the fewest stages among the largest); ``full``: the paper's
-#: full disassembly.
+#: ``reuse``: keep a common part (the shortest estimated time among the largest); ``full``:
+#: the paper's full disassembly.
 METHODS = ("reuse", "full")
 
 #: How many common parts (largest first) a reuse plan is built for; the one with the
-#: fewest stages is kept.
+#: shortest :func:`estimated_time` is kept.
 MAX_PARTS = 16
 
 
@@ -80,6 +85,12 @@ class ReconfigurationSettings:
         park_gap: a parking pose is at least this far (centre to centre) from the start
             pose of every module of its start structure, so that parked modules stay out of
             the lanes of the modules that undock after them.
+        undock_stage_s, carried_stage_s, dock_stage_s: the time model of
+            :func:`estimated_time` [simulated s]: an undocking stage, a docking stage with a
+            carried (wheel-face) dock, a docking stage without one. Defaults: bench_reconfig
+            seed 2 on the fake hardware (undocking stages 6.2-7.2 s; carried docks 30-61 s,
+            mostly the helper's trip to the pick-up; a staged TOP/BOTTOM dock 2.6 s, one
+            that navigates ~30 s).
     """
 
     backoff_min: float = 0.06
@@ -89,6 +100,9 @@ class ReconfigurationSettings:
     clearance: float = 0.015
     footprint_margin: float = 0.10
     park_gap: float = 0.22
+    undock_stage_s: float = 6.5
+    carried_stage_s: float = 40.0
+    dock_stage_s: float = 10.0
 
 
 # --------------------------------------------------------------------- common part
@@ -446,9 +460,10 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
             except PlanningError as exc:
                 tried.append(f"keeping {sorted(part.values())}: {exc}")
                 continue
-            # fewest stages (each stage waits for its slowest action), then fewest
-            # actions, then the larger part (the list's order)
-            key = (len(plan.stages), len(plan.undocks) + len(plan.actions), k)
+            # shortest estimate (carried docks dominate), then fewest stages (each stage
+            # waits for its slowest action), fewest actions, the larger part (list order)
+            key = (estimated_time(plan, s), len(plan.stages),
+                   len(plan.undocks) + len(plan.actions), k)
             if best is None or key < best[0]:
                 best = (key, plan)
         if best is not None:
@@ -460,6 +475,19 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
             raise PlanningError(f"{exc} (reuse plans refused first: {'; '.join(tried)})"
                                 ) from None
         raise
+
+
+def estimated_time(plan: Plan, settings: ReconfigurationSettings | None = None) -> float:
+    """A reconfiguration plan's duration by the stage model of ``settings`` [simulated s]:
+    ``undock_stage_s`` per undocking stage, then per docking stage ``carried_stage_s`` when
+    one of its docks is carried by a helper, else ``dock_stage_s`` (a stage waits for its
+    slowest action). Used to choose the kept part; not a prediction of a run."""
+    s = settings or ReconfigurationSettings()
+    n_undock = plan.num_undock_stages
+    carried = {a.stage for a in plan.actions if a.needs_helper}
+    docking = range(n_undock, len(plan.stages))
+    return (n_undock * s.undock_stage_s
+            + sum(s.carried_stage_s if k in carried else s.dock_stage_s for k in docking))
 
 
 def snap_structures(connections: Sequence[Connection], poses: Mapping[str, Pose2D],
