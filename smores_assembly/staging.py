@@ -486,6 +486,36 @@ def on_staging_axis(pose: Pose2D, goal: Pose2D, parent_goal: Pose2D, standoff: f
     return abs(lateral) <= tolerance and along >= standoff - tolerance
 
 
+def slide_blocker(pose: Pose2D, goal: Pose2D, poses: Mapping[str, Pose2D],
+                  skip: Collection[str] = (), width: float = MODULE_WIDTH,
+                  tolerance: float = 0.002, step: float = 0.005) -> str | None:
+    """The first module (by id) whose body the straight slide from ``pose`` to ``goal``
+    enters, or None.
+
+    The sliding body (a ``width`` square with ``goal``'s heading) is sampled every
+    ``step`` [m] from ``pose`` to ``goal`` (``world``); a module of ``poses`` not in
+    ``skip`` blocks when a sample overlaps its body by more than ``tolerance`` [m]
+    (:func:`~smores_assembly.geometry.square_overlap`): flush neighbours beside the lane
+    and the parent at the goal's face do not. Used for a staged module's straight slide
+    (issue 15 bench: the helper that had just docked the parent, released on that axis,
+    stood in the lane and the slide timed out in POSE_ADJUST)."""
+    from smores_assembly.geometry import point_segment_distance, square_overlap
+    d = math.hypot(goal.x - pose.x, goal.y - pose.y)
+    n = max(1, int(math.ceil(d / step)))
+    reach = width * math.sqrt(2.0)   # centres farther than this from the segment: apart
+    for o in sorted(poses):
+        q = poses[o]
+        if o in skip or point_segment_distance((q.x, q.y), (pose.x, pose.y),
+                                               (goal.x, goal.y)) >= reach:
+            continue
+        for k in range(n + 1):
+            t = k / n
+            body = (pose.x + (goal.x - pose.x) * t, pose.y + (goal.y - pose.y) * t, goal.yaw)
+            if square_overlap(body, (q.x, q.y, q.yaw), width) > tolerance:
+                return o
+    return None
+
+
 @dataclass
 class StagingProblem:
     """Staging part of one pipelined stage.
@@ -495,7 +525,10 @@ class StagingProblem:
             and helper -> (current pose, pick-up pose) of helpers that stage
             (:func:`helper_staging`).
         direct: modules of the active stage already on their axis beyond the pre-dock pose
-            (no path: they slide straight in; fixed obstacles of the stage's MAPF).
+            with a clear slide to the goal (:func:`slide_blocker`; no path: they slide
+            straight in; fixed obstacles of the stage's MAPF). A module whose slide is
+            blocked gets a path like any other, and the stage's MAPF moves the blocker
+            aside.
         zones: module -> zone of every dock of the active stage.
     """
 
@@ -545,7 +578,12 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
         if a.stage == stage and not a.needs_helper and on_staging_axis(
                 cur, a.goal, plan.goals[a.parent_module], standoff,
                 s.staging_direct_tolerance):
-            direct.add(a.module)
+            # the slide along the axis (the controller takes a lateral offset out)
+            nx, ny = _outward(a.goal, plan.goals[a.parent_module])
+            along = (cur.x - a.goal.x) * nx + (cur.y - a.goal.y) * ny
+            on_axis = Pose2D(a.goal.x + along * nx, a.goal.y + along * ny, a.goal.yaw)
+            if slide_blocker(on_axis, a.goal, poses, {a.module}, width) is None:
+                direct.add(a.module)
         elif a.stage > stage and a.module in targets:
             if any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
                 continue
