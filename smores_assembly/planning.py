@@ -21,7 +21,7 @@ import dataclasses
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -40,7 +40,8 @@ from smores_assembly.params import check_ranges, param_field
 from smores_assembly.navigation.stage import carry_clearance
 from smores_assembly.scenario import Scenario
 from smores_assembly.staging import DEFAULT_SCHEDULE, check_schedule
-from smores_assembly.topology import grid_cell, rooted_edges, tree_centroid, unfold
+from smores_assembly.topology import (grid_cell, root_candidates, rooted_edges,
+                                     tree_centroid, unfold)
 
 
 @dataclass
@@ -491,26 +492,140 @@ def solve_assignment(cost: np.ndarray, goals_xy: np.ndarray, modules_xy: np.ndar
     return linear_sum_assignment(cost)
 
 
+class _CorridorCycle(PlanningError):
+    """No docking order exists from this root: docks' approach corridors and the parent
+    precedences form a cycle (:func:`build_schedule`); another root may have one."""
+
+
+def _precedence_edges(oriented: Mapping[str, Edge], root_node: str,
+                      blocked_by: Mapping[str, Sequence[str]],
+                      docking: Collection[str] | None = None
+                      ) -> Iterator[tuple[str, str, str]]:
+    """Rule 2 of :func:`build_schedule`, as ``(u, v, why)``: u before v. A parent before its
+    child (``parent``), a dock before every node in its corridor (``corridor``;
+    ``blocked_by``: dock -> those nodes), the root's LEFT/RIGHT docks before its TOP/BOTTOM
+    docks (``root``; among ``docking``, the nodes that dock: default every non-root
+    node)."""
+    for v, e in oriented.items():
+        yield e.parent, v, "parent"
+        for w in blocked_by.get(v, ()):
+            yield v, w, "corridor"
+    at_root = [(v, e.parent_face.is_wheel) for v, e in oriented.items()
+               if e.parent == root_node and (docking is None or v in docking)]
+    for v, wheel in at_root:
+        if not wheel:
+            for u, u_wheel in at_root:
+                if u_wheel:
+                    yield u, v, "root"
+
+
+def _precedence_graph(oriented: Mapping[str, Edge], nodes: Sequence[str], root_node: str,
+                      blocked_by: Mapping[str, Sequence[str]],
+                      docking: Collection[str] | None = None) -> "nx.DiGraph":
+    """:func:`_precedence_edges` as a graph over ``nodes`` (edge attribute ``why``)."""
+    prec = nx.DiGraph()
+    prec.add_nodes_from(nodes)
+    for u, v, why in _precedence_edges(oriented, root_node, blocked_by, docking):
+        prec.add_edge(u, v, why=why)
+    return prec
+
+
+def _acyclic(nodes: Sequence[str], edges: Iterable[tuple[str, str, str]]) -> bool:
+    """True when the relation ``edges`` (u, v, _) over ``nodes`` has no cycle (Kahn)."""
+    succ: dict[str, list[str]] = {v: [] for v in nodes}
+    indeg = dict.fromkeys(nodes, 0)
+    for u, v, _ in edges:
+        succ[u].append(v)
+        indeg[v] += 1
+    ready = [v for v, d in indeg.items() if d == 0]
+    done = 0
+    while ready:
+        u = ready.pop()
+        done += 1
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    return done == len(indeg)
+
+
+#: The root search tries at most ``max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // N)`` root nodes
+#: of an N-node target whose centroid has no docking order (each try costs O(N)).
+ROOT_SEARCH_MIN = 4
+ROOT_SEARCH_WORK = 5000
+
+
+def assembly_root_node(nodes: Sequence[str], edges: Sequence[Edge],
+                       width: float = MODULE_WIDTH, standoff: float = DEFAULT_STANDOFF) -> str:
+    """The root node of the assembly: the tree centroid (paper Sec. IV-A) unless no docking
+    order assembles the target from it, then the first of
+    :func:`~smores_assembly.topology.root_candidates` (fewest docking stages) from which one
+    does; the centroid when none of the tried ones does (the plan then refuses, naming a
+    dock and its blockers).
+
+    "A docking order exists" is rule 2 of :func:`build_schedule`: the parent and corridor
+    precedences (:mod:`smores_assembly.corridors`) and the root's LEFT/RIGHT-first rule
+    have no cycle. The root decides which module of each edge moves (the child) and so
+    along which face normal its approach corridor runs: a target whose corridors block each
+    other from the centroid may be assemblable from another root. A dock's corridor, for
+    each direction of an edge, is computed once, when a tried root first needs it (the
+    unfolding has the same shape from any root, so has which node's cell lies in which
+    corridor); each further root costs one BFS, the corridors of the edges it turns round
+    and a cycle check. At most ``max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // N)`` roots are
+    tried (N nodes).
+
+    Raises:
+        ScenarioError: the target does not unfold onto distinct cells.
+    """
+    candidates = root_candidates(nodes, edges)
+    first = candidates[0]
+    origin = Pose2D(0.0, 0.0, 0.0)
+    poses = unfold(nodes, edges, first, origin, width)
+    cells = {v: grid_cell(p, origin, width) for v, p in poses.items()}
+    at = {c: v for v, c in cells.items()}
+
+    def blocked(child: str, parent: str, face: Face) -> list[str]:
+        corr = dock_corridor(child, parent, cells, face.is_wheel, standoff, width)
+        return sorted({at[c] for c in corr.corridor if c in at})
+
+    table: dict[tuple[str, str], list[str]] = {}  # (child, parent) -> its blockers
+    tries = max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // max(1, len(nodes)))
+    for root in candidates[:tries]:
+        oriented = rooted_edges(nodes, edges, root)
+        blocked_by = {}
+        for v, e in oriented.items():
+            if (v, e.parent) not in table:  # most edges keep their direction between roots
+                table[v, e.parent] = blocked(v, e.parent, e.child_face)
+            blocked_by[v] = table[v, e.parent]
+        if _acyclic(nodes, _precedence_edges(oriented, root, blocked_by)):
+            return root
+    return first
+
+
 def search_root(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
                 root_node: str | None = None) -> RootChoice:
-    """Root search (Sec. IV-A): tree centroid of the target and the physical root module.
+    """Root search (Sec. IV-A): the root node and the physical root module.
 
-    The physical root is chosen among the modules available for nodes (reserved helpers
-    excluded), nearest their mean position.
+    The root node is the tree centroid, or, when no docking order assembles the target from
+    the centroid (its docks' approach corridors block each other), the node with the fewest
+    docking stages from which one does (:func:`assembly_root_node`). The physical root is
+    chosen among the modules available for nodes (reserved helpers excluded), nearest their
+    mean position.
 
     Args:
         scenario: validated scenario.
         modules: module poses overriding the scenario's (e.g. live mocap poses).
-        root_node: force the root node instead of the centroid.
+        root_node: force the root node instead of searching it.
 
     Raises:
         PlanningError: unknown ``root_node``; no module available.
+        ScenarioError: the target does not unfold onto distinct cells.
     """
     mods = dict(scenario.modules if modules is None else modules)
     helpers = set(scenario.helpers)
     available = {m: p for m, p in mods.items() if m not in helpers}
-    node = root_node if root_node is not None else tree_centroid(scenario.nodes,
-                                                                 scenario.edges)
+    node = root_node if root_node is not None else assembly_root_node(
+        scenario.nodes, scenario.edges, scenario.module_width)
     if node not in scenario.nodes:
         raise PlanningError(f"root_node: unknown node {node!r}")
     module = select_root_module(available)
@@ -526,7 +641,10 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
         modules: current module poses overriding the scenario's (the ROS nodes pass mocap
             poses); modules absent from it are not used (helpers included).
         root: a root search result to use (e.g. received on ``/assembly/root``); its pose
-            anchors the grid. Default: :func:`search_root` on these poses.
+            anchors the grid. Default: :func:`search_root` on these poses (the same plan:
+            the centroid is planned first, and only when its docking corridors block each
+            other is :func:`assembly_root_node`'s search run, so a plannable target does
+            not pay for it).
 
     Returns:
         The :class:`Plan`.
@@ -548,8 +666,24 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
         raise PlanningError(f"modules: {len(available)} modules available for "
                             f"{len(scenario.nodes)} nodes"
                             + (f" ({len(helpers)} reserved as helpers)" if helpers else ""))
-    if root is None:
-        root = search_root(scenario, mods)
+    if root is not None:
+        return _plan_from_root(scenario, mods, helpers, available, root)
+    centroid = search_root(scenario, mods, root_node=tree_centroid(scenario.nodes,
+                                                                   scenario.edges))
+    try:
+        return _plan_from_root(scenario, mods, helpers, available, centroid)
+    except _CorridorCycle:
+        node = assembly_root_node(scenario.nodes, scenario.edges, scenario.module_width)
+        if node == centroid.node:
+            raise
+    return _plan_from_root(scenario, mods, helpers, available,
+                           dataclasses.replace(centroid, node=node))
+
+
+def _plan_from_root(scenario: Scenario, mods: Mapping[str, Pose2D], helpers: list[str],
+                    available: Mapping[str, Pose2D], root: RootChoice) -> Plan:
+    """:func:`plan_assembly` with its inputs checked and the root chosen."""
+    reserved = set(helpers)
     if root.node not in scenario.nodes:
         raise PlanningError(f"root.node: unknown node {root.node!r}")
     if root.module not in available:
@@ -698,19 +832,9 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
         if stuck:
             raise PlanningError(f"action {acts[v].describe()}: its approach corridor is "
                                 f"blocked by node(s) {stuck} of the structure kept in place")
-    prec = nx.DiGraph()  # u -> v: u before v
-    prec.add_nodes_from(nodes)
-    for v, e in oriented.items():
-        prec.add_edge(e.parent, v, why="parent")
-        for w in blocked_by.get(v, ()):
-            prec.add_edge(v, w, why="corridor")
-    root_lr = [v for v in acts if key[v] == (1, 0)]
-    for v in acts:
-        if key[v] == (1, 1):
-            for u in root_lr:
-                prec.add_edge(u, v, why="root")
+    prec = _precedence_graph(oriented, nodes, root_node, blocked_by, acts)  # u before v
     if not nx.is_directed_acyclic_graph(prec):
-        raise PlanningError(_infeasible_message(prec, acts, corr))
+        raise _CorridorCycle(_infeasible_message(prec, acts, corr))
 
     # A dock whose pre-dock pose the structure placed before it walls in gets a precedence
     # before one of the walls (one not after it already) and the stages are built again;

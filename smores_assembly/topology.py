@@ -149,6 +149,30 @@ def tree_centroid(nodes: Sequence[str], edges: Sequence[Edge]) -> str:
     return min(cs, key=lambda c: (stage_estimate(nodes, edges, c), c))
 
 
+def root_candidates(nodes: Sequence[str], edges: Sequence[Edge]) -> list[str]:
+    """Every node in the order a root is chosen: the tree centroid (:func:`tree_centroid`)
+    first, then the other nodes by :func:`stage_estimate` (fewest docking stages first),
+    then name. O(|V| log |V|): a node's height is its eccentricity, the larger of its
+    distances to the two ends of a diameter (three BFS instead of one per node).
+
+    Raises:
+        InputError: empty node list; ScenarioError if the graph is disconnected.
+    """
+    first = tree_centroid(nodes, edges)
+    d0 = depths(nodes, edges, nodes[0])
+    a = max(nodes, key=d0.__getitem__)
+    da = depths(nodes, edges, a)
+    b = max(nodes, key=da.__getitem__)
+    db = depths(nodes, edges, b)
+    wheel: dict[str, set[bool]] = {v: set() for v in nodes}
+    for e in edges:
+        wheel[e.parent].add(e.parent_face.is_wheel)
+        wheel[e.child].add(e.child_face.is_wheel)
+    estimate = {v: max(da[v], db[v]) + (1 if len(wheel[v]) == 2 else 0) for v in nodes}
+    return [first] + sorted((v for v in nodes if v != first),
+                            key=lambda v: (estimate[v], v))
+
+
 def depths(nodes: Sequence[str], edges: Sequence[Edge], root: str) -> dict[str, int]:
     """Hop distance of every node from ``root`` (root: 0). O(|V|).
 

@@ -1,4 +1,6 @@
-"""``root_search`` node: tree centroid of the target and the physical root module.
+"""``root_search`` node: root node of the target (the tree centroid, or the node with the
+fewest stages that admits a docking order when the centroid does not) and the physical
+root module.
 
 Paper: "SMORES-EP, a Modular Robot with Parallel Self-assembly" (Liu, Yim et al.), Sec. IV-A.
 A thin adapter over :func:`smores_assembly.planning.search_root`.
