@@ -53,6 +53,44 @@ from rclpy.waitable import NumberOfEntities
 
 _TIMER, _SUB, _GUARD, _CLIENT, _SERVICE = range(5)
 
+#: bumped whenever a subscription is parked or unparked (the executors re-filter their
+#: subscription handles then)
+_parked_generation = 0
+
+
+def park(sub, parked: bool = True) -> None:
+    """Leave ``sub`` (an rclpy Subscription) out of :class:`LeanExecutor`'s wait sets
+    (``parked``) or put it back. While parked its messages wait in the reader (up to its
+    QoS depth) until :func:`take_all` takes them; no callback runs for them. Other
+    executors ignore the mark."""
+    global _parked_generation
+    if getattr(sub, "_lean_parked", False) != parked:
+        sub._lean_parked = parked
+        _parked_generation += 1
+
+
+def is_parked(sub) -> bool:
+    """``sub`` is marked parked (see :func:`park`)."""
+    return getattr(sub, "_lean_parked", False)
+
+
+def take_all(sub, callback: Callable[[Any], None]) -> int:
+    """Take every message waiting in ``sub``'s reader and pass each to ``callback`` (in the
+    reader's order; raw bytes for a ``raw`` subscription); returns how many. A destroyed
+    subscription gives 0."""
+    n = 0
+    handle, msg_type, raw = sub.handle, sub.msg_type, sub.raw
+    while True:
+        try:
+            with handle:
+                got = handle.take_message(msg_type, raw)
+        except InvalidHandle:
+            return n
+        if got is None:
+            return n
+        n += 1
+        callback(got[0])
+
 
 class _Entities:
     """The wait set of one set of entities (see the module docstring)."""
@@ -92,8 +130,12 @@ class _Entities:
                     counts += w.get_num_entities()
             except InvalidHandle:
                 pass
-        # the handles (rclpy's property per access), added at every wait
-        self.sub_handles = [e.handle for e, _ in self.subs]
+        # the handles (rclpy's property per access), added at every wait (subscriptions:
+        # the ones not parked, re-filtered when the parked set changes)
+        self.all_sub_handles = [(e, e.handle) for e, _ in self.subs]
+        self.parked_generation = -1
+        self.sub_handles: list = []
+        self.active_subs()
         self.client_handles = [e.handle for e, _ in self.clients]
         self.service_handles = [e.handle for e, _ in self.services]
         self.timer_handles = [e.handle for e, _ in self.timers]
@@ -113,6 +155,14 @@ class _Entities:
                 self.by_pointer[e.handle.pointer] = i
             except InvalidHandle:
                 pass
+
+    def active_subs(self) -> list:
+        """Handles of the subscriptions that are not parked (cached per generation)."""
+        if self.parked_generation != _parked_generation:
+            self.parked_generation = _parked_generation
+            self.sub_handles = [h for e, h in self.all_sub_handles
+                                if not getattr(e, "_lean_parked", False)]
+        return self.sub_handles
 
 
 def _plain_timer_callback(tmr) -> bool:
@@ -326,7 +376,7 @@ class LeanExecutor(SingleThreadedExecutor):
             try:
                 if strict:
                     for e, _ in ent.subs:
-                        if ok(e):
+                        if ok(e) and not getattr(e, "_lean_parked", False):
                             ws.add_subscription(e.handle)
                     for e, _ in ent.clients:
                         if ok(e):
@@ -338,7 +388,7 @@ class LeanExecutor(SingleThreadedExecutor):
                         if ok(e):
                             ws.add_timer(e.handle)
                 else:
-                    for h in ent.sub_handles:
+                    for h in ent.active_subs():
                         ws.add_subscription(h)
                     for h in ent.client_handles:
                         ws.add_client(h)

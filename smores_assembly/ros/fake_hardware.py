@@ -59,6 +59,7 @@ Publishes:
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import json
 import math
@@ -84,7 +85,7 @@ from smores_assembly import params
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
                                  LockstepAck, LockstepTurn, MagnetCommand, ModuleStateArray)
-from smores_assembly.ros import common, lockstep, names
+from smores_assembly.ros import common, executor, lockstep, names
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
 from smores_assembly.ros.wire import PoseStampedWriter, read_twist, write_module_states
@@ -93,6 +94,11 @@ from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.lockstep import LockstepSchedule
 from smores_assembly.sim.settings import FakeHardwareSettings
 
+
+
+#: Lockstep: how often commands from outside the lockstep (not announced by a participant)
+#: are taken from the parked command subscriptions [s, wall].
+STRAY_COMMAND_PERIOD_S = 0.5
 
 
 def _next_due(due: float, rate_hz: float, t: float) -> float:
@@ -194,6 +200,12 @@ class FakeHardwareNode(Node):
                     (HelperCommand, names.HELPER_COMMAND, self._on_helper))
         self._cmd_handlers: list[Callable[[int, Any], None]] = [h for _, _, h in handlers]
         self._cmd_topics: list[list[str]] = []
+        #: lockstep: command topic -> (subscription, kind, module index); topics announced
+        #: in an answer whose commands have not all been taken yet; subscriptions put back
+        #: into the wait set to wait for late ones
+        self._cmd_subs: dict[str, tuple[Any, int, int]] = {}
+        self._cmd_due: set[str] = set()
+        self._cmd_unparked: list = []
         for i, m in enumerate(self.ids):
             topics = []
             for kind, (typ, name, handler) in enumerate(handlers):
@@ -205,6 +217,11 @@ class FakeHardwareNode(Node):
                     event_callbacks=sev, raw=typ is Twist)
                 self._cmd_received[sub.topic_name] = 0
                 topics.append(sub.topic_name)
+                if s.lockstep:
+                    # taken when an answer announces them (_commands_complete), not at
+                    # arrival: no wake-up per command (issue 10)
+                    self._cmd_subs[sub.topic_name] = (sub, kind, i)
+                    executor.park(sub)
             self._cmd_topics.append(topics)
         self._trace = hashlib.sha256()
         dump = os.environ.get("SMORES_TRACE_DUMP")  # debugging: every step's trace input
@@ -257,7 +274,7 @@ class FakeHardwareNode(Node):
             # re-polls answers an executor missed (at 0.02 s it was ~40 of the ~320 wake-ups
             # per simulated s of Task 1, issue 10)
             period = 0.1 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
-            self._timer = self.create_timer(period, self._advance, clock=self._steady)
+            self._timer = self.create_timer(period, self._on_lockstep_timer, clock=self._steady)
             return
         period = 0.0 if rtf == 0 else max(1e-4, min(0.02, 1.0 / (s.physics_rate_hz * rtf)))
         self._timer = self.create_timer(period, self._tick, clock=self._steady)
@@ -273,7 +290,7 @@ class FakeHardwareNode(Node):
         self._ack_sub = self.create_subscription(LockstepAck, lockstep.TOPIC_ACK,
                                                  self._on_ack, lockstep.ACK_SUB_QOS,
                                                  event_callbacks=lockstep.NO_EVENTS_SUB)
-        self._last_poll = 0.0
+        self._last_poll = self._last_stray = 0.0
         # the connections published at start-up (before the schedule existed) count too:
         # every participant receives them (transient local)
         self._sched.count_sent(self._conn_pub.topic_name)
@@ -294,28 +311,54 @@ class FakeHardwareNode(Node):
         self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,
                            dict(zip(msg.topics, msg.counts)),
                            list(msg.subscribed) or None, list(msg.wake))
+        cmd_subs = self._cmd_subs
+        self._cmd_due.update(t for t in msg.topics if t in cmd_subs)
         t_ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
         if self._awaiting == (msg.node, t_ns):
             self._awaiting = None
             self._advance()
 
     def _commands_complete(self) -> bool:
+        """Every command that the answers announced has been taken (and queued for the next
+        step). The command subscriptions are parked: their messages are taken here."""
+        if not self._cmd_due:
+            return True
         sent, recv = self._sched.sent, self._cmd_received
-        missing = {t: (recv[t], n) for t, n in sent.items() if t in recv and recv[t] < n}
+        missing = {}
+        for t in self._cmd_due:
+            n = sent.get(t, 0)
+            if recv[t] < n:
+                sub, kind, i = self._cmd_subs[t]
+                executor.take_all(sub, functools.partial(self._queue_command, kind, i))
+                if recv[t] < n:
+                    missing[t] = (recv[t], n)
         if not missing:
+            self._cmd_due.clear()
             self._cmd_wait_since = None
+            for sub in self._cmd_unparked:
+                executor.park(sub)
+            self._cmd_unparked = []
             return True
         now = time.monotonic()
         if self._cmd_wait_since is None:
             self._cmd_wait_since = now
         if now - self._cmd_wait_since < self.settings.lockstep_count_timeout_s:
+            for t in missing:  # not arrived yet: their arrival goes on (_on_command)
+                sub = self._cmd_subs[t][0]
+                if executor.is_parked(sub):
+                    executor.park(sub, False)
+                    self._cmd_unparked.append(sub)
             return False
         self.get_logger().warning(
             f"lockstep: stepping at t={self.world.t:.3f} s without commands announced but "
             f"not received: {missing}; the run is no longer deterministic")
         for t, (_, n) in missing.items():
             recv[t] = n
+        self._cmd_due.clear()
         self._cmd_wait_since = None
+        for sub in self._cmd_unparked:
+            executor.park(sub)
+        self._cmd_unparked = []
         return True
 
     def _give_turn(self, name: str) -> None:
@@ -385,6 +428,19 @@ class FakeHardwareNode(Node):
                     self._kick = self.create_timer(0.0, self._on_kick, clock=self._steady)
                 return
 
+    def _on_lockstep_timer(self) -> None:
+        """Lockstep's wall-clock timer: commands from outside the lockstep (not announced in
+        an answer; their step depends on when they arrive, as without lockstep) are taken
+        here every ``STRAY_COMMAND_PERIOD_S``, as the parked command subscriptions give no
+        callback; then go on."""
+        now = time.monotonic()
+        if now - self._last_stray >= STRAY_COMMAND_PERIOD_S:
+            self._last_stray = now
+            for topic, (sub, kind, i) in self._cmd_subs.items():
+                if topic not in self._cmd_due and executor.is_parked(sub):
+                    executor.take_all(sub, functools.partial(self._queue_command, kind, i))
+        self._advance()
+
     def _on_kick(self) -> None:
         if self._kick is not None:
             self.destroy_timer(self._kick)
@@ -392,14 +448,18 @@ class FakeHardwareNode(Node):
         self._advance()
 
     def _on_command(self, kind: int, i: int, msg) -> None:
-        topic = self._cmd_topics[i][kind]
-        self._cmd_received[topic] += 1
         if self.settings.lockstep:
-            self._cmd_queue.append((kind, i, len(self._cmd_queue), msg))
+            self._queue_command(kind, i, msg)
             if self._awaiting is None and self._started:
                 self._advance()
             return
+        self._cmd_received[self._cmd_topics[i][kind]] += 1
         self._cmd_handlers[kind](i, msg)
+
+    def _queue_command(self, kind: int, i: int, msg) -> None:
+        """Lockstep: count a command and queue it for the next step."""
+        self._cmd_received[self._cmd_topics[i][kind]] += 1
+        self._cmd_queue.append((kind, i, len(self._cmd_queue), msg))
 
     def _apply_commands(self) -> None:
         if not self._cmd_queue:

@@ -42,7 +42,7 @@ from rclpy.timer import Timer
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from smores_assembly.msg import LockstepAck, LockstepTurn
-from smores_assembly.ros import names
+from smores_assembly.ros import executor, names
 from smores_assembly.sim.lockstep import HISTORY_DEPTH
 
 TOPIC_ACK = names.LOCKSTEP_ACK
@@ -279,6 +279,8 @@ class LockstepParticipant:
                                                   self._on_turn, TURN_QOS,
                                                   event_callbacks=NO_EVENTS_SUB)
         self._sub_objs: list = []
+        self._subs_of: dict[str, list[int]] = {}   # counted topic -> its subscriptions
+        self._unparked: set[int] = set()
         self._hello_since: float | None = None
         self._hello_timer: Timer | None = node.create_timer(0.05, self._hello,
                                                             clock=self._steady)
@@ -312,6 +314,9 @@ class LockstepParticipant:
         if counted:
             self._subscribed[name] = self._subscribed.get(name, False) or wake
             self._received.setdefault(name, 0)
+            self._subs_of.setdefault(name, []).append(i)
+            # read at the turn, not at arrival (no wake-up per message; see _take_counted)
+            executor.park(sub)
         return sub
 
     def create_publisher(self, msg_type, topic: str, qos, history: bool = True):
@@ -411,9 +416,28 @@ class LockstepParticipant:
         t_ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
         if t_ns <= self._turn_ns:
             return  # the latched copy of a turn already answered
-        self._pending = (t_ns, dict(zip(msg.topics, msg.counts)))
+        expected = dict(zip(msg.topics, msg.counts))
+        self._take_counted(expected)
+        self._pending = (t_ns, expected)
         self._pending_since = time.monotonic()
         self._try_run()
+
+    def _take_counted(self, expected: dict[str, int]) -> None:
+        """Take the counted messages a turn expects from their readers.
+
+        Counted subscriptions are parked (:func:`executor.park`): their messages wait in
+        the reader (reliable, :data:`COUNTED_DEPTH` deep) and are taken here, at the turn,
+        instead of waking the node once per message (the states and mocap samples were most
+        of the wake-ups of the executive, the navigation and the bridge, issue 10). Every
+        counted message that exists when the turn is given is counted in it (turns are
+        given one at a time, and participants publish counted messages only in their
+        turns), so taking all that wait is taking the turn's messages; a message that
+        arrives during a turn stays in its reader until the next one, as before."""
+        received, subs_of = self._received, self._subs_of
+        for topic, n in expected.items():
+            if received.get(topic, 0) < n:
+                for i in subs_of.get(topic, ()):
+                    executor.take_all(self._sub_objs[i], functools.partial(self._on_msg, i))
 
     def _missing(self, expected: dict[str, int]) -> dict[str, tuple[int, int]]:
         return {t: (self._received.get(t, 0), n) for t, n in expected.items()
@@ -426,6 +450,12 @@ class LockstepParticipant:
         missing = self._missing(expected)
         if missing:
             if time.monotonic() - self._pending_since < self.count_timeout_s:
+                # not arrived yet: wait for them (their arrival runs the turn)
+                for t in missing:
+                    for i in self._subs_of.get(t, ()):
+                        if i not in self._unparked:
+                            self._unparked.add(i)
+                            executor.park(self._sub_objs[i], False)
                 return
             self.node.get_logger().warning(
                 f"lockstep: turn at t={t_ns * 1e-9:.3f} s started without "
@@ -437,6 +467,10 @@ class LockstepParticipant:
         self._run_turn(t_ns)
 
     def _run_turn(self, t_ns: int) -> None:
+        if self._unparked:
+            for i in self._unparked:
+                executor.park(self._sub_objs[i])
+            self._unparked.clear()
         self._in_turn = True
         self._turn_ns = self._now_ns = t_ns
         self._turn_start = time.monotonic()
