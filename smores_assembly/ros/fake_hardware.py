@@ -88,7 +88,8 @@ from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
 from smores_assembly.ros import common, executor, lockstep, names
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
-from smores_assembly.ros.wire import PoseStampedWriter, read_twist, write_module_states
+from smores_assembly.ros.wire import (PoseStampedWriter, read_ack, read_twist,
+                                     write_module_states, write_turn)
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.lockstep import LockstepSchedule
@@ -287,8 +288,9 @@ class FakeHardwareNode(Node):
         self._turn_pubs = {n: self.create_publisher(
             LockstepTurn, lockstep.turn_topic(n), lockstep.TURN_QOS,
             event_callbacks=lockstep.NO_EVENTS_PUB) for n in names}
+        # turns and answers as CDR bytes (ros/wire.py), not Python messages
         self._ack_sub = self.create_subscription(LockstepAck, lockstep.TOPIC_ACK,
-                                                 self._on_ack, lockstep.ACK_SUB_QOS,
+                                                 self._on_ack, lockstep.ACK_SUB_QOS, raw=True,
                                                  event_callbacks=lockstep.NO_EVENTS_SUB)
         self._last_poll = self._last_stray = 0.0
         # the connections published at start-up (before the schedule existed) count too:
@@ -307,13 +309,17 @@ class FakeHardwareNode(Node):
         self._kick_gc = (None if os.environ.get("SMORES_EXECUTOR") == "events"
                          else self.create_guard_condition(self._on_kick))
 
-    def _on_ack(self, msg: LockstepAck) -> None:
+    def _on_ack(self, raw: bytes) -> None:
+        try:
+            msg = read_ack(raw)
+        except ValueError as exc:
+            self.get_logger().error(f"lockstep: an answer ignored: {exc}")
+            return
         self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,
-                           dict(zip(msg.topics, msg.counts)),
-                           list(msg.subscribed) or None, list(msg.wake))
+                           dict(zip(msg.topics, msg.counts)), msg.subscribed or None, msg.wake)
         cmd_subs = self._cmd_subs
         self._cmd_due.update(t for t in msg.topics if t in cmd_subs)
-        t_ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        t_ns = msg.stamp_ns
         if self._awaiting == (msg.node, t_ns):
             self._awaiting = None
             self._advance()
@@ -363,13 +369,12 @@ class FakeHardwareNode(Node):
 
     def _give_turn(self, name: str) -> None:
         expected = self._sched.expected(name)
-        msg = LockstepTurn()
-        _set_stamp(msg.stamp, self.world.t)
-        msg.topics = list(expected)
-        msg.counts = list(expected.values())
-        self._awaiting = (name, msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec)
+        t_ns = int(round(self.world.t * 1e9))                   # as _set_stamp
+        sec, nsec = divmod(t_ns, 1_000_000_000)
+        self._awaiting = (name, t_ns)
         self._awaiting_since = time.monotonic()
-        self._turn_pubs[name].publish(msg)
+        self._turn_pubs[name].publish(
+            write_turn(sec, nsec, tuple(expected), list(expected.values())))
 
     def _advance(self) -> None:
         """Lockstep: give the due turns, step when they are answered (see the module doc)."""

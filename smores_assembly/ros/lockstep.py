@@ -42,7 +42,7 @@ from rclpy.timer import Timer
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from smores_assembly.msg import LockstepAck, LockstepTurn
-from smores_assembly.ros import executor, names
+from smores_assembly.ros import executor, names, wire
 from smores_assembly.sim.lockstep import HISTORY_DEPTH
 
 TOPIC_ACK = names.LOCKSTEP_ACK
@@ -273,10 +273,12 @@ class LockstepParticipant:
             node.destroy_subscription(ts._clock_sub)
             ts._clock_sub = None
         self._time_source = ts
+        # turns and answers as CDR bytes (ros/wire.py): ~130 of each per simulated second
         self._ack_pub = node.create_publisher(LockstepAck, TOPIC_ACK, ACK_PUB_QOS,
                                               event_callbacks=NO_EVENTS_PUB)
+        self._ack_writer = wire.AckWriter(node.get_name())
         self._turn_sub = node.create_subscription(LockstepTurn, turn_topic(node.get_name()),
-                                                  self._on_turn, TURN_QOS,
+                                                  self._on_turn, TURN_QOS, raw=True,
                                                   event_callbacks=NO_EVENTS_SUB)
         self._sub_objs: list = []
         self._subs_of: dict[str, list[int]] = {}   # counted topic -> its subscriptions
@@ -412,11 +414,16 @@ class LockstepParticipant:
         if self._pending is not None:
             self._try_run()
 
-    def _on_turn(self, msg: LockstepTurn) -> None:
-        t_ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+    def _on_turn(self, raw: bytes) -> None:
+        try:
+            turn = wire.read_turn(raw)
+        except ValueError as exc:
+            self.node.get_logger().error(f"lockstep: a turn ignored: {exc}")
+            return
+        t_ns = turn.stamp_ns
         if t_ns <= self._turn_ns:
             return  # the latched copy of a turn already answered
-        expected = dict(zip(msg.topics, msg.counts))
+        expected = dict(zip(turn.topics, turn.counts))
         self._take_counted(expected)
         self._pending = (t_ns, expected)
         self._pending_since = time.monotonic()
@@ -539,21 +546,19 @@ class LockstepParticipant:
         return min(dues) * 1e-9 if dues else math.inf
 
     def _send_ack(self, hello: bool = False) -> None:
-        msg = LockstepAck(node=self.node.get_name(), hello=hello)
-        msg.stamp = _time_msg(max(self._turn_ns, 0))
-        msg.next_turn_s = self._next_turn_s()
-        topics = sorted(self._sent) if hello else sorted(self._published)
+        sec, nsec = divmod(max(self._turn_ns, 0), 1_000_000_000)
+        topics = tuple(sorted(self._sent) if hello else sorted(self._published))
         self._published = set()
-        msg.topics = topics
-        msg.counts = [self._sent[t] for t in topics]
+        subscribed: tuple[str, ...] = ()
+        wake: tuple[str, ...] = ()
         announced = tuple(sorted(self._subscribed.items()))
         if hello or announced != self._announced:
             self._announced = announced
-            msg.subscribed = [t for t, _ in announced]
-            msg.wake = [t for t, w in announced if w]
-            if not msg.subscribed:
-                msg.subscribed = [""]  # "" = announced, none counted
-        self._ack_pub.publish(msg)
+            subscribed = tuple(t for t, _ in announced) or ("",)  # "": announced, none
+            wake = tuple(t for t, w in announced if w)
+        self._ack_pub.publish(self._ack_writer.encode(
+            sec, nsec, hello, self._next_turn_s(), topics, [self._sent[t] for t in topics],
+            subscribed, wake))
 
 
 def _time_msg(t_ns: int):

@@ -220,3 +220,214 @@ def read_twist(raw: bytes) -> tuple[float, float]:
     from rclpy.serialization import deserialize_message  # noqa: PLC0415
     msg = deserialize_message(bytes(raw), Twist)
     return msg.linear.x, msg.angular.z
+
+
+# --- smores_assembly/LockstepTurn and LockstepAck ---------------------------------------------
+# The lockstep protocol's own messages (one turn and one answer per participant turn, ~130
+# of each per simulated second for Task 1): written and read as bytes like the others.
+_U64 = struct.Struct("<Q")
+_F64 = struct.Struct("<d")
+_string_seqs: dict[tuple[str, ...], bytes] = {}
+
+
+def _string_seq(items: tuple[str, ...]) -> bytes:
+    """A CDR ``string[]`` (length, then each string) that starts 4-aligned (cached: the
+    lockstep messages repeat a few topic lists)."""
+    got = _string_seqs.get(items)
+    if got is None:
+        out: list[bytes] = [_U32.pack(len(items))]
+        size = 4
+        for text in items:
+            size = _string(out, size, text)
+        got = b"".join(out)
+        if len(_string_seqs) < 4096:
+            _string_seqs[items] = got
+    return got
+
+
+def _u64_seq(size: int, values) -> tuple[bytes, int]:
+    """A CDR ``uint64[]`` at data offset ``size`` (padding included) and the offset after
+    it."""
+    pad = -size % 4
+    n = len(values)
+    head = b"\x00" * pad + _U32.pack(n)
+    size += pad + 4
+    if not n:
+        return head, size
+    pad = -size % 8
+    return head + b"\x00" * pad + struct.pack(f"<{n}Q", *values), size + pad + 8 * n
+
+
+def write_turn(sec: int, nanosec: int, topics: tuple[str, ...], counts) -> bytes:
+    """A serialised ``LockstepTurn``: stamp ``sec``/``nanosec``, the counted topics and the
+    number of messages expected on each (``counts``, as many as ``topics``).
+
+    Raises:
+        ValueError: a topic with a NUL character, or lengths that differ.
+    """
+    if len(topics) != len(counts):
+        raise ValueError(f"LockstepTurn: {len(topics)} topics but {len(counts)} counts")
+    seq = _string_seq(tuple(topics))
+    tail, _ = _u64_seq(8 + len(seq), counts)
+    return b"".join((_ENCAPSULATION_LE, _TIME.pack(sec, nanosec), seq, tail))
+
+
+def _read_string(raw, off: int) -> tuple[str, int]:
+    """``(string, offset after it)`` of a CDR ``string`` at absolute offset ``off``."""
+    off += -(off - 4) % 4
+    n = _U32.unpack_from(raw, off)[0]
+    if n < 1 or off + 4 + n > len(raw):
+        raise ValueError(f"string of length {n} at byte {off}")
+    return bytes(raw[off + 4:off + 3 + n]).decode(), off + 4 + n
+
+
+def _read_string_seq(raw, off: int) -> tuple[list[str], int]:
+    """``(strings, offset after them)`` of a CDR ``string[]`` at absolute offset ``off``."""
+    off += -(off - 4) % 4
+    count = _U32.unpack_from(raw, off)[0]
+    off += 4
+    if count > len(raw):
+        raise ValueError(f"{count} strings in {len(raw)} bytes")
+    out = []
+    for _ in range(count):
+        text, off = _read_string(raw, off)
+        out.append(text)
+    return out, off
+
+
+def _read_u64_seq(raw, off: int) -> tuple[list[int], int]:
+    off += -(off - 4) % 4
+    count = _U32.unpack_from(raw, off)[0]
+    off += 4
+    if not count:
+        return [], off
+    off += -(off - 4) % 8
+    if off + 8 * count > len(raw):
+        raise ValueError(f"{count} uint64 at byte {off} past the end")
+    return list(struct.unpack_from(f"<{count}Q", raw, off)), off + 8 * count
+
+
+def _fallback(raw, msg_type_name: str):
+    from rclpy.serialization import deserialize_message  # noqa: PLC0415
+
+    from smores_assembly import msg as msgs  # noqa: PLC0415
+    return deserialize_message(bytes(raw), getattr(msgs, msg_type_name))
+
+
+class TurnView(NamedTuple):
+    """A serialised ``LockstepTurn`` as read (``stamp_ns`` = sec * 1e9 + nanosec)."""
+
+    stamp_ns: int
+    topics: list[str]
+    counts: list[int]
+
+
+def read_turn(raw: bytes) -> TurnView:
+    """Read a serialised ``LockstepTurn`` (little-endian CDR with :mod:`struct`, another byte
+    order through rclpy).
+
+    Raises:
+        ValueError: not a CDR LockstepTurn (truncated, inconsistent lengths).
+    """
+    if len(raw) >= 4 and raw[:2] == b"\x00\x00":   # big endian: rclpy
+        m = _fallback(raw, "LockstepTurn")
+        return TurnView(m.stamp.sec * 1_000_000_000 + m.stamp.nanosec, list(m.topics),
+                        list(m.counts))
+    try:
+        if len(raw) < 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
+            raise ValueError("not little-endian CDR")
+        sec, nanosec = _TIME.unpack_from(raw, 4)
+        topics, off = _read_string_seq(raw, 12)
+        counts, _ = _read_u64_seq(raw, off)
+    except (struct.error, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"not a CDR LockstepTurn ({len(raw)} bytes): {exc}") from None
+    if len(topics) != len(counts):
+        raise ValueError(f"LockstepTurn: {len(topics)} topics but {len(counts)} counts")
+    return TurnView(sec * 1_000_000_000 + nanosec, topics, counts)
+
+
+class AckWriter:
+    """Serialised ``LockstepAck`` messages of one participant ``node``.
+
+    Raises:
+        ValueError: a node name with a NUL character.
+    """
+
+    def __init__(self, node: str):
+        out: list[bytes] = []
+        self._size = _string(out, 8, node)
+        self._node = b"".join(out)
+
+    def encode(self, sec: int, nanosec: int, hello: bool, next_turn_s: float,
+               topics: tuple[str, ...], counts, subscribed: tuple[str, ...] = (),
+               wake: tuple[str, ...] = ()) -> bytes:
+        """The answer at stamp ``sec``/``nanosec``: ``hello``, the simulated time of the next
+        due timer [s], the cumulative ``counts`` of the ``topics`` published, the counted
+        (``subscribed``) and ``wake`` topics (empty: unchanged).
+
+        Raises:
+            ValueError: a topic with a NUL character, or lengths that differ.
+        """
+        if len(topics) != len(counts):
+            raise ValueError(f"LockstepAck: {len(topics)} topics but {len(counts)} counts")
+        size = self._size + 1                       # node, hello
+        pad = -size % 8
+        parts = [_ENCAPSULATION_LE, _TIME.pack(sec, nanosec), self._node,
+                 b"\x01" if hello else b"\x00", b"\x00" * pad, _F64.pack(next_turn_s)]
+        size += pad + 8
+        for seq in (topics, None, subscribed, wake):
+            if seq is None:
+                chunk, size = _u64_seq(size, counts)
+                parts.append(chunk)
+                continue
+            pad = -size % 4
+            chunk = _string_seq(tuple(seq))
+            parts.append(b"\x00" * pad + chunk)
+            size += pad + len(chunk)
+        return b"".join(parts)
+
+
+class AckView(NamedTuple):
+    """A serialised ``LockstepAck`` as read (``stamp_ns`` = sec * 1e9 + nanosec)."""
+
+    stamp_ns: int
+    node: str
+    hello: bool
+    next_turn_s: float
+    topics: list[str]
+    counts: list[int]
+    subscribed: list[str]
+    wake: list[str]
+
+
+def read_ack(raw: bytes) -> AckView:
+    """Read a serialised ``LockstepAck`` (little-endian CDR with :mod:`struct`, another byte
+    order through rclpy).
+
+    Raises:
+        ValueError: not a CDR LockstepAck (truncated, inconsistent lengths).
+    """
+    if len(raw) >= 4 and raw[:2] == b"\x00\x00":   # big endian: rclpy
+        m = _fallback(raw, "LockstepAck")
+        return AckView(m.stamp.sec * 1_000_000_000 + m.stamp.nanosec, m.node, m.hello,
+                       m.next_turn_s, list(m.topics), list(m.counts), list(m.subscribed),
+                       list(m.wake))
+    try:
+        if len(raw) < 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
+            raise ValueError("not little-endian CDR")
+        sec, nanosec = _TIME.unpack_from(raw, 4)
+        node, off = _read_string(raw, 12)
+        hello = raw[off] != 0
+        off += 1
+        off += -(off - 4) % 8
+        next_turn_s = _F64.unpack_from(raw, off)[0]
+        topics, off = _read_string_seq(raw, off + 8)
+        counts, off = _read_u64_seq(raw, off)
+        subscribed, off = _read_string_seq(raw, off)
+        wake, _ = _read_string_seq(raw, off)
+    except (struct.error, UnicodeDecodeError, ValueError, IndexError) as exc:
+        raise ValueError(f"not a CDR LockstepAck ({len(raw)} bytes): {exc}") from None
+    if len(topics) != len(counts):
+        raise ValueError(f"LockstepAck: {len(topics)} topics but {len(counts)} counts")
+    return AckView(sec * 1_000_000_000 + nanosec, node, hello, next_turn_s, topics, counts,
+                   subscribed, wake)
