@@ -222,3 +222,45 @@ def test_parked_subscription_waits_in_its_reader(ros_context):
         _spin_until(ex, lambda: cb == [99])
     finally:
         ex.shutdown(timeout_sec=1.0)
+
+
+def test_slow_lane_is_served_while_busy(ros_context):
+    """Services and QoS-event handlers (the LeanExecutor's slow lane) are still served while
+    a 1 ms timer keeps the executor busy: a service call is answered and an incompatible-QoS
+    event reaches its callback; an idle executor serves a call too."""
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Int32
+    from std_srvs.srv import Trigger
+
+    from smores_assembly.ros.executor import LeanExecutor
+    ex = LeanExecutor(context=ros_context)
+    try:
+        node = _node(ros_context, "lean_slow_lane")
+        ex.add_node(node)
+        ticks, served, events = [], [], []
+
+        def serve(_req, resp):
+            served.append(1)
+            resp.success = True
+            return resp
+        node.create_service(Trigger, "lean_slow_ping", serve)
+        cli = node.create_client(Trigger, "lean_slow_ping")
+        _spin_until(ex, cli.service_is_ready)
+        fut = cli.call_async(Trigger.Request())
+        _spin_until(ex, fut.done)                       # idle: served
+        busy = node.create_timer(0.001, lambda: ticks.append(1))
+        fut = cli.call_async(Trigger.Request())
+        _spin_until(ex, fut.done)                       # busy: served as well
+        assert fut.result().success and served == [1, 1] and len(ticks) > 0
+        node.create_subscription(
+            Int32, "lean_slow_qos", lambda _m: None,
+            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
+            event_callbacks=SubscriptionEventCallbacks(
+                incompatible_qos=lambda e: events.append(e)))
+        node.create_publisher(Int32, "lean_slow_qos",
+                              QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+        _spin_until(ex, lambda: len(events) > 0)        # the event's callback ran
+        node.destroy_timer(busy)
+    finally:
+        ex.shutdown(timeout_sec=1.0)

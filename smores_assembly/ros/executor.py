@@ -28,7 +28,16 @@ with a wait set that is built once per set of entities and refilled per wait:
   plain function without a ``TimerInfo`` argument (rclpy also inspects its signature at
   every call), and handlers do not trigger the
   executor's guard condition (that wakes other threads of a multi-threaded executor; here
-  it only made every callback cost a second, empty wake-up).
+  it only made every callback cost a second, empty wake-up);
+* a subscription marked *parked* (:func:`park`) is left out of the wait set: its messages
+  stay in the reader until its owner takes them (:func:`take_all`), so a message that is
+  only needed later (a lockstep participant's counted inputs, read at its turn) costs no
+  wake-up of its own. Other executors ignore the mark (the messages then come through the
+  callback, as before);
+* services and QoS-event handlers (the *slow lane*) are added to at most one wait per
+  :data:`SLOW_LANE_NS` (20 ms): a busy executor waits on its timers, subscriptions,
+  guard conditions, clients and other waitables in between, a wait without them lasts no
+  longer than until they are due, and an idle executor waits on everything.
 
 ``SMORES_EXECUTOR=single`` selects rclpy's executor instead (see
 :func:`smores_assembly.ros.common.make_executor`).
@@ -41,6 +50,7 @@ import time
 from typing import Any, Callable
 
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.event_handler import EventHandler
 from rclpy.exceptions import InvalidHandle, TimerCancelledError
 from rclpy.executors import (ConditionReachedException, ExternalShutdownException,
                              ShutdownException, SingleThreadedExecutor, TimeoutException,
@@ -52,6 +62,15 @@ from rclpy.timer import TimerInfo
 from rclpy.waitable import NumberOfEntities
 
 _TIMER, _SUB, _GUARD, _CLIENT, _SERVICE = range(5)
+
+#: Longest time between two waits that include the *slow lane* [ns]: services and QoS-event
+#: handlers (incompatible QoS, matched endpoints). Between them a busy executor waits on
+#: the other entities only: each one is added to the wait set and checked after it at
+#: every wake-up, and a lockstep run wakes a process several hundred times per wall second
+#: (in one process: ~50 parameter services and ~30 event handlers of the seven nodes were
+#: a third of the executor's own cost). A service request waits at most this long; an
+#: event's status persists in its reader or writer until taken.
+SLOW_LANE_NS = 20_000_000
 
 #: bumped whenever a subscription is parked or unparked (the executors re-filter their
 #: subscription handles then)
@@ -119,6 +138,9 @@ class _Entities:
                     self.order.append((kind, e, node))
             self.waitables += [(w, node) for w in node.waitables
                                if w.callback_group is not None]
+        #: waitables that every wait adds (not the slow lane's QoS-event handlers)
+        self.fast_waitables = [(w, node) for w, node in self.waitables
+                               if not isinstance(w, EventHandler)]
         #: subscriptions whose callback is a plain function (called without a Task)
         self.plain = {id(e) for e, _ in self.subs
                       if not inspect.iscoroutinefunction(e.callback)}
@@ -272,6 +294,7 @@ class LeanExecutor(SingleThreadedExecutor):
         super().__init__(context=context)
         self._lean: _Entities | None = None
         self._dirty = True
+        self._last_full_ns = 0   # last wait with the slow lane [monotonic ns]
 
     # a node calls wake() whenever it creates or destroys an entity: only then can the
     # entity lists have changed
@@ -370,6 +393,12 @@ class LeanExecutor(SingleThreadedExecutor):
             def ok(e) -> bool:
                 return id(e) not in flagged and id(e.callback_group) not in busy
 
+            # the slow lane (services, QoS-event handlers) at most every SLOW_LANE_NS, and
+            # at once on a non-blocking poll
+            now_ns = time.monotonic_ns()
+            full = timeout_ns == 0 or now_ns - self._last_full_ns >= SLOW_LANE_NS
+            if full:
+                self._last_full_ns = now_ns
             ws = ent.wait_set
             ws.clear_entities()
             strict = bool(flagged or busy)
@@ -381,7 +410,7 @@ class LeanExecutor(SingleThreadedExecutor):
                     for e, _ in ent.clients:
                         if ok(e):
                             ws.add_client(e.handle)
-                    for e, _ in ent.services:
+                    for e, _ in (ent.services if full else ()):
                         if ok(e):
                             ws.add_service(e.handle)
                     for e, _ in ent.timers:
@@ -392,7 +421,7 @@ class LeanExecutor(SingleThreadedExecutor):
                         ws.add_subscription(h)
                     for h in ent.client_handles:
                         ws.add_client(h)
-                    for h in ent.service_handles:
+                    for h in (ent.service_handles if full else ()):
                         ws.add_service(h)
                     for h in ent.timer_handles:
                         ws.add_timer(h)
@@ -404,7 +433,8 @@ class LeanExecutor(SingleThreadedExecutor):
                 own = [g for g in (self._guard, self._sigint_gc) if g]
                 for g in own:
                     ws.add_guard_condition(g.handle)
-                waitables = [w for w, _ in ent.waitables if not strict or ok(w)]
+                candidates = ent.waitables if full else ent.fast_waitables
+                waitables = [w for w, _ in candidates if not strict or ok(w)]
                 for w in waitables:
                     w.add_to_wait_set(ws)
             except InvalidHandle:
@@ -413,6 +443,9 @@ class LeanExecutor(SingleThreadedExecutor):
                 continue
 
             wait_ns = -1 if deadline is None else max(0, deadline - time.monotonic_ns())
+            if not full:   # without the slow lane: no longer than until it is due
+                due_ns = max(0, self._last_full_ns + SLOW_LANE_NS - time.monotonic_ns())
+                wait_ns = due_ns if wait_ns < 0 else min(wait_ns, due_ns)
             ws.wait(wait_ns)
             if self._is_shutdown:
                 raise ShutdownException()
@@ -426,12 +459,14 @@ class LeanExecutor(SingleThreadedExecutor):
                     if i is not None:
                         ready.append(i)
             ready.sort()
+            # only the waitables added to this wait (an event handler's index is that of
+            # its last addition)
             if strict:
                 waiting = {id(w) for w in waitables}
-                ready_waitables = [(w, node) for w, node in ent.waitables
+                ready_waitables = [(w, node) for w, node in candidates
                                    if id(w) in waiting and w.is_ready(ws)]
             else:
-                ready_waitables = [(w, node) for w, node in ent.waitables if w.is_ready(ws)]
+                ready_waitables = [(w, node) for w, node in candidates if w.is_ready(ws)]
             guard_ptrs = set(ws.get_ready_entities("guard_condition"))
             for g in guards:
                 if g.handle.pointer in guard_ptrs:
