@@ -39,6 +39,14 @@ CDR bytes, a standing module's zero ``cmd_vel`` only when it becomes zero and ev
 floats), and cheaper executor wake-ups (cached handles, plain timer calls, a 0.1 s
 watchdog): Task 1 back to back at load ~13: 0.367 -> 0.323 CPU s per simulated s (one
 process per node); then at load ~5: 0.272 -> 0.251 (single process 0.152 -> 0.145).
+Then (cProfile per node: after those, wake-ups were still most of every node's own cost:
+the bridge woke for each of its 7 mocap samples per turn, the executive and the navigation
+for each 50-Hz states message they only buffer, the fake hardware for every command; in
+one process ~50 parameter services and ~30 QoS-event handlers were added to and checked
+after every wait): counted subscriptions are parked (left out of the wait set) and read
+at the turn, the fake hardware takes the commands an answer announces at the step, the
+run's observer takes the ground truth once per spin, turns and answers are CDR bytes,
+and services and QoS-event handlers are waited on at most every 20 ms while busy.
 Figures: docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations

@@ -152,6 +152,15 @@ class ObserverNode:
             Trigger, names.TRACE_SERVICE)
         self.executor = common.make_executor()   # the nodes' executor (cheap wake-ups)
         self.executor.add_node(node)
+        # the ground truth (50 per simulated second) is taken from its reader once per
+        # spin (spin_until) instead of waking this process for every message: parked,
+        # LeanExecutor leaves it out of its wait set (issue 10; it was most of this
+        # process's wake-ups). Other executors call the callback as before.
+        from smores_assembly.ros import executor as lean
+        self._truth = self._subs[names.GROUND_TRUTH]
+        self._on_truth_raw = lambda raw: obs.on_truth(StatesView.of(raw))
+        self._take_all = lean.take_all
+        lean.park(self._truth)
 
     def spin_until(self, pred, timeout: float, interruptible: bool = True) -> bool:
         """Spin until ``pred()`` holds or ``timeout`` [s, wall] passes (or, when
@@ -161,6 +170,7 @@ class ObserverNode:
         """
         deadline = time.monotonic() + timeout
         while not (interruptible and self.stop.is_set()) and time.monotonic() < deadline:
+            self._take_all(self._truth, self._on_truth_raw)
             if pred():
                 return True
             self.executor.spin_once(timeout_sec=0.05)
@@ -169,6 +179,7 @@ class ObserverNode:
             dead = {n: c for n, c in self.runner.poll().items() if c != 0}
             if dead:
                 raise RuntimeError(f"node(s) exited early: {dead}; see {self.out}/nodes.log")
+        self._take_all(self._truth, self._on_truth_raw)
         return pred()
 
     def unmatched_topics(self) -> list[str]:
