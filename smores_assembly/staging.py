@@ -329,6 +329,14 @@ def carry_staging_poses(plan, standoff: float, settings: StagingSettings | None 
       :func:`~smores_assembly.docking.control.pickup_axis` may choose: the pair can turn
       there), and its pick-up pose ``PICKUP_CLEARANCE_WIDTHS * w`` (a free side).
 
+    Only a dock whose helper has no action in the stage just before it gets one: that
+    helper then stages at the outer pick-up pose during that stage
+    (:func:`helper_staging`, a staging path like any other). A helper coming straight from
+    its previous dock fetched a module pre-staged next to the structure through the
+    staging modules there, and on bench_targets seed 41 met them (random_7_356561138,
+    random_10_608720880: h0 against the staged m5, stuck, stage 3 failed; both assemble
+    when their stage-3 modules wait where they started).
+
     Docks in stage order (then node); a dock with no such pose is left out (its module
     waits where it is). Deterministic: a function of the plan, the settings and
     ``others``.
@@ -372,10 +380,11 @@ def carry_staging_poses(plan, standoff: float, settings: StagingSettings | None 
         t = min(hi_reach, max(lo_reach, (px - gx) * nx + (py - gy) * ny))
         return math.hypot(px - gx - t * nx, py - gy - t * ny) < radius + pad
 
+    busy = {(b.helper, b.stage) for b in plan.actions if b.helper}
     chosen: dict[str, Rect] = {}
     out: dict[str, Pose2D] = {}
     for a in sorted(plan.actions, key=lambda a: (a.stage, a.node)):
-        if not a.needs_helper:
+        if not a.needs_helper or (a.helper, a.stage - 1) in busy:
             continue
         par = plan.goals[a.parent_module]
         nx, ny = _outward(a.goal, par)

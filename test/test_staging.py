@@ -387,7 +387,8 @@ def test_pre_staged_carried_pairs_keep_out_of_the_corridors_running_meanwhile():
     path enters a sweep of stage k. A helper that stages goes to the pick-up of its own
     next module (two helpers never go for one module), 0.14 m out on that module's axis
     when the module is pre-staged, facing it; no carried module is the plan's carry of two
-    helpers. Fails before pre-staging existed (nothing carried was staged)."""
+    helpers; a pre-staged module's helper has no dock in the stage just before its own.
+    Fails before pre-staging existed (nothing carried was staged)."""
     from smores_assembly.navigation.stage import carried_predock
     s = NavSettings()
     reach = math.hypot(1.5 * W, 0.5 * W) + W / math.sqrt(2.0)
@@ -429,6 +430,9 @@ def test_pre_staged_carried_pairs_keep_out_of_the_corridors_running_meanwhile():
                 a = act.get(m)
                 if a is None or not a.needs_helper:
                     continue
+                # its helper is free in the stage before its own (stages there)
+                assert not any(b.helper == a.helper and b.stage == a.stage - 1
+                               for b in plan.actions), (sc.name, k, m)
                 pose = prob.staging[m][1]
                 par = plan.goals[a.parent_module]
                 mine = _pair_squares(a, par, pose)
@@ -459,21 +463,20 @@ def test_pre_staged_carried_pairs_keep_out_of_the_corridors_running_meanwhile():
 
 
 def test_rc_car_two_helpers_pre_stages_its_carried_modules():
-    """rc_car_two_helpers: while stage 1 runs, the four carried modules stage on their own
-    dock axes, heading as their goals (the stage-3 ones farther out, a turning pair's reach
-    from the stage-2 helpers' pre-dock poses), and h0, h1 wait 0.14 m out behind m1, m4;
-    in stage 2 the stage-3 modules stay staged."""
+    """rc_car_two_helpers: while stage 1 runs, the stage-2 carried modules m1, m4 stage on
+    their own dock axes at their pre-dock poses, heading as their goals, and h0, h1 wait
+    0.14 m out behind them; the stage-3 modules m2, m3 do not (their helpers dock in stage
+    2, the stage just before)."""
     sc = load_scenario("config/scenarios/rc_car_two_helpers.yaml")
     plan = plan_assembly(sc)
     st = [staging_problem(plan, k, sc.modules, set(), STANDOFF).staging for k in range(3)]
-    assert set(st[0]) == {"m1", "m2", "m3", "m4", "h0", "h1"}
-    assert set(st[1]) == {"m2", "m3"} and st[2] == {}
+    assert set(st[0]) == {"m1", "m4", "h0", "h1"}
+    assert st[1] == {} and st[2] == {}
     act = {a.module: a for a in plan.actions}
-    for m, out in (("m1", 0.06), ("m4", 0.06), ("m2", 0.235), ("m3", 0.235)):
+    for m in ("m1", "m4"):
         a, p = act[m], st[0][m][1]
-        assert p.distance_to(a.goal) == pytest.approx(out, abs=1e-9), m
+        assert p.distance_to(a.goal) == pytest.approx(STANDOFF, abs=1e-9), m
         assert p.yaw == pytest.approx(a.goal.yaw)
-        assert st[1].get(m, (None, p))[1] == p
     for h, m in (("h0", "m1"), ("h1", "m4")):
         assert st[0][h][1].distance_to(st[0][m][1]) == pytest.approx(0.14)
 
