@@ -215,9 +215,12 @@ def format_plan(plan, scenario=None) -> str:
                                    for j, (c, w) in enumerate(zip(ur, uw))).rstrip())
             if i == 0:
                 lines.append("  ".join("-" * w for w in uw))
-    lines.append(f"{counted(len(plan.stages), 'stage')}, "
+    n_undock = plan.num_undock_stages if plan.method != "assembly" else 0
+    split = (f" ({n_undock} undocking, {len(plan.stages) - n_undock} docking)"
+             if n_undock else "")
+    lines.append(f"{counted(len(plan.stages), 'stage')}{split}, "
                  f"{counted(len(plan.actions), 'docking action')}, "
-                 f"total travel {plan.total_cost_m:.3f} m")
+                 f"total travel {plan.total_cost_m:.3f} m, schedule {plan.schedule}")
     header = ("stage", "module", "node", "docks face", "onto", "helper", "goal x [m]",
               "goal y [m]", "yaw [deg]")
     rows = [header]
@@ -244,8 +247,10 @@ def format_plan(plan, scenario=None) -> str:
             lines.append(f"note: {', '.join(spare)} (spare, not under 'helpers:') would "
                          f"carry; real modules can, but `run` on the fake hardware needs "
                          f"them listed under 'helpers:'")
+    # the JSON's "idle" lists every module without a node (helpers too); here only those
+    # that neither play a node nor carry one
     idle = [m for m in plan.idle if m not in carries]
-    lines.append(f"idle: {', '.join(idle) if idle else '-'}")
+    lines.append(f"idle throughout (no node, no carry): {', '.join(idle) if idle else '-'}")
     return "\n".join(lines)
 
 

@@ -221,7 +221,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
                   title: str = "", groups: list[str] | None = None,
                   stage_labels: Sequence[str] | None = None,
                   staging: Sequence[Sequence[tuple[float, float]]] | None = None,
-                  helping: Sequence[Sequence[tuple[float, float]]] | None = None) -> None:
+                  helping: Sequence[Sequence[tuple[float, float]]] | None = None,
+                  ended: str = "") -> None:
     """One row per docking (or undocking) action, coloured by phase, time on x [s].
 
     Args:
@@ -240,6 +241,9 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         helping: per row, intervals [s] in which the row's helping module moved
             (fetching, carrying, backing off), drawn dotted blue; a helper's row has no
             phases of its own (the carried module's row has them).
+        ended: how a run that did not finish ended (e.g. ``"interrupted"``, ``"failed"``;
+            "" when it finished): a red line marks the last recorded moment and the title
+            says "<ended> at <t> s" (an interrupted run looked like a finished one).
 
     Raises:
         ValueError: ``groups``, ``staging`` or ``helping`` does not have one entry per row.
@@ -320,7 +324,14 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         # room for the stage labels inside the axes, clear of the title
         ax.set_ylim(-0.6, len(rows) - 0.1 if stage_bounds else len(rows) - 0.4)
     ax.set_xlabel("time [s] (simulated)")
-    ax.set_title(title or "docking actions by phase")
+    title = title or "docking actions by phase"
+    if ended:
+        t_end = max([iv.end for _, ivs in rows for iv in ivs]
+                    + [hi for moves in (*(staging or []), *(helping or [])) for _, hi in moves]
+                    + [hi for _, hi in stage_bounds or []] or [0.0])
+        ax.axvline(t_end, color="#c0392b", lw=1.5, ls="--", zorder=3)
+        title += f"\n{ended} at {t_end:.1f} s"
+    ax.set_title(title)
     handles = [Patch(color=c, label=p.name) for p, c in PHASE_COLOURS.items() if p in used]
     if any_staging:
         handles.append(Patch(label="staging\n(moving before\nits stage)", **STAGING_STYLE))

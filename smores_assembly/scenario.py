@@ -32,7 +32,8 @@ modules or faces, use a face twice, form a cycle, or disagree with the start pos
 modules not flush at the two faces within :data:`INITIAL_POSE_TOLERANCE_M` and
 :data:`INITIAL_YAW_TOLERANCE_RAD`: the message names the pair).
 Numbers may be written as YAML numbers or as strings that parse as a finite float (YAML 1.1
-reads ``1e-3`` as a string); yaws are wrapped to [-pi, pi).
+reads ``1e-3`` as a string); yaws are radians within [-2 pi, 2 pi] (a larger value,
+usually degrees by mistake, is refused) and are wrapped to [-pi, pi).
 """
 from __future__ import annotations
 
@@ -310,6 +311,11 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
         if not isinstance(pose, (list, tuple)) or len(pose) != 3:
             raise _fail(where, f"expected [x, y, yaw], got {_short(pose)}")
         x, y, yaw = (_number(v, f"{where}[{k}]") for k, v in enumerate(pose))
+        if abs(yaw) > 2 * math.pi:
+            # REP-103: radians; 90 here is nearly always meant as degrees
+            raise _fail(f"{where}[2]", f"yaw {yaw:g} rad is outside [-2 pi, 2 pi]: yaws are "
+                                       f"in radians (if {yaw:g} is degrees: "
+                                       f"{math.radians(yaw):.4f} rad)")
         modules[mid] = Pose2D(x, y, wrap_angle(yaw))
 
     raw_helpers = data.get("helpers", [])

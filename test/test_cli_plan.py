@@ -61,7 +61,8 @@ def test_plan_table():
     r = run_cli("plan", str(SCENARIOS / "holonomic_vehicle.yaml"))
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert "root: node hub" in out and "stage" in out and "idle: -" in out
+    assert "root: node hub" in out and "stage" in out and "schedule pipelined" in out
+    assert "idle throughout (no node, no carry): -" in out
     assert len(out.splitlines()) == 3 + 1 + 2 + 8  # header lines, table head, 8 actions, idle
 
 
@@ -74,7 +75,7 @@ def test_plan_table_names_the_helping_module_busy_not_idle():
               if ln[:1].isdigit() and "h0" in ln.split()]
     assert len(helped) == 4
     assert f"helping modules: h0 carries {', '.join(helped)}" in r.stdout
-    assert "idle: -" in r.stdout
+    assert "idle throughout (no node, no carry): -" in r.stdout
 
 
 @pytest.mark.parametrize("content, needle", [

@@ -239,3 +239,33 @@ def test_helping_modules_get_a_timeline_row_with_their_motion(tmp_path, saved_fi
     assert "helping module\nmoving" in [t.get_text() for t in ax.get_legend().get_texts()]
     with pytest.raises(ValueError, match="helping: 1 entries for 2 rows"):
         plot_timeline(tmp_path / "x.png", rows, helping=[[]])
+
+
+def test_a_run_that_did_not_finish_is_marked_on_its_timeline(tmp_path, saved_figures):
+    """An interrupted run's timeline says so in its title and draws a red line at its last
+    recorded moment (fresh-user finding: it looked like a finished run)."""
+    from smores_assembly.report import PhaseInterval
+    rows = [("s1 m1->m0", [PhaseInterval(Phase.DOCKED, 5.0, 9.0)]),
+            ("s2 m2->m1", [PhaseInterval(Phase.NAVIGATE, 9.0, 14.5)])]
+    plot_timeline(tmp_path / "l.png", rows, [(0.0, 9.0), (9.0, 14.0)], title="t",
+                  ended="interrupted")
+    ax = saved_figures[-1].axes[0]
+    assert ax.get_title() == "t\ninterrupted at 14.5 s"
+    assert [tuple(ln.get_xdata()) for ln in ax.lines] == [(14.5, 14.5)]
+    plot_timeline(tmp_path / "l.png", rows, [(0.0, 9.0), (9.0, 14.0)], title="t")
+    ax = saved_figures[-1].axes[0]
+    assert ax.get_title() == "t" and len(ax.lines) == 0
+
+
+def test_the_run_names_an_assignment_the_measured_poses_changed():
+    """Fresh-user finding: on the walker scenario `plan` (file poses) gave arm2->m5,
+    arm3->m4 and `run` (mocap poses, 1 mm noise) arm2->m4, arm3->m5, with nothing saying so."""
+    from types import SimpleNamespace as NS
+    from smores_assembly.run_job.console import assignment_note
+    file_plan = NS(assignment={"hub": "m3", "arm2": "m5", "arm3": "m4"}, total_cost_m=0.647)
+    stack = NS(assignment={"hub": "m3", "arm2": "m4", "arm3": "m5"}, total_cost_m=0.646)
+    note = assignment_note(file_plan, stack)
+    assert note.startswith("note: planned from the measured poses, the stack assigns "
+                           "arm2->m4, arm3->m5; the scenario file's poses give arm2->m5, "
+                           "arm3->m4 (total travel 0.646 m vs 0.647 m"), note
+    assert assignment_note(file_plan, file_plan) == ""

@@ -125,5 +125,10 @@ def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
                                   lambda proc: proc.send_signal(signal.SIGINT))
     assert rc == 130, text[-3000:]
     assert "Traceback" not in text
+    # nothing moved: the message says so (fresh-user finding: it said "every module
+    # stopped"), and the headline names the interrupt, not a failure
+    assert "INTERRUPTED: 0/" in text and "FAILED" not in text, text[-3000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["success"] is False and "interrupted" in report["error"]
+    assert "before any module moved" in report["error"], report["error"]
+    assert report["connections"] == []

@@ -361,7 +361,8 @@ def test_touching_faces_allowed_and_near_touch_refused():
 
 def test_overlap_check_with_1500_modules():
     d = base()
-    d["modules"] = {f"m{i}": [0.12 * (i % 40), 0.12 * (i // 40), 0.3 * i] for i in range(1500)}
+    d["modules"] = {f"m{i}": [0.12 * (i % 40), 0.12 * (i // 40),
+                              math.remainder(0.3 * i, 2 * math.pi)] for i in range(1500)}
     d["helpers"] = []
     # 0.12 m grid > w sqrt(2): no overlap whatever the yaws
     assert len(scenario_from_dict(d, check_overlap=True).modules) == 1500
@@ -397,14 +398,26 @@ def test_bools_are_not_numbers():
 
 def test_yaw_is_wrapped():
     d = base()
-    d["modules"]["m1"] = [0.3, 0.0, 1000.0]
+    d["modules"]["m1"] = [0.3, 0.0, 6.0]
     d["modules"]["m2"] = [0.0, 0.3, math.pi]
+    d["modules"]["m3"] = [0.3, 0.3, -2 * math.pi]
     sc = scenario_from_dict(d)
     yaw = sc.modules["m1"].yaw
     assert -math.pi <= yaw < math.pi
-    assert math.cos(yaw) == pytest.approx(math.cos(1000.0), abs=1e-9)
-    assert math.sin(yaw) == pytest.approx(math.sin(1000.0), abs=1e-9)
+    assert math.cos(yaw) == pytest.approx(math.cos(6.0), abs=1e-9)
+    assert math.sin(yaw) == pytest.approx(math.sin(6.0), abs=1e-9)
     assert sc.modules["m2"].yaw == pytest.approx(-math.pi)
+    assert sc.modules["m3"].yaw == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("yaw", [90.0, -180.0, 1000.0, 2 * math.pi + 1e-6])
+def test_a_yaw_beyond_two_pi_is_refused_as_probably_degrees(yaw):
+    """Fresh-user finding: ``m0: [0, 0, 90]`` planned with yaw 116.6 deg (90 rad wrapped)."""
+    d = base()
+    d["modules"]["m1"] = [0.3, 0.0, yaw]
+    with pytest.raises(ScenarioError, match=r"modules\.m1\[2\]: yaw .* rad is outside "
+                                            r"\[-2 pi, 2 pi\]: yaws are in radians"):
+        scenario_from_dict(d)
 
 
 @pytest.mark.parametrize("content", ["", "\n", "# only a comment\n"])

@@ -55,7 +55,7 @@ from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states
                                          target_msg_to_scenario)
 from smores_assembly.sequencer import ExecutiveSettings
 from smores_assembly.goal_runner import ErrorCode, GoalRunner, PlanInfo
-from smores_assembly.vocabulary import Phase
+from smores_assembly.vocabulary import Phase, counted
 
 #: Lockstep: period of the executive's turns (stage loop) [s, simulated time].
 TURN_PERIOD_S = 0.05
@@ -265,9 +265,10 @@ class ExecutiveNode(Node):
         undock_stages = len({u.stage for u in plan.undocks})
         return PlanInfo(stages, f"root {plan.root.root_module} as {plan.root.centroid_node}, "
                                 f"{len(plan.actions)} docks"
-                                + (f" after {len(plan.undocks)} undocks "
-                                   f"({undock_stages} stages)" if plan.undocks else "")
-                                + f" in {plan.num_stages} stages, "
+                                + (f" after {counted(len(plan.undocks), 'undock')} "
+                                   f"({counted(undock_stages, 'stage')})"
+                                   if plan.undocks else "")
+                                + f" in {counted(plan.num_stages, 'stage')}, "
                                 f"assignment cost {plan.total_cost_m:.3f} m", plan,
                         undocks=len(plan.undocks), undock_stages=undock_stages)
 

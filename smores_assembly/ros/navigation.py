@@ -178,7 +178,7 @@ class NavigationNode(Node):
             self._pending = False
             return
         self._pending = True
-        self._try_plan(f"stage {k + 1} active")
+        self._try_plan("stage started")
 
     def _on_status(self, msg: DockingStatusArray) -> None:
         phases = phases_from_status(msg)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from smores_assembly.errors import InputError, ParamsError, SmoresError
-from smores_assembly.run_job.console import say
+from smores_assembly.run_job.console import assignment_note, say
 from smores_assembly.run_job.results import expected_connections
 from smores_assembly.vocabulary import counted
 
@@ -169,7 +169,10 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
 
     wall = time.monotonic() - t_wall0
     verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario,
-                    declined=outcome.declined)
+                    declined=outcome.declined, interrupted=signals.interrupted.is_set())
+    note = assignment_note(plan, verdict.plan) if outcome.result is not None else ""
+    if note:
+        say(note)
     run_info = {"seed": int(getattr(args, "seed", 0) or 0), "lockstep": lockstep,
                 "single_process": bool(getattr(args, "single_process", False)),
                 "trace_sha256": trace["sha256"] if trace else "",

@@ -63,6 +63,21 @@ def print_plan(plan) -> None:
             + (f" (helper {a.helper})" if a.needs_helper else "") for a in acts))
 
 
+def assignment_note(file_plan, stack_plan) -> str:
+    """A note when the plan the stack made from the measured (mocap) poses assigns modules
+    differently from ``file_plan``, made from the scenario file's poses (what ``plan``
+    prints): a near-tie in travel that the mocap noise tips. "" when they agree."""
+    a, b = dict(file_plan.assignment), dict(stack_plan.assignment)
+    differ = sorted(n for n in b if a.get(n) != b[n])
+    if not differ:
+        return ""
+    return (f"note: planned from the measured poses, the stack assigns "
+            f"{', '.join(f'{n}->{b[n]}' for n in differ)}; the scenario file's poses give "
+            f"{', '.join(f'{n}->{a.get(n)}' for n in differ)} (total travel "
+            f"{stack_plan.total_cost_m:.3f} m vs {file_plan.total_cost_m:.3f} m: a near-tie "
+            f"that the measurement noise decides)")
+
+
 def ask(prompt: str, stop=None, poll_s: float = 0.1) -> str | None:
     """One line from stdin; "" at end of input.
 

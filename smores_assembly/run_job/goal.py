@@ -6,7 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from smores_assembly.run_job.console import ProgressPrinter, ask, print_plan, say
+from smores_assembly.run_job.console import (ProgressPrinter, ask, assignment_note,
+                                             print_plan, say)
 from smores_assembly.run_job.results import activity_start
 
 #: Wall-clock waits of the goal conversation [s].
@@ -18,6 +19,8 @@ APPROVAL_WAIT_S = 60.0
 CANCEL_WAIT_S = 5.0
 #: Longest wait [s wall] for the fake hardware's connections to show what the result says.
 RESULT_CONNECTIONS_WAIT_S = 15.0
+#: Wall-clock wait for task_assignment's latched plan at the approval prompt [s].
+PLAN_WAIT_S = 5.0
 
 
 @dataclass
@@ -84,7 +87,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                              require_approval=bool(approve),
                              reconfigure=bool(scenario.initial_connections),
                              full_disassembly=getattr(plan, "method", "") == "full")
-        state = {"fb": None}
+        state: dict[str, Any] = {"fb": None}
         goal_handle = tracker.send(goal, spin_until, ANSWER_WAIT_S,
                                    feedback_callback=lambda f: state.__setitem__(
                                        "fb", f.feedback))
@@ -95,7 +98,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
         res_future = tracker.request_result(goal_handle)
         if approve and not _approve(node, spin_until, state, res_future, goal_handle, plan,
-                                    Trigger, stop):
+                                    Trigger, stop, lambda: observer.obs.stack_plan):
             out.declined = True
             out.error = "plan not approved: goal cancelled before any module moved"
             say(out.error)
@@ -124,7 +127,10 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             if res_future.done():
                 out.result = _result(res_future)
             if interrupted.is_set():
-                out.error = "interrupted (Ctrl-C): assembly cancelled, every module stopped"
+                out.error = ("interrupted (Ctrl-C) at the approval prompt: goal cancelled "
+                             "before any module moved"
+                             if out.declined or state.get("unanswered") else
+                             "interrupted (Ctrl-C): assembly cancelled, every module stopped")
         # Let the last ground truth / connections arrive: wait until the fake hardware's
         # connections seen here include every connection the result reports (an event,
         # not a fixed delay: on a loaded machine the latched message can come late).
@@ -155,20 +161,37 @@ def _has_connections(connections_msg, reported) -> bool:
 
 
 def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type,
-             stop) -> bool:
+             stop, stack_plan=lambda: None) -> bool:
     """Wait for WAITING_APPROVAL, print the plan and ask; approve through
     ``/assembly/approve`` on "y"/"yes", else cancel the goal. Ctrl-C at the prompt
     (``stop`` set) returns at once: the caller cancels the goal.
 
-    Returns False when the user answered no (or nothing: end of input), True otherwise.
+    Returns False when the user answered no, True otherwise; ``state["unanswered"]`` is
+    set when Ctrl-C came at the prompt (nothing moved).
     """
     spin_until(lambda: state["fb"] is not None and state["fb"].state ==
                "WAITING_APPROVAL" or res_future.done(), APPROVAL_WAIT_S)
     if res_future.done():
         return True
-    print_plan(plan)
+    # show the plan the stack will execute (made from the measured poses), not the one
+    # made from the file's poses: a near-tie can assign differently
+    spin_until(lambda: stack_plan() is not None, PLAN_WAIT_S)
+    shown = plan
+    if stack_plan() is not None:
+        from smores_assembly.errors import InputError
+        from smores_assembly.ros.convert import msg_to_plan
+        try:
+            shown = msg_to_plan(stack_plan())
+        except InputError as exc:
+            say(f"warning: the stack's plan could not be read ({exc}); showing the file's")
+    print_plan(shown)
+    if shown is not plan:
+        note = assignment_note(plan, shown)
+        if note:
+            say(note)
     answer = ask("Approve this plan and start moving? [y/N] ", stop)
-    if answer is None:
+    if answer is None:   # Ctrl-C at the prompt: nothing has moved
+        state["unanswered"] = True
         return True
     if answer.strip().lower() in ("y", "yes"):
         from smores_assembly.ros import names

@@ -31,7 +31,9 @@ class Observations:
     ``traj``: per module, ground-truth points ``(x [m], y [m], yaw [rad])`` in ``world``,
     thinned to :data:`TRAJ_STEP_M`; ``final``: last ground-truth pose per module;
     ``connections``: the last ``ConnectionArray``; ``collisions``: one dict per
-    ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``; ``motion``: per
+    ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``; ``stack_plan``:
+    the last ``AssemblyPlan`` task_assignment published (the plan the stack executes, made
+    from the measured poses); ``motion``: per
     module, the intervals ``[start, end]`` [s, ROS time] in which its ground-truth speed
     exceeded :data:`MOVING_SPEED` (what it did outside its docking phases, e.g. a
     pipelined schedule's staging moves, comes from these). They are for the
@@ -46,6 +48,7 @@ class Observations:
     connections: object = None
     collisions: list = field(default_factory=list)
     last_status: object = None
+    stack_plan: object = None
     motion: dict = field(default_factory=dict)
     t_truth: float | None = None   # stamp [s] of the last ground truth
 
@@ -142,6 +145,11 @@ class ObserverNode:
                 CollisionEvent, names.COLLISIONS,
                 lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50),
         }
+        # not among the topics that must match before anything moves: only --approve shows it
+        from smores_assembly.msg import AssemblyPlan
+        self._plan_sub = node.create_subscription(
+            AssemblyPlan, names.PLAN, lambda m: setattr(obs, "stack_plan", m),
+            common.LATCHED_QOS)
         self.mcap = None
         if record_path is not None:
             from smores_assembly.record import McapRecorder

@@ -55,7 +55,8 @@ class Verdict:
     """``formed``/``expected``: sets of :func:`connection_key`; ``success``: the executive
     reported success and the fake hardware's connections equal the target's; ``error``: the
     reason of a failure ("" on success); ``declined``: the plan was not approved at the
-    ``--approve`` prompt (nothing moved)."""
+    ``--approve`` prompt (nothing moved); ``interrupted``: the user stopped the run
+    (Ctrl-C)."""
 
     plan: Plan
     formed: set
@@ -63,10 +64,11 @@ class Verdict:
     success: bool
     error: str
     declined: bool = False
+    interrupted: bool = False
 
 
 def judge(plan, result, connections_msg, error: str, scenario=None,
-          declined: bool = False) -> Verdict:
+          declined: bool = False, interrupted: bool = False) -> Verdict:
     """Compare the fake hardware's last ``ConnectionArray`` with the target edges under the
     plan the stack executed (``result.plan`` when it holds one, else ``plan``); with
     ``scenario``, every target edge (a reconfiguration's kept ones included)."""
@@ -90,7 +92,7 @@ def judge(plan, result, connections_msg, error: str, scenario=None,
         error = (f"executive reported success but the fake hardware shows "
                  f"{len(formed & expected)}/{len(expected)} target connections "
                  f"(+{len(formed - expected)} unexpected)")
-    return Verdict(plan, formed, expected, success, error, declined)
+    return Verdict(plan, formed, expected, success, error, declined, interrupted)
 
 
 def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
@@ -192,8 +194,10 @@ def helper_rows(plan) -> list[tuple[str, list[str]]]:
     return [(h, ms) for h, ms in carried.items() if ms]
 
 
-def draw_pictures(out: Path, scenario, plan, obs) -> None:
-    """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning."""
+def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
+    """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning.
+    ``ended``: how a run that did not finish ended ("interrupted", "failed"; "" when it
+    finished): the timeline marks the moment and says so in its title."""
     recorder = obs.recorder
     goals = plan.goals
     edges = [(a.module, a.parent_module) for a in plan.actions]
@@ -237,6 +241,7 @@ def draw_pictures(out: Path, scenario, plan, obs) -> None:
                                else f"{len(plan.actions)} docking actions") + " by phase"
                             + ("" if any(iv.phase is not Phase.IDLE for _, ivs in rows
                                          for iv in ivs) else " (nothing ran)"),
+                      ended=ended,
                       stage_labels=[
                           f"stage {k + 1}" + (" (undock)" if k < getattr(
                               plan, "num_undock_stages", 0) else "")
@@ -252,12 +257,18 @@ def write_up(out: Path, scenario, result, verdict: Verdict, wall: float, obs, co
     report = build_report(scenario, result, verdict, wall, obs, codes)
     report.update(extra or {})
     write_json(out / "report.json", report)
-    draw_pictures(out, scenario, verdict.plan, obs)
+    draw_pictures(out, scenario, verdict.plan, obs,
+                  ended=("interrupted" if verdict.interrupted else
+                         "" if verdict.success or verdict.declined else "failed"))
     formed, expected, error = verdict.formed, verdict.expected, verdict.error
     verdict_word = ("ASSEMBLED" if verdict.success else
+                    "INTERRUPTED" if verdict.interrupted else
                     "NOT APPROVED" if verdict.declined else "FAILED")
+    undocks = report.get("undocks", [])
+    undone = (f" ({sum(any(ph['phase'] == 'UNDOCKED' for ph in u['phases']) for u in undocks)}"
+              f"/{len(undocks)} undocks done)" if undocks and not verdict.success else "")
     say(f"{verdict_word}: {len(formed & expected)}/"
-        f"{len(expected)} target connections, "
+        f"{len(expected)} target connections{undone}, "
         f"assembly {report['assembly_time_s']:.1f} s simulated, {wall:.1f} s wall"
         + (f" — {error}" if error else ""))
     say(f"report: {out}/report.json, pictures: {out}/trajectories.png, {out}/timeline.png"
