@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from smores_assembly.params import NODE_SETTINGS, node_settings
+from smores_assembly.errors import InputError
+from smores_assembly.params import NODE_SETTINGS, node_settings, validate_settings
 from smores_assembly.params_file import ParamsFileError, ParamsSection, parse_params_file
 from smores_assembly.scenario import module_id_error
 
@@ -77,6 +78,60 @@ def _check_module_ids(where: str, value: Any) -> None:
 EXTRA_CHECKS = {"module_ids": _check_module_ids}
 
 
+def _as_field(value: Any, default: Any) -> Any:
+    """A params-file value (already type-checked) as the settings field holds it."""
+    if isinstance(default, float) and isinstance(value, int):
+        return float(value)
+    if isinstance(default, tuple):
+        return tuple(value)
+    return value
+
+
+def _validate_node(path: Path, exe: str, sections: list[ParamsSection]) -> None:
+    """Apply what ``sections`` (in file order, later wins) give one node of kind ``exe`` to
+    its settings dataclasses and run the very check the node runs at start-up
+    (:func:`smores_assembly.params.validate_settings`: ranges, allowed texts such as
+    ``schedule`` or ``backend``, consistency between fields).
+
+    Raises:
+        ParamsFileError: ``file:line: pattern.name: <the node's own message>``.
+    """
+    given: dict[str, tuple[Any, ParamsSection]] = {}
+    for sec in sections:
+        for name, value in sec.params.items():
+            if not (isinstance(value, list) and not value):  # [] leaves the default
+                given[name] = (value, sec)
+    for settings in node_settings(exe):
+        used = {f.name: given[f.name] for f in dataclasses.fields(settings)
+                if f.name in given}
+        if not used:
+            continue
+        for name, (value, _) in used.items():
+            setattr(settings, name, _as_field(value, getattr(settings, name)))
+        try:
+            validate_settings(settings)
+        except InputError as exc:
+            msg = str(exc)
+            m = re.match(r"(\w+): ", msg)
+            field = exc.field or (m.group(1) if m else "")
+            if field in used:
+                msg = msg.removeprefix(f"{field}: ")
+            else:  # inconsistent with a default: name the file's first value involved
+                field = min(used, key=lambda n: (used[n][1].line, used[n][1].lines[n]))
+            sec = used[field][1]
+            raise ParamsFileError(f"{path}:{sec.lines[field]}: {sec.pattern}.{field}: {msg}",
+                                  field=field) from None
+
+
+def _namespaces(sections: list[ParamsSection]) -> set[str]:
+    """The namespaces (``""``: the root) the sections' patterns name a node in."""
+    out = {""}
+    for sec in sections:
+        concrete = re.sub(r"/\*(?=/|$)", "/x", sec.pattern.replace("/**", ""))
+        out.add(concrete.rsplit("/", 1)[0] if concrete.count("/") > 1 else "")
+    return out
+
+
 def default_readers(path: str | Path, namespace: str = "") -> dict[str, str]:
     """Nodes that read ``path`` as ``params_file`` of ``launch/fake_assembly.launch.yaml``
     (what ``run --params-file`` starts), launched in ``namespace`` (``""``: the root):
@@ -124,7 +179,9 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None
     Raises:
         ParamsFileError: unreadable file, invalid YAML (with the line), duplicate key, a
             section for no reader or an unknown parameter (with the closest known name), a
-            wrong type, a non-finite or out-of-range value, an invalid module id. The
+            wrong type, a non-finite or out-of-range value, an invalid module id, or any
+            value the node itself would refuse at start-up (its settings' ``validate``:
+            a text that is not one of the allowed ones, inconsistent fields). The
             message names the file, line, node, parameter and value.
     """
     p = Path(path)
@@ -163,4 +220,14 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None
                 if name in cache[exe]:
                     f, default = cache[exe][name]
                     _check_value(where, f, default, value)
+    # every value has the declared type and range: now the nodes' own check of the
+    # settings as each node would hold them (allowed texts, consistency between fields)
+    spaces = _namespaces(sections) if any_namespace else {""}
+    for fqn, exe in sorted(readers.items()):
+        if exe not in NODE_SETTINGS:
+            continue
+        names = {fqn} | ({ns + "/" + fqn.rsplit("/", 1)[-1] for ns in spaces}
+                         if any_namespace else set())
+        for name in sorted(names):
+            _validate_node(p, exe, [s for s in sections if s.matches(name)])
     return sections

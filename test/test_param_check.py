@@ -114,3 +114,81 @@ def test_check_config_names_a_stale_file(tmp_path):
     f = tmp_path / "navigation.yaml"
     f.write_text(f.read_text().replace("nominal_speed: 0.05", "nominal_speed: 0.03"))
     assert params_main(["--check-config", str(tmp_path)]) == 1
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("/**/task_assignment:\n  ros__parameters:\n    schedule: parallel\n",
+     "p.yaml:3: /**/task_assignment.schedule: 'parallel' is not one of sequential, staged, "
+     "pipelined"),
+    ("/**/fake_hardware: {ros__parameters: {backend: bullet}}",
+     "/**/fake_hardware.backend: 'bullet' is not one of kinematic, mujoco"),
+    ("/**/navigation: {ros__parameters: {algorithm: astar}}",
+     "/**/navigation.algorithm: 'astar' is not one of cbs, ecbs, prioritized, lacam"),
+    ("/swarm1/mocap_bridge: {ros__parameters: {source: optitrack}}",
+     "/swarm1/mocap_bridge.source: 'optitrack' is not one of vicon, vrpn, mocap4r2"),
+    ("/**/mocap_bridge: {ros__parameters: {vicon_topic_format: vicon/x}}",
+     "vicon_topic_format: 'vicon/x' must contain {id}"),
+    # inconsistent with a default: the file's value is named
+    ("/**/docking_controller: {ros__parameters: {approach_speed: 0.001}}",
+     "/**/docking_controller.approach_speed: approach_min_speed: 0.003 > approach_speed"),
+])
+def test_values_the_node_refuses_are_refused_up_front(tmp_path, text, fragment):
+    """Fresh-user finding: schedule: parallel passed the check, then task_assignment died
+    after the whole stack had started."""
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(ParamsFileError, match=re.escape(fragment)):
+        check_params_file(f)
+
+
+@pytest.mark.parametrize("node", sorted(NODE_SETTINGS))
+def test_every_text_parameter_is_checked_as_the_node_checks_it(tmp_path, node):
+    """Oracle: the node's own start-up check (validate_settings on its settings with the
+    value). Every text field of every node, with a nonsense value and its default: the
+    file is refused exactly when the node would refuse the value."""
+    from smores_assembly.errors import InputError
+    from smores_assembly.params import validate_settings
+    tried = 0
+    for settings in node_settings(node):
+        for fld in dataclasses.fields(settings):
+            default = getattr(settings, fld.name)
+            if not isinstance(default, str):
+                continue
+            for value in ("no_such_value", default):
+                candidate = dataclasses.replace(settings, **{fld.name: value})
+                try:
+                    validate_settings(candidate)
+                    refused = None
+                except InputError as exc:
+                    refused = str(exc).removeprefix(f"{fld.name}: ")
+                f = tmp_path / "p.yaml"
+                f.write_text(f"/**/{node}:\n  ros__parameters:\n"
+                             f"    {fld.name}: '{value}'\n")
+                if refused is None:
+                    check_params_file(f)
+                else:
+                    with pytest.raises(ParamsFileError) as err:
+                        check_params_file(f)
+                    assert str(err.value) == f"{f}:3: /**/{node}.{fld.name}: {refused}"
+                tried += 1
+    assert tried > 0 or node in ("root_search", "docking_controller", "executive")
+
+
+def test_settings_refuse_bad_text_with_input_errors():
+    """Bad input raises InputError naming the field (a node then exits 2 with one line),
+    never a plain ValueError (a traceback): fake_hardware backend: bullet crashed."""
+    from smores_assembly.errors import InputError
+    from smores_assembly.mocap.settings import BridgeSettings
+    from smores_assembly.navigation.stage import NavSettings
+    from smores_assembly.sim.settings import FakeHardwareSettings
+    cases = [(FakeHardwareSettings(backend="bullet"), "backend"),
+             (FakeHardwareSettings(lockstep=True, lockstep_participants=["a", "a"]),
+              "lockstep_participants"),
+             (FakeHardwareSettings(mocap_topic_format="x"), "mocap_topic_format"),
+             (BridgeSettings(source="optitrack"), "source"),
+             (BridgeSettings(vrpn_topic_format="x"), "vrpn_topic_format"),
+             (NavSettings(algorithm="astar"), "algorithm")]
+    for settings, field in cases:
+        with pytest.raises(InputError) as err:
+            settings.validate()
+        assert err.value.field == field and str(err.value).startswith(f"{field}: ")

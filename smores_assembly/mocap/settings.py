@@ -53,9 +53,11 @@ class BridgeSettings:
         format without ``{id}``, a malformed transform."""
         check_ranges(self)
         if self.source not in SOURCES:
-            raise MocapError(f"source: {self.source!r} is not one of {', '.join(SOURCES)}")
+            raise MocapError(f"source: {self.source!r} is not one of {', '.join(SOURCES)}",
+                             field="source")
         for name in ("vicon_topic_format", "vrpn_topic_format"):
             if "{id}" not in getattr(self, name):
-                raise MocapError(f"{name}: {getattr(self, name)!r} must contain {{id}}")
+                raise MocapError(f"{name}: {getattr(self, name)!r} must contain {{id}}",
+                                 field=name)
         for name in ("mocap_to_world", "marker_offset"):
             RigidTransform.from_xyzrpy(getattr(self, name), name)

@@ -128,7 +128,8 @@ class NavSettings:
         out-of-range or unknown value."""
         check_ranges(self)
         if self.algorithm not in ALGORITHMS:
-            raise ParamsError(f"algorithm: {self.algorithm!r} not one of {ALGORITHMS}",
+            raise ParamsError(f"algorithm: {self.algorithm!r} is not one of "
+                              f"{', '.join(ALGORITHMS)}",
                               field="algorithm")
 
 

@@ -77,15 +77,19 @@ class FakeHardwareSettings:
 
     def validate(self) -> None:
         """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
-        of range, or a
-        ``mocap_topic_format`` without ``{id}``."""
+        of range, an unknown ``backend``, a ``mocap_topic_format`` without ``{id}``, or
+        (with ``lockstep``) repeated or empty ``lockstep_participants``."""
         check_ranges(self)
         from smores_assembly.sim.backend import BACKENDS  # noqa: PLC0415
         if self.backend not in BACKENDS:
-            raise ValueError(f"backend: {self.backend!r} is not one of {', '.join(BACKENDS)}")
+            raise ParamsError(f"backend: {self.backend!r} is not one of {', '.join(BACKENDS)}",
+                              field="backend")
         if "{id}" not in self.mocap_topic_format:
             raise ParamsError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
                               "{id}", field="mocap_topic_format")
         if self.lockstep:
             from smores_assembly.sim.lockstep import LockstepSchedule  # noqa: PLC0415
-            LockstepSchedule([str(n) for n in self.lockstep_participants])
+            try:
+                LockstepSchedule([str(n) for n in self.lockstep_participants])
+            except ValueError as exc:
+                raise ParamsError(str(exc), field="lockstep_participants") from None
