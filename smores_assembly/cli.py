@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="reconfiguration (scenario with 'initial'): undock everything, "
                          "then assemble (the paper's method) instead of keeping the "
                          "largest common part")
-    pp.set_defaults(handler=_cmd_plan)
+    pp.set_defaults(handler=_cmd_plan, subparser=pp)
 
     pr = sub.add_parser("run", help="run the assembly on the fake hardware",
                         description="Bring up the stack on the fake hardware, assemble the "
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
                     help="ROS parameter overrides for the pipeline nodes (see "
                          "config/overrides.yaml)")
-    pr.set_defaults(handler=_cmd_run)
+    pr.set_defaults(handler=_cmd_run, subparser=pr)
     return p
 
 
@@ -257,7 +257,9 @@ def format_plan(plan, scenario=None) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Returns the exit status (0 ok, 2 bad input)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # refused by the subcommand, so that its usage is the one shown
+        args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         status = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below

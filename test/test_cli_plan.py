@@ -237,3 +237,34 @@ def test_run_refuses_a_plan_whose_spare_helper_the_fake_hardware_would_refuse(ca
     assert err.startswith(f"smores-assemble: error: {path}: helpers: the plan uses {spare} "
                           f"(spare)")
     assert f"add {spare} to 'helpers:'" in err and not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "proc"])
+def test_run_out_that_cannot_be_a_directory_names_out(kind, capsys, tmp_path):
+    """Fresh-user finding: `--out /proc/foo` printed `[Errno 2] No such file or
+    directory`, `--out <a file>` `[Errno 17] File exists`, neither naming --out."""
+    from smores_assembly import run_job
+
+    if kind == "file":
+        out = tmp_path / "taken"
+        out.write_text("x")
+        want = f"--out: {out} exists and is not a directory"
+    else:
+        out = Path("/proc/smores-no-such-dir")
+        want = f"--out: cannot create the directory {out}: "
+    status = run_job.run(build_parser().parse_args(
+        ["run", str(SCENARIOS / "mobile_manipulator.yaml"), "--out", str(out)]))
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith(f"smores-assemble: error: {want}")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_unknown_option_shows_the_subcommands_usage(command, capsys):
+    """`run X.yaml --bogus` printed the top-level usage (`smores-assemble [-h] COMMAND`)."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(SCENARIOS / "mobile_manipulator.yaml"), "--bogus"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.startswith(f"usage: smores-assemble {command} [-h]")
+    assert err.rstrip().endswith("error: unrecognized arguments: --bogus")

@@ -40,7 +40,8 @@ def run(args) -> int:
     from smores_assembly.planning import PlanningError, with_schedule
     from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
-    from smores_assembly.run_job.stack import ALL_NODES, check_namespace, select_nodes
+    from smores_assembly.run_job.stack import (ALL_NODES, check_namespace, make_out_dir,
+                                               select_nodes)
     from smores_assembly.staging import DEFAULT_SCHEDULE
 
     t_wall0 = time.monotonic()
@@ -76,11 +77,10 @@ def run(args) -> int:
             # named in the run's namespace: a section for no node of the stack is refused
             check_params_file(args.params_file,
                               default_readers(args.params_file, namespace))
+        out = make_out_dir(args.out or f"out/{scenario.name}")
     except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out or f"out/{scenario.name}")
-    out.mkdir(parents=True, exist_ok=True)
     env = os.environ
     remote = tuple(n for n in ALL_NODES if n not in local)
     if remote:

@@ -74,6 +74,25 @@ def check_namespace(text: str) -> str:
     return "/" + t.strip("/")
 
 
+def make_out_dir(path: str | Path) -> Path:
+    """Create the output directory of ``run --out`` (and its parents); an existing
+    directory is fine.
+
+    Raises:
+        InputError: naming ``--out`` and the path when it cannot be created (an existing
+            file, a read-only or virtual file system, no permission).
+    """
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out: {out} exists and is not a directory", field="--out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out: cannot create the directory {out}: "
+                         f"{exc.strerror or exc}", field="--out") from None
+    return out
+
+
 def launch_specs(args) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
     (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
