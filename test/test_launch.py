@@ -169,3 +169,45 @@ def test_launch_cli_help_lists_the_launch_files_and_show_args_their_arguments():
              not ln.startswith("   ")]
     assert shown == [n for n, _, _ in declared] and len(shown) >= 15, r.stdout
     assert "real_time_factor  (default: '4.0')" in r.stdout
+
+
+def test_launch_cli_names_the_launch_files_and_checks_arguments_with_show_args():
+    """Fresh-user findings: `launch nonsense` did not list the valid names; `fake_assembly
+    bogus:=1 -s` ignored `bogus` (exit 0) while it is refused without `-s`."""
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "nonsense"],
+                       capture_output=True, text=True, cwd=REPO)
+    names = sorted(p.name.removesuffix(".launch.yaml")
+                   for p in (REPO / "launch").glob("*.launch.yaml"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"(launch files of smores_assembly: {', '.join(names)};" in r.stderr
+    for extra in ([], ["-s"]):
+        r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "fake_assembly",
+                            "bogus:=1", *extra], capture_output=True, text=True, cwd=REPO)
+        assert r.returncode == 2, (extra, r.stdout)
+        assert "unknown launch argument(s) ['bogus']" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "fake_assembly",
+                        "backend:=mujoco", "-s"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0 and "backend  (default: 'kinematic')" in r.stdout
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("node,param,line", [
+    ("docking_controller", "approach_speed:=5.0", "approach_speed: 5.0 outside [0.0005, 0.5]"),
+    ("docking_controller", "approach_speed:=fast", "approach_speed: expected float, got 'fast'"),
+    ("fake_hardware", "backend:=bullet", "backend: 'bullet' is not one of kinematic, mujoco"),
+])
+def test_a_node_refusing_a_start_up_value_logs_one_line_under_its_name(
+        ros_domain, node, param, line):
+    """Fresh-user findings: an out-of-range value was logged as `[smores_assembly]:
+    parameter approach_speed: Invalid parameter value (5.0) for parameter. Reason: ...:
+    approach_speed`; backend:=bullet crashed fake_hardware with a ValueError traceback
+    (exit 1); a wrong type got through to a TypeError. Now: exit 2, one FATAL line under
+    the node's own name (also without a launch's __node remap)."""
+    import installed
+    r = subprocess.run([*installed.node(node), "--ros-args", "-p", param],
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2, out
+    assert "Traceback" not in out
+    fatal = [ln for ln in out.splitlines() if "[FATAL]" in ln]
+    assert len(fatal) == 1 and fatal[0].endswith(f"[{node}]: {line}"), out

@@ -353,7 +353,10 @@ def launch_file(name: str) -> Path:
     f = find_pkg_share(PACKAGE) / "launch" / (name if name.endswith(".yaml")
                                               else f"{name}.launch.yaml")
     if not f.is_file():
-        raise LaunchError(f"launch file {f} does not exist")
+        names = sorted(g.name.removesuffix(".launch.yaml")
+                       for g in f.parent.glob("*.launch.yaml"))
+        raise LaunchError(f"launch file {f} does not exist (launch files of {PACKAGE}: "
+                          f"{', '.join(names) or 'none'}; or give a file's path)")
     return f
 
 
@@ -528,9 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     target, rest = argv[0], argv[1:]
     try:
         path = Path(target) if Path(target).is_file() else launch_file(target)
-        if any(a in ("-s", "--show-args", "--show-arguments") for a in rest):
-            _print_arguments(path)
-            return 0
+        show = [a for a in rest if a in ("-s", "--show-args", "--show-arguments")]
+        rest = [a for a in rest if a not in show]
         args: dict[str, str] = {}
         for a in rest:
             if ":=" not in a:
@@ -540,6 +542,14 @@ def main(argv: list[str] | None = None) -> int:
                 raise LaunchError(f"launch argument {k!r} given twice ({args[k]!r} and "
                                   f"{v!r})")
             args[k] = v
+        if show:  # the arguments given are checked as a launch would check them
+            declared = [n for n, _, _ in launch_arguments(path)]
+            unknown = sorted(set(args) - set(declared))
+            if unknown:
+                raise LaunchError(f"{path}: unknown launch argument(s) {unknown} "
+                                  f"(declared: {sorted(declared)})")
+            _print_arguments(path)
+            return 0
         specs = load_launch(path, args)
     except LaunchError as exc:
         print(f"launch: error: {exc}", file=sys.stderr)

@@ -200,11 +200,69 @@ def declare_given(node: Node, name: str, default: Any,
                 return node.declare_parameter(name, default, descriptor)  # [] has no type
             if not default.check(value):
                 raise ParamsError(f"expected {default.name.lower()}, got {value!r}")
+        elif not _same_kind(value, default):
+            raise ParamsError(f"expected {type(default).__name__}, got {value!r}")
+        rng = _descriptor_range(descriptor)
+        if (rng is not None and isinstance(value, (int, float))
+                and not isinstance(value, bool) and not rng[0] <= value <= rng[1]):
+            # rclpy's own refusal repeats itself ("Invalid parameter value (5.0) for
+            # parameter. Reason: Parameter x out of range ...: x"): one line instead
+            raise ParamsError(f"{name}: {value!r} outside [{rng[0]:g}, {rng[1]:g}]")
         return node.declare_parameter(name, value, descriptor, ignore_override=True)
+    except ParamsError as exc:
+        raise _located(ParamsError(_field_first(name, str(exc)), field=name), node) from None
     except ValueError as exc:
-        raise ParamsError(f"parameter {name}: {exc}", field=name) from exc
+        raise _located(ParamsError(f"{name}: {exc}", field=name), node) from exc
     except Exception as exc:  # rclpy's ParameterException family
-        raise ParamsError(f"parameter {name}: {exc}", field=name) from exc
+        raise _located(ParamsError(f"{name}: {exc}", field=name), node) from exc
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Does a start-up ``value`` (already widened) have the type of ``default``? (rclpy
+    would declare the parameter with the type of the given value.)"""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    if isinstance(default, float):
+        return isinstance(value, float)
+    return isinstance(value, type(default))
+
+
+def _field_first(name: str, message: str) -> str:
+    """``message`` starting with ``name: `` (the project's error format)."""
+    return message if message.startswith(f"{name}: ") else f"{name}: {message}"
+
+
+def _descriptor_range(d: ParameterDescriptor) -> tuple[float, float] | None:
+    """The inclusive range of a descriptor (integer or floating point), None without."""
+    r = list(d.floating_point_range) or list(d.integer_range)
+    return (r[0].from_value, r[0].to_value) if r else None
+
+
+def _located(exc: SmoresError, node: Node) -> SmoresError:
+    """``exc`` marked with the name of the node whose configuration it refuses (the
+    logger :func:`run_nodes` reports it under)."""
+    if not getattr(exc, "node_name", ""):
+        try:
+            exc.node_name = node.get_name()  # type: ignore[attr-defined]
+        except Exception:  # a node whose construction failed early
+            pass
+    return exc
+
+
+def _refusing_node(exc: SmoresError) -> str:
+    """The name to log a start-up refusal under: the node that refused (set by the
+    parameter helpers), else the name the launch gave this process (``__node:=``), else
+    the package."""
+    name = getattr(exc, "node_name", "")
+    if name:
+        return name
+    import sys  # noqa: PLC0415
+    for arg in sys.argv:
+        if arg.startswith("__node:="):
+            return arg.split(":=", 1)[1]
+    return "smores_assembly"
 
 
 #: The nodes that have the widening pre-set callback already.
@@ -275,7 +333,10 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
             default = list(default)
         p = declare_given(node, name, default, _descriptor(f, default))
         setattr(settings, f.name, _field_value(p.value, getattr(settings, f.name)))
-    validate_settings(settings)
+    try:
+        validate_settings(settings)
+    except SmoresError as exc:
+        raise _located(exc, node)
 
     def on_set(params: list[Parameter]) -> SetParametersResult:
         mine = [p for p in params if p.name in fields]
@@ -425,7 +486,7 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
             for factory in factories:
                 nodes.append(factory())
         except SmoresError as exc:
-            rclpy.logging.get_logger("smores_assembly").fatal(str(exc))
+            rclpy.logging.get_logger(_refusing_node(exc)).fatal(" ".join(str(exc).split()))
             return 2
         executor = make_executor()
         for node in nodes:
