@@ -268,3 +268,25 @@ def test_unknown_option_shows_the_subcommands_usage(command, capsys):
     assert exc.value.code == 2
     assert err.startswith(f"usage: smores-assemble {command} [-h]")
     assert err.rstrip().endswith("error: unrecognized arguments: --bogus")
+
+
+def test_a_node_exiting_early_is_the_runs_typed_failure(tmp_path):
+    """Fresh-user finding: a node that refused its configuration during `run` ended in a
+    traceback "RuntimeError: node(s) exited early: {'task_assignment': 2}" and exit 1.
+    The failure is typed (StackExited, a RuntimeError as run_goal expects); status 2 of
+    every exited node is a refusal, told in one line with the node's FATAL reason."""
+    from smores_assembly.run_job.stack import StackExited
+    log = tmp_path / "nodes.log"
+    log.write_text("[executive] [INFO] [1.0] [executive]: up\n"
+                   "[task_assignment] [FATAL] [1.2] [task_assignment]: schedule: 'parallel' "
+                   "is not one of sequential, staged, pipelined\n")
+    exc = StackExited({"task_assignment": 2}, log)
+    assert isinstance(exc, RuntimeError) and exc.refused
+    assert str(exc) == f"node(s) exited early: task_assignment (status 2); see {log}"
+    line = exc.refusal()
+    assert "\n" not in line and line.startswith(
+        "task_assignment refused its configuration (exit status 2: task_assignment: "
+        "schedule: 'parallel' is not one of sequential, staged, pipelined)")
+    assert line.endswith(str(log))
+    assert not StackExited({"task_assignment": 2, "executive": 1}, log).refused
+    assert not StackExited({}, log).refused

@@ -133,7 +133,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     from smores_assembly.run_job.goal import run_goal
     from smores_assembly.run_job.observer import ObserverNode
     from smores_assembly.run_job.results import judge, write_up
-    from smores_assembly.run_job.stack import Interrupts, NodeLog, launch_specs
+    from smores_assembly.run_job.stack import Interrupts, NodeLog, StackExited, launch_specs
 
     specs = launch_specs(args)
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
@@ -154,8 +154,13 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         lockstep = not getattr(args, "free_running", False)
         # after Ctrl-C too (the run's end is then not a seed's: the steps say how far
         # it got), but without waiting long for a simulation that may not stand still
-        trace = observer.fetch_trace(wait_for_hold=lockstep and not signals.interrupted.is_set(),
-                                     timeout=10.0 if not signals.interrupted.is_set() else 3.0)
+        try:
+            trace = observer.fetch_trace(
+                wait_for_hold=lockstep and not signals.interrupted.is_set(),
+                timeout=10.0 if not signals.interrupted.is_set() else 3.0)
+        except StackExited:  # the fake hardware, or the node it waits for, is gone
+            trace = None
+        exited = {n: c for n, c in runner.poll().items() if c != 0}
     finally:
         observer.close_recording()
         # the observer goes first, while the stack's participants are still up: destroyed
@@ -184,6 +189,11 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
              recorded=bool(args.record), extra=run_info)
     if signals.interrupted.is_set():
         return 130
+    early = StackExited(exited, out / "nodes.log")
+    if early.refused and not verdict.success:
+        # a node refused its configuration (bad input the pre-checks did not catch)
+        print(f"smores-assemble: error: {early.refusal()}", file=sys.stderr)
+        return 2
     if outcome.declined:
         return 3
     return 0 if verdict.success else 1

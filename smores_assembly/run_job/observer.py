@@ -174,7 +174,8 @@ class ObserverNode:
         """Spin until ``pred()`` holds or ``timeout`` [s, wall] passes (or, when
         ``interruptible``, until ``stop`` is set); returns ``pred()``.
 
-        Raises RuntimeError when a node of the stack exited with a non-zero code.
+        Raises :class:`~smores_assembly.run_job.stack.StackExited` (a RuntimeError) when
+        a node of the stack exited with a non-zero code.
         """
         deadline = time.monotonic() + timeout
         while not (interruptible and self.stop.is_set()) and time.monotonic() < deadline:
@@ -186,7 +187,8 @@ class ObserverNode:
                 self.mcap.poll_topics()
             dead = {n: c for n, c in self.runner.poll().items() if c != 0}
             if dead:
-                raise RuntimeError(f"node(s) exited early: {dead}; see {self.out}/nodes.log")
+                from smores_assembly.run_job.stack import StackExited  # noqa: PLC0415
+                raise StackExited(dead, Path(self.out) / "nodes.log")
         self._take_all(self._truth, self._on_truth_raw)
         return pred()
 

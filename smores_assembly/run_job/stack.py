@@ -74,6 +74,45 @@ def check_namespace(text: str) -> str:
     return "/" + t.strip("/")
 
 
+class StackExited(RuntimeError):
+    """Nodes of the stack exited (non-zero status) while the run still needed them.
+
+    Attributes:
+        codes: node name -> exit status.
+        log: the run's ``nodes.log`` (every line of every node).
+    """
+
+    def __init__(self, codes: dict[str, int], log: Path):
+        self.codes = dict(codes)
+        self.log = Path(log)
+        super().__init__(f"node(s) exited early: "
+                         + ", ".join(f"{n} (status {c})" for n, c in sorted(codes.items()))
+                         + f"; see {self.log}")
+
+    @property
+    def refused(self) -> bool:
+        """Every node that exited refused its configuration (status 2: bad input, the
+        reason is its FATAL line)."""
+        return bool(self.codes) and all(c == 2 for c in self.codes.values())
+
+    def refusal(self) -> str:
+        """One line for the user: which node refused what (its FATAL lines from the
+        log) and where the whole output is."""
+        reasons = []
+        try:
+            for line in self.log.read_text(errors="replace").splitlines():
+                for n in self.codes:
+                    if "[FATAL]" in line and f"[{n}]" in line:
+                        reasons.append(f"{n}: {line.split(']: ', 1)[-1].strip()}")
+        except OSError:
+            pass
+        who = ", ".join(sorted(self.codes))
+        return (f"{who} refused its configuration (exit status 2"
+                + (f": {'; '.join(reasons)}" if reasons else "")
+                + f"); the stack was stopped, nothing assembled; every node's output: "
+                f"{self.log}")
+
+
 def make_out_dir(path: str | Path) -> Path:
     """Create the output directory of ``run --out`` (and its parents); an existing
     directory is fine.
