@@ -88,10 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
                     dest="real_time_factor",
                     help="upper bound on simulated seconds per wall-clock second; 0: as fast "
                          "as possible (default: 0 in lockstep, 4 with --free-running)")
-    pr.add_argument("--seed", metavar="N", type=_seed, default=0,
+    pr.add_argument("--seed", metavar="N", type=_seed, default=None,
                     help="seed of every random source (mocap noise, dropouts); the same "
                          "scenario, parameters and seed give the same trace_sha256 "
-                         "(default: 0)")
+                         "(default: the params file's fake_hardware random_seed, else 0)")
     pr.add_argument("--free-running", action="store_true", dest="free_running",
                     help="step the simulation on the wall clock instead of in lockstep with "
                          "the controllers (latency realism; results then depend on the "
@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "component container) instead of one process per node")
     pr.add_argument("--backend", choices=("kinematic", "mujoco"), default=None,
                     help="physics of the fake hardware (default: kinematic; mujoco: rigid "
-                         "bodies, see README 'Physics')")
+                         "bodies, see README 'Physics'); given, it wins over the params "
+                         "file's fake_hardware backend")
     pr.add_argument("--full-disassembly", action="store_true", dest="full_disassembly",
                     help="reconfiguration (scenario with 'initial'): undock everything, "
                          "then assemble (the paper's method) instead of keeping the "

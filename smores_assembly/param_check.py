@@ -145,6 +145,43 @@ def default_readers(path: str | Path, namespace: str = "") -> dict[str, str]:
     return {s.node: s.executable for s in specs if str(path) in s.params_files}
 
 
+#: how to change a parameter that a launch file sets after the params file (a value in the
+#: file would be ignored): the run flag or launch argument that sets it
+PINNED_HINTS = {
+    "scenario": "the scenario is run's SCENARIO.yaml (launch argument scenario:=)",
+    "lockstep": "use run --free-running (launch argument lockstep:=false); every node "
+                "of the stack must agree",
+    "use_sim_time": "the fake stack runs on the fake hardware's simulated time",
+    "source": "the fake hardware publishes vicon-style poses (real modules: "
+              "assembly.launch.yaml mocap_source:=)",
+}
+
+
+def launch_pinned(path: str | Path, namespace: str = "") -> dict[str, dict[str, Any]]:
+    """Parameters that ``launch/fake_assembly.launch.yaml`` (what ``run --params-file``
+    starts) sets on a node's command line *after* the params file ``path`` (they win over
+    it): node name (without namespace) -> parameter -> value, typed as rcl types it."""
+    from smores_assembly.launch import launch_file  # noqa: PLC0415
+    from smores_assembly.launch.yaml_launch import resolve_launch  # noqa: PLC0415
+    from smores_assembly.params_file import rcl_scalar  # noqa: PLC0415
+    launch_args = {"params_file": str(path)}
+    if namespace:
+        launch_args["namespace"] = namespace
+    out: dict[str, dict[str, Any]] = {}
+    for spec in resolve_launch(launch_file("fake_assembly"), launch_args):
+        cmd = spec.cmd
+        at = [i for i, a in enumerate(cmd[:-1])
+              if a == "--params-file" and cmd[i + 1] == str(path)]
+        if not at:
+            continue
+        pinned = out.setdefault(spec.node.rsplit("/", 1)[-1], {})
+        for i in range(at[-1] + 2, len(cmd) - 1):
+            if cmd[i] == "-p" and ":=" in cmd[i + 1]:
+                name, text = cmd[i + 1].split(":=", 1)
+                pinned[name] = rcl_scalar(text)
+    return out
+
+
 def _applies(sec: ParamsSection, fqn: str, any_namespace: bool) -> bool:
     """Does ``sec`` apply to node ``fqn``, or (``any_namespace``) to that node launched
     in some namespace (``/swarm1/executive`` names the executive of a stack launched with
@@ -157,7 +194,8 @@ def _applies(sec: ParamsSection, fqn: str, any_namespace: bool) -> bool:
     return (concrete.endswith("/" + fqn.rsplit("/", 1)[-1]) and sec.matches(concrete))
 
 
-def check_params_file(path: str | Path, readers: dict[str, str] | None = None
+def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
+                      pinned: dict[str, dict[str, Any]] | None = None
                       ) -> list[ParamsSection]:
     """Validate a ROS params file for the nodes of this stack that read it.
 
@@ -172,6 +210,10 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None
             to (a section must match one of them exactly); default: those of
             ``fake_assembly.launch.yaml`` (:func:`default_readers`) in any namespace the
             launch's ``namespace`` argument may give them.
+        pinned: node name -> parameters the launch sets after this file (a different
+            value in the file would be silently ignored, so it is refused naming the run
+            flag or launch argument to use); default: those of ``fake_assembly``
+            (:func:`launch_pinned`).
 
     Returns:
         The file's sections.
@@ -189,7 +231,10 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None
     any_namespace = readers is None
     if readers is None:
         readers = default_readers(p)
+    if pinned is None:
+        pinned = launch_pinned(p)
     cache: dict[str, dict] = {}
+    ignored: list[ParamsFileError] = []   # valid values the launch would override
     for sec in sections:
         owners = {fqn: exe for fqn, exe in readers.items()
                   if _applies(sec, fqn, any_namespace)}
@@ -214,6 +259,19 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None
                 raise ParamsFileError(f"{where}: unknown parameter{hint}")
             if isinstance(value, list) and not value:
                 continue  # rcl leaves an empty list unset: the node keeps its default
+            for fqn, exe in owners.items():
+                node = fqn.rsplit("/", 1)[-1]
+                default = cache.get(exe, {}).get(name, (None, None))[1]
+                # a value equal to the node's default asks for nothing (the generated
+                # config/<node>.yaml files list every default)
+                if (name in pinned.get(node, {}) and pinned[node][name] != value
+                        and value != default):
+                    hint = PINNED_HINTS.get(name, "set it with the run flag or launch "
+                                                  "argument instead")
+                    ignored.append(ParamsFileError(
+                        f"{where}: {node} gets {name} from the launch, after this file "
+                        f"({pinned[node][name]!r}): {value!r} here would be ignored; {hint}",
+                        field=name))
             if name in EXTRA_CHECKS:
                 EXTRA_CHECKS[name](where, value)
             for exe in known:
@@ -230,4 +288,6 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None
                          if any_namespace else set())
         for name in sorted(names):
             _validate_node(p, exe, [s for s in sections if s.matches(name)])
+    if ignored:
+        raise ignored[0]
     return sections

@@ -147,12 +147,16 @@ def test_every_text_parameter_is_checked_as_the_node_checks_it(tmp_path, node):
     value). Every text field of every node, with a nonsense value and its default: the
     file is refused exactly when the node would refuse the value."""
     from smores_assembly.errors import InputError
+    from smores_assembly.param_check import launch_pinned
     from smores_assembly.params import validate_settings
+    (tmp_path / "p.yaml").write_text("")
+    # the launch's own values after the file are refused for that (test below)
+    pinned = launch_pinned(tmp_path / "p.yaml").get(node, {})
     tried = 0
     for settings in node_settings(node):
         for fld in dataclasses.fields(settings):
             default = getattr(settings, fld.name)
-            if not isinstance(default, str):
+            if not isinstance(default, str) or fld.name in pinned:
                 continue
             for value in ("no_such_value", default):
                 candidate = dataclasses.replace(settings, **{fld.name: value})
@@ -192,3 +196,72 @@ def test_settings_refuse_bad_text_with_input_errors():
         with pytest.raises(InputError) as err:
             settings.validate()
         assert err.value.field == field and str(err.value).startswith(f"{field}: ")
+
+
+def _effective(spec, node_fqn):
+    """The parameters a node's command line gives it, applied in order as rcl does
+    (--params-file sections for the node and -p values; the last one wins)."""
+    from smores_assembly.params_file import params_for, parse_params_file, rcl_scalar
+    cmd, out = spec.cmd, {}
+    for i, a in enumerate(cmd[:-1]):
+        if a == "--params-file":
+            out.update(params_for(parse_params_file(cmd[i + 1]), node_fqn))
+        elif a == "-p":
+            name, text = cmd[i + 1].split(":=", 1)
+            out[name] = rcl_scalar(text)
+    return out
+
+
+@pytest.mark.parametrize("flags,want", [
+    ([], {"backend": "mujoco", "random_seed": 7, "real_time_factor": 2.0,
+          "mocap_rate_hz": 20.0, "mocap_noise_std_m": 0.002}),
+    (["--backend", "kinematic", "--seed", "3", "--real-time-factor", "0"],
+     {"backend": "kinematic", "random_seed": 3, "real_time_factor": 0.0,
+      "mocap_rate_hz": 20.0, "mocap_noise_std_m": 0.002}),
+])
+def test_run_uses_the_params_files_fake_hardware_values_unless_a_flag_is_given(
+        tmp_path, capsys, flags, want):
+    """Fresh-user finding: fake_hardware values of --params-file (backend, seed, mocap
+    rate and noise, real-time factor) were silently overridden by the launch's own -p
+    values. Oracle: the node's command line applied in rcl's order."""
+    from smores_assembly.cli import build_parser
+    from smores_assembly.run_job.stack import effective_seed, launch_specs
+    f = tmp_path / "p.yaml"
+    f.write_text("/**/fake_hardware:\n  ros__parameters:\n    backend: mujoco\n"
+                 "    random_seed: 7\n    real_time_factor: 2.0\n    mocap_rate_hz: 20.0\n"
+                 "    mocap_noise_std_m: 0.002\n")
+    check_params_file(f)
+    args = build_parser().parse_args(
+        ["run", str(REPO / "config/scenarios/mobile_manipulator.yaml"), "--params-file",
+         str(f), *flags])
+    [fake] = [s for s in launch_specs(args) if s.name == "fake_hardware"]
+    got = _effective(fake, "/fake_hardware")
+    assert {k: got[k] for k in want} == want
+    assert got["lockstep"] is True
+    assert effective_seed(args) == want["random_seed"]
+    out = capsys.readouterr().out
+    if flags:
+        assert f"--backend kinematic wins over backend: mujoco of {f}:3" in out
+        assert f"--seed 3 wins over random_seed: 7 of {f}:4" in out
+    else:
+        assert "wins over" not in out
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("/**/fake_hardware: {ros__parameters: {lockstep: false, scenario: ''}}", None),
+    ("/**/fake_hardware: {ros__parameters: {scenario: x.yaml}}",
+     "fake_hardware gets scenario from the launch, after this file ("),
+    ("/**/mocap_bridge: {ros__parameters: {source: vrpn}}",
+     "mocap_bridge gets source from the launch"),
+])
+def test_a_value_the_launch_would_override_is_refused_naming_the_flag(tmp_path, text,
+                                                                       fragment):
+    """A value the launch sets after the params file would be ignored: refused (a value
+    equal to the node's default asks for nothing and passes, as config/<node>.yaml)."""
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    if fragment is None:
+        check_params_file(f)
+        return
+    with pytest.raises(ParamsFileError, match=re.escape(fragment)):
+        check_params_file(f)

@@ -69,14 +69,16 @@ def run(args) -> int:
                 f"{list(scenario.helpers)} and the fake hardware takes helper commands only "
                 f"from those; add {', '.join(undeclared)} to 'helpers:'")
         if getattr(args, "params_file", None):
-            from smores_assembly.param_check import check_params_file, default_readers
+            from smores_assembly.param_check import (check_params_file, default_readers,
+                                                     launch_pinned)
             if not Path(args.params_file).is_file():
                 raise ParamsError(f"--params-file: {args.params_file} does not exist",
                                   field="--params-file")
             # the nodes of the whole stack (also those on other computers), as they are
             # named in the run's namespace: a section for no node of the stack is refused
             check_params_file(args.params_file,
-                              default_readers(args.params_file, namespace))
+                              default_readers(args.params_file, namespace),
+                              launch_pinned(args.params_file, namespace))
         out = make_out_dir(args.out or f"out/{scenario.name}")
     except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
@@ -133,7 +135,8 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     from smores_assembly.run_job.goal import run_goal
     from smores_assembly.run_job.observer import ObserverNode
     from smores_assembly.run_job.results import judge, write_up
-    from smores_assembly.run_job.stack import Interrupts, NodeLog, StackExited, launch_specs
+    from smores_assembly.run_job.stack import (Interrupts, NodeLog, StackExited,
+                                               effective_seed, launch_specs)
 
     specs = launch_specs(args)
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
@@ -178,7 +181,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     note = assignment_note(plan, verdict.plan) if outcome.result is not None else ""
     if note:
         say(note)
-    run_info = {"seed": int(getattr(args, "seed", 0) or 0), "lockstep": lockstep,
+    run_info = {"seed": effective_seed(args), "lockstep": lockstep,
                 "single_process": bool(getattr(args, "single_process", False)),
                 "trace_sha256": trace["sha256"] if trace else "",
                 "trace_steps": trace["steps"] if trace else 0,

@@ -132,11 +132,46 @@ def make_out_dir(path: str | Path) -> Path:
     return out
 
 
+#: run flags that set a fake_hardware parameter: (attribute of the CLI args, parameter,
+#: flag). A flag given wins over the --params-file (applied after it, with one line
+#: saying so); a flag not given leaves the file's value (the launch arguments' values come
+#: before the file, launch/fake_assembly.launch.yaml).
+RUN_FLAG_PARAMS = (("backend", "backend", "--backend"),
+                   ("real_time_factor", "real_time_factor", "--real-time-factor"),
+                   ("seed", "random_seed", "--seed"))
+
+
+def params_file_values(args, node: str = "fake_hardware") -> dict[str, tuple[object, int]]:
+    """What ``--params-file`` gives ``node`` (in the run's namespace): parameter ->
+    (value, line); empty without a file."""
+    path = getattr(args, "params_file", None)
+    if not path:
+        return {}
+    from smores_assembly.params_file import parse_params_file  # noqa: PLC0415
+    fqn = f"{check_namespace(getattr(args, 'namespace', None) or '')}/{node}"
+    out: dict[str, tuple[object, int]] = {}
+    for sec in parse_params_file(path):
+        if sec.matches(fqn):
+            out.update({k: (v, sec.lines[k]) for k, v in sec.params.items()})
+    return out
+
+
+def effective_seed(args) -> int:
+    """The fake hardware's random seed of a run: ``--seed``, else the params file's
+    ``random_seed``, else 0."""
+    if getattr(args, "seed", None) is not None:
+        return int(args.seed)
+    value = params_file_values(args).get("random_seed", (0, 0))[0]
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def launch_specs(args) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
     (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
     ``--namespace``, ``--nodes``: only those nodes are started here, the others run on
     other computers; ``--schedule``: a ``-p schedule:=`` override of task_assignment;
+    ``--backend``, ``--real-time-factor``, ``--seed`` when given: ``-p`` overrides of
+    fake_hardware after its parameter files (:data:`RUN_FLAG_PARAMS`);
     ``--single-process``: then one process, :mod:`smores_assembly.ros.container`, runs
     the nodes)."""
     from smores_assembly.launch import launch_file, load_launch
@@ -148,7 +183,7 @@ def launch_specs(args) -> list:
         launch_args["params_file"] = str(Path(args.params_file).resolve())
     free = bool(getattr(args, "free_running", False))
     launch_args["lockstep"] = "false" if free else "true"
-    launch_args["random_seed"] = str(int(getattr(args, "seed", 0) or 0))
+    launch_args["random_seed"] = str(effective_seed(args))
     rtf = args.real_time_factor
     if rtf is None and not free:
         rtf = 0.0  # lockstep: as fast as possible (the results do not depend on the pace)
@@ -165,6 +200,18 @@ def launch_specs(args) -> list:
         for spec in specs:
             if spec.node.rsplit("/", 1)[-1] == "task_assignment":
                 spec.cmd += ["-p", f"schedule:={schedule}"]
+    from_file = params_file_values(args)
+    for attr, param, flag in RUN_FLAG_PARAMS:
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        for spec in specs:
+            if spec.node.rsplit("/", 1)[-1] == "fake_hardware":
+                spec.cmd += ["-p", f"{param}:={value}"]
+        if param in from_file and from_file[param][0] != value:
+            from smores_assembly.run_job.console import say  # noqa: PLC0415
+            say(f"{flag} {value} wins over {param}: {from_file[param][0]} of "
+                f"{args.params_file}:{from_file[param][1]}")
     if getattr(args, "single_process", False):
         from smores_assembly.ros.container import container_spec
         specs = [container_spec(specs)]
