@@ -85,7 +85,7 @@ class StackExited(RuntimeError):
     def __init__(self, codes: dict[str, int], log: Path):
         self.codes = dict(codes)
         self.log = Path(log)
-        super().__init__(f"node(s) exited early: "
+        super().__init__("node(s) exited early: "
                          + ", ".join(f"{n} (status {c})" for n, c in sorted(codes.items()))
                          + f"; see {self.log}")
 
