@@ -93,6 +93,12 @@ class StagingSettings:
         0.03, "a module of the active stage standing on its docking axis (this close to "
         "it [m]) beyond its pre-dock pose (its staging pose) gets no path: the docking "
         "controller slides it straight to the pre-dock pose", 0.0, 0.5)
+    staging_direct_yaw_tolerance_deg: float = param_field(
+        4.0, "... and heading within this of its goal heading [deg] (the docking "
+        "controller slides on from there without turning; a module still on its way, "
+        "turned off the axis, is planned to its pre-dock pose instead: bench_targets "
+        "random_12_594393859, m7 stopped crosswise on its axis, turned beside m4 and "
+        "timed out four times)", 0.0, 180.0)
 
     def validate(self) -> None:
         """Raise :class:`~smores_assembly.errors.ParamsError` naming the field on an
@@ -484,15 +490,17 @@ def path_enters(path: Sequence[tuple[float, Pose2D]], zones: Collection[Rect],
 
 
 def on_staging_axis(pose: Pose2D, goal: Pose2D, parent_goal: Pose2D, standoff: float,
-                    tolerance: float) -> bool:
+                    tolerance: float, yaw_tolerance: float = math.pi) -> bool:
     """True when ``pose`` stands on the dock axis (within ``tolerance`` [m] of it) at or
-    beyond the pre-dock pose (up to ``tolerance`` short of it): from there the docking
-    controller slides straight to the pre-dock pose."""
+    beyond the pre-dock pose (up to ``tolerance`` short of it), heading within
+    ``yaw_tolerance`` [rad] of ``goal``'s: from there the docking controller slides
+    straight to the pre-dock pose."""
     nx, ny = _outward(goal, parent_goal)
     dx, dy = pose.x - goal.x, pose.y - goal.y
     along = dx * nx + dy * ny
     lateral = -dx * ny + dy * nx
-    return abs(lateral) <= tolerance and along >= standoff - tolerance
+    return (abs(lateral) <= tolerance and along >= standoff - tolerance
+            and abs(wrap_angle(pose.yaw - goal.yaw)) <= yaw_tolerance)
 
 
 def slide_blocker(pose: Pose2D, goal: Pose2D, poses: Mapping[str, Pose2D],
@@ -533,11 +541,11 @@ class StagingProblem:
         staging: module -> (current pose, staging pose) of later-stage modules that stage,
             and helper -> (current pose, pick-up pose) of helpers that stage
             (:func:`helper_staging`).
-        direct: modules of the active stage already on their axis beyond the pre-dock pose
-            with a clear slide to the goal (:func:`slide_blocker`; no path: they slide
-            straight in; fixed obstacles of the stage's MAPF). A module whose slide is
-            blocked gets a path like any other, and the stage's MAPF moves the blocker
-            aside.
+        direct: modules of the active stage already on their axis beyond the pre-dock pose,
+            aligned with it, with a clear slide to the goal (:func:`slide_blocker`; no
+            path: they slide straight in; fixed obstacles of the stage's MAPF). A module
+            whose slide is blocked, or that is turned off the axis, gets a path like any
+            other, and the stage's MAPF moves the blocker aside.
         zones: module -> zone of every dock of the active stage.
     """
 
@@ -586,7 +594,7 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
         cur = poses[a.module]
         if a.stage == stage and not a.needs_helper and on_staging_axis(
                 cur, a.goal, plan.goals[a.parent_module], standoff,
-                s.staging_direct_tolerance):
+                s.staging_direct_tolerance, math.radians(s.staging_direct_yaw_tolerance_deg)):
             # the slide along the axis (the controller takes a lateral offset out)
             nx, ny = _outward(a.goal, plan.goals[a.parent_module])
             along = (cur.x - a.goal.x) * nx + (cur.y - a.goal.y) * ny
@@ -661,7 +669,8 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
                          obstacles: Mapping[str, Pose2D], zones: Collection[Rect],
                          nav_settings=None, fixed: Collection[str] = (),
                          width: float = MODULE_WIDTH, clock_factory=None,
-                         keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None):
+                         keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                         slides=None):
     """Plan the active stage's modules and the staging moves together.
 
     One :func:`smores_assembly.navigation.stage.plan_stage` problem with the staging
@@ -678,7 +687,8 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
             obstacles never moved; clock_factory: makes the ``clock`` of each plan_stage
             call (e.g. ``WorkClock`` in lockstep), None: wall time; keep_clear: the
             footprint still to be built (as in plan_stage: obstacles standing on it are
-            moved aside and park outside it).
+            moved aside and park outside it); slides: the active docks' slides (as in
+            plan_stage: obstacles beside them are moved aside).
 
     Returns:
         ``(StagePlan, staged)``: the plan and the ids that got a staging path.
@@ -698,7 +708,7 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         try:
             sp = plan_stage(mv, obs, nav_settings, fixed=fx,
                             clock=clock_factory() if clock_factory else None,
-                            keep_clear=keep_clear)
+                            keep_clear=keep_clear, slides=slides)
         except NavigationError:
             if not staged:
                 raise
@@ -747,7 +757,7 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
                         nav_settings=None, fixed: Collection[str] = (),
                         width: float = MODULE_WIDTH, clock_factory=None,
                         keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
-                        pair_margin: float = 0.02):
+                        pair_margin: float = 0.02, slides=None):
     """One stage's plan with carried pairs, staging moves and the stage's own modules
     (issue 11: a staging module drove into a carried pair planned apart from it).
 
@@ -758,13 +768,16 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     added to ``zones``, so :func:`plan_stage_pipelined` leaves every staging module whose
     path or staging pose would enter it where it is (the pair's plan went round it
     there). Modules a pair's plan moves aside stage in no plan and are fixed obstacles of
-    the stage's plan. Without staging the stage's modules are planned by ``plan_stage``
-    as before.
+    the stage's plan; the area their paths cover (body radius + ``pair_margin``) is
+    added to the zones like the pair's. Without staging the stage's modules are planned
+    by ``plan_stage`` as before.
 
     Args:
         moving, staging, obstacles, zones, nav_settings, fixed, width, clock_factory,
-            keep_clear: as :func:`plan_stage_pipelined` (``staging`` may be empty; with
-            nothing but pairs ``keep_clear`` goes to the pairs' plans).
+            keep_clear, slides: as :func:`plan_stage_pipelined` (``staging`` and
+            ``moving`` may be empty; with nothing but pairs ``keep_clear`` and ``slides``
+            go to the pairs' plans; with nothing at all, the modules beside the
+            ``slides`` are moved aside alone).
         carried: helper -> (current pose, pre-dock pose, carried module id); the helper
             and the carried module are in ``obstacles`` and ``fixed``.
         pair_margin: [m] added to the pair's reach (its path-following error).
@@ -788,23 +801,31 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         hold = (set(fixed) | set(moving) | held_pairs) & set(others)
         cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
                           clock=clock_factory() if clock_factory else None,
-                          keep_clear=keep_clear if alone else None)
+                          keep_clear=keep_clear if alone else None,
+                          slides=slides if alone else None)
         pair_plans.append(cp)
         aside |= set(cp.moved_aside)
         held_pairs |= {h, module}
         pair_zones += path_zones(cp.paths.get(h) or [(0.0, start)],
                                  pair_reach(width) + pair_margin)
+        # the modules the pair's plan moves aside too: a staging path planned without
+        # them (they are fixed there) crossed one (bench_targets random_12_594393859:
+        # m9 moved aside for the pair carrying m10, staging m1 touched it, 0.14 mm)
+        for m in cp.moved_aside:
+            if cp.paths.get(m):
+                pair_zones += path_zones(cp.paths[m], width / math.sqrt(2.0) + pair_margin)
     st = {m: v for m, v in staging.items() if m not in aside}
     fx = set(fixed) | aside
     sp, staged = None, []
     if st:
         sp, staged = plan_stage_pipelined(moving, st, obstacles, list(zones) + pair_zones,
                                           nav_settings, fixed=fx, width=width,
-                                          clock_factory=clock_factory, keep_clear=keep_clear)
-    elif moving:
+                                          clock_factory=clock_factory, keep_clear=keep_clear,
+                                          slides=slides)
+    elif moving or (slides and not carried):
         sp = plan_stage(moving, obstacles, nav_settings, fixed=[m for m in fx if m in obstacles],
                         clock=clock_factory() if clock_factory else None,
-                        keep_clear=keep_clear)
+                        keep_clear=keep_clear, slides=slides)
     for cp in pair_plans:
         if sp is None or not sp.paths:
             # nothing else moves (every staging move dropped): the pair's plan is the plan
@@ -813,8 +834,8 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         sp.paths.update(cp.paths)
         sp.moved_aside = sorted(set(sp.moved_aside) | set(cp.moved_aside))
     if sp is None:
-        raise InputError("plan_stage_carrying: nothing to plan (moving, staging and carried "
-                         "are empty)")
+        raise InputError("plan_stage_carrying: nothing to plan (moving, staging, carried "
+                         "and slides are empty)")
     return sp, staged
 
 

@@ -109,6 +109,12 @@ class NavSettings:
     predock_standoff: float = param_field(
         0.06, "distance of the pre-dock pose from the docked pose along the dock axis [m]",
         0.0, 1.0)
+    slide_clearance: float = param_field(
+        0.15, "a module that may move (idle, staged, a later stage's) standing closer than "
+        "this (centre distance) to an active dock's slide (its docking axis from the docked "
+        "pose out to the pre-dock or staging pose where the module stands) is moved aside "
+        "and parks at least this far from every slide (issue 11: the docking controller "
+        "keeps obstacle_clearance there; keep >= it) [m]", 0.0, 1.0)
     predock_clearance: float = param_field(
         0.13, "a pre-dock goal closer than this (centre distance) to another module is moved "
         "out along the dock axis until it is not (a corner: the docking controller turns "
@@ -239,8 +245,8 @@ def carry_clearance(width: float = MODULE_WIDTH) -> float:
 def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[str, Pose2D],
                  settings: NavSettings | None = None,
                  fixed: Collection[str] = (), clock=None,
-                 keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
-                 ) -> StagePlan:
+                 keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                 slides: Mapping[str, "Segment"] | None = None) -> StagePlan:
     """Timed path of a helper carrying a module (the pair as one agent with a two-cell
     footprint, issue 11), with idle modules moved aside as in :func:`plan_stage`.
 
@@ -256,7 +262,7 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
         helper: the helper's id; start: its pose (carrying); goal: its pre-dock pose
             (:func:`carried_predock`).
         obstacles: every other module but the carried one -> pose (``world``).
-        settings, fixed, clock, keep_clear: as in :func:`plan_stage`.
+        settings, fixed, clock, keep_clear, slides: as in :func:`plan_stage`.
 
     Raises:
         As :func:`plan_stage`.
@@ -273,10 +279,10 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     try:
         return plan_stage({helper: (start, goal)}, obstacles, wide,
                           fixed=[o for o in obstacles if o not in near_goal], clock=clock,
-                          keep_clear=keep_clear)
+                          keep_clear=keep_clear, slides=slides)
     except NavigationError:
         return plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed, clock=clock,
-                          keep_clear=keep_clear)
+                          keep_clear=keep_clear, slides=slides)
 
 
 def pose_at(path: list[tuple[float, Pose2D]], t: float) -> Pose2D:
@@ -329,15 +335,16 @@ class _Scene:
 
 
 def _assign(scene: _Scene, targets: dict[str, tuple[float, float]], allowed, penalty,
-            radius: float, what: str) -> dict[str, Cell]:
-    """Distinct cells near each target minimising the summed distance (+ penalties)."""
+            radius: float, what: str, leg_penalty=None) -> dict[str, Cell]:
+    """Distinct cells near each target minimising the summed distance (+ penalties;
+    ``leg_penalty(a, cell)``: one that depends on the module too)."""
     ids = sorted(targets)
     cand: dict[Cell, int] = {}
     rows = []
     for a in ids:
         x, y = targets[a]
-        opts = [(d + penalty(cell), cell) for d, cell in scene.near(x, y, radius)
-                if allowed(a, cell)]
+        opts = [(d + penalty(cell) + (leg_penalty(a, cell) if leg_penalty else 0.0), cell)
+                for d, cell in scene.near(x, y, radius) if allowed(a, cell)]
         if not opts:
             raise UnreachableGoalError(
                 f"module {a!r}: no free grid cell within {radius:.3f} m of its {what} "
@@ -415,8 +422,8 @@ class WorkClock:
 def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
                settings: NavSettings | None = None,
                fixed: Collection[str] = (), clock=None,
-               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None
-               ) -> StagePlan:
+               keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+               slides: Mapping[str, Segment] | None = None) -> StagePlan:
     """Plan timed, collision-free world paths for the modules that move in one stage.
 
     Args:
@@ -431,9 +438,15 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
             (its docked and pre-dock positions). A movable obstacle within ``clearance``
             of a point it does not own is moved aside, and every module moved aside
             parks outside the convex hull of all points grown by ``clearance``.
+        slides: the active docks' slides: owner module -> segment ``((x0, y0), (x1, y1))``
+            [m, ``world``] from the docked position out to the pre-dock or staging
+            position. A movable obstacle (not its owner) closer than ``slide_clearance``
+            to a segment is moved aside and parks no closer than that to any of them, also
+            when nothing else moves (issue 11: an idle module beside a slide-in from the
+            staging pose).
 
     Returns:
-        A :class:`StagePlan` (empty when ``moving`` is empty).
+        A :class:`StagePlan` (empty when ``moving`` is empty and nothing is moved aside).
 
     Raises:
         InputError: a module id both moving and obstacle, an unknown ``fixed`` id, bad
@@ -450,16 +463,18 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     s = settings or NavSettings()
     s.validate()
     _check_inputs(moving, obstacles, fixed)
-    if not moving:
+    slides = dict(slides or {})
+    if not moving and not _slide_blockers(obstacles, fixed, slides, s):
         return StagePlan({}, [], cell_size=s.cell_size)
     keep = {o: list(pts) for o, pts in (keep_clear or {}).items() if pts}
     lay = _lay_grid(moving, obstacles, fixed, s, keep)
     goals_xy = {m: (g.x, g.y) for m, (_, g) in moving.items()}
     _check_goals_not_fixed(goals_xy, obstacles, fixed, s)
     _clear_footprint(lay, keep, s)
+    lay.aside |= _slide_blockers(obstacles, fixed, slides, s)
     start_cells, goal_cells = _choose_cells(lay, moving, goals_xy, s)
     agents_start, agents_goal, blocked = _park_aside(lay, moving, goals_xy, start_cells,
-                                                     goal_cells, s, keep)
+                                                     goal_cells, s, keep, slides)
     sol = _solve_grid(Grid(lay.scene.W, lay.scene.H, blocked), agents_start, agents_goal, s,
                       clock)
     paths, dt, t0 = _to_world(lay, moving, sol, agents_start, agents_goal, s)
@@ -572,6 +587,24 @@ def _clear_footprint(lay: _Layout, keep: Mapping[str, Sequence[tuple[float, floa
             lay.footprint_aside.add(o)
 
 
+#: A straight stretch of the plane: ``((x0, y0), (x1, y1))`` [m].
+Segment = tuple[tuple[float, float], tuple[float, float]]
+
+
+def _slide_blockers(obstacles: Mapping[str, Pose2D], fixed: Collection[str],
+                    slides: Mapping[str, Segment], s: NavSettings) -> set[str]:
+    """The movable obstacles (not ``fixed``) closer than ``slide_clearance`` to a slide
+    they do not own (:func:`plan_stage`'s ``slides``)."""
+    out = set()
+    for o, p in obstacles.items():
+        if o in fixed:
+            continue
+        if any(owner != o and point_segment_distance((p.x, p.y), a, b) < s.slide_clearance
+               for owner, (a, b) in slides.items()):
+            out.add(o)
+    return out
+
+
 def _keep_out_cells(scene: _Scene, keep: Mapping[str, Sequence[tuple[float, float]]],
                     clearance: float) -> set[Cell]:
     """Cells whose centre lies in the convex hull of the footprint points or within
@@ -640,6 +673,8 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             aside.add(o)
     penalty_occupied = 2.0 * scene.c
     start_xy = {m: (cur.x, cur.y) for m, (cur, _) in moving.items()}
+    leg_penalty = _start_leg_penalty(scene, {m: cur for m, (cur, _) in moving.items()},
+                                     obstacles, s)
     for _ in range(len(obstacles) + 2):
         mc = lay.movable_cells()
         before = set(aside)
@@ -648,7 +683,7 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                              radius, "goal pose")
         start_cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
                               lambda cell: penalty_occupied if cell in mc else 0.0,
-                              radius, "current pose")
+                              radius, "current pose", leg_penalty=leg_penalty)
         # (b) on a chosen cell
         for cell in list(goal_cells.values()) + list(start_cells.values()):
             aside |= mc.get(cell, set())
@@ -674,6 +709,49 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         if aside == before:
             break
     return start_cells, goal_cells
+
+
+def turn_clearance(width: float = MODULE_WIDTH) -> float:
+    """Centre distance [m] at which two modules may both turn in place without touching,
+    whatever their headings: ``w sqrt 2`` (two corner radii) plus 5 mm of path error."""
+    return width * math.sqrt(2.0) + 0.005
+
+
+def _start_leg_penalty(scene: _Scene, moving: Mapping[str, Pose2D],
+                       obstacles: Mapping[str, Pose2D], s: NavSettings):
+    """``(module, cell) -> penalty`` [m] of a start cell whose straight leg from the
+    module's pose to the cell centre comes closer to another module's current centre than
+    ``min(w sqrt 2 + 5 mm, their distance now)`` (two bodies turning in place there may
+    touch; issue 11, bench_targets random_12_594393859: m11's start cell lay 0.087 m from
+    m5, m11 drove at m5 while m5 turned, and every replan gave the same cells until the
+    stage timed out): ``10`` cells, so such a cell is taken only when no other is near.
+    Every module counts, the moving ones at their current poses (they all leave their
+    poses for their start cells at once)."""
+    body = turn_clearance(s.module_width)
+    pts = {m: (p.x, p.y) for m, p in moving.items()}
+    pts.update({o: (p.x, p.y) for o, p in obstacles.items()})
+    ids = list(pts)
+    xy = np.array([pts[m] for m in ids], dtype=float).reshape(-1, 2)
+    reach = s.goal_search_cells * scene.c * 2.0 + body
+    big = 10.0 * scene.c
+    near: dict[str, list[tuple[float, float]]] = {}
+    cache: dict[tuple[str, Cell], float] = {}
+
+    def pen(a: str, cell: Cell) -> float:
+        key = (a, cell)
+        if key not in cache:
+            p = pts[a]
+            if a not in near:   # the modules a leg of this module may pass (once each)
+                d = np.hypot(xy[:, 0] - p[0], xy[:, 1] - p[1])
+                near[a] = [pts[ids[i]] for i in np.nonzero(d < reach)[0] if ids[i] != a]
+            c = scene.center(cell)
+            bad = any(point_segment_distance(q, p, c)
+                      < min(body, math.hypot(q[0] - p[0], q[1] - p[1])) - 1e-9
+                      for q in near[a])
+            cache[key] = big if bad else 0.0
+        return cache[key]
+
+    return pen
 
 
 def _reachable_goal_cell(lay: _Layout, m: str, start: Cell, goal: tuple[float, float],
@@ -714,11 +792,13 @@ def _reachable_goal_cell(lay: _Layout, m: str, start: Cell, goal: tuple[float, f
 def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                 goals_xy: dict[str, tuple[float, float]], start_cells: dict[str, Cell],
                 goal_cells: dict[str, Cell], s: NavSettings,
-                keep: Mapping[str, Sequence[tuple[float, float]]] | None = None):
+                keep: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                slides: Mapping[str, Segment] | None = None):
     """Start and parking cells of the modules moved aside: parking cells are free, no
     moving module's start or goal cell, on none of their shortest paths, not within
     ``clearance`` of a final leg to a goal pose and, with a footprint ``keep``, outside
-    its grown convex hull (:func:`_keep_out_cells`). The search for a parking cell widens
+    its grown convex hull (:func:`_keep_out_cells`), and at least ``slide_clearance`` from
+    every slide of ``slides``. The search for a parking cell widens
     (3, 6, 12, ... x ``goal_search_cells``) until every module has one.
 
     Returns ``(agents_start, agents_goal, blocked)``: start/goal cells of every MAPF agent
@@ -746,12 +826,15 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     legs = [(scene.center(goal_cells[m]), goals_xy[m]) for m in moving]
 
     keep_out = _keep_out_cells(scene, keep, s.clearance) if keep else set()
+    segs = list((slides or {}).values())
 
     def park_ok(a, cell):
         if cell in blocked or cell in taken or cell in needed or cell in keep_out:
             return False
         cc = scene.center(cell)
-        return all(point_segment_distance(cc, a0, b0) >= s.clearance for a0, b0 in legs)
+        return (all(point_segment_distance(cc, a0, b0) >= s.clearance for a0, b0 in legs)
+                and all(point_segment_distance(cc, a0, b0) >= s.slide_clearance
+                        for a0, b0 in segs))
 
     ox = {o: (lay.obstacles[o].x, lay.obstacles[o].y) for o in lay.aside}
     reach = 3 * radius
@@ -765,7 +848,10 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             reach *= 2
     starts_aside = _assign(scene, ox,
                            lambda a, cell: cell not in blocked and cell not in taken,
-                           lambda cell: 0.0, radius, "current pose")
+                           lambda cell: 0.0, radius, "current pose",
+                           leg_penalty=_start_leg_penalty(
+                               scene, {m: cur for m, (cur, _) in moving.items()},
+                               lay.obstacles, s))
     agents_start.update(starts_aside)
     agents_goal.update(parks)
     return agents_start, agents_goal, blocked

@@ -40,6 +40,11 @@ that its helper does not fetch next is planned to its pre-staging pose on its ow
 (:func:`smores_assembly.staging.carry_staging_poses`), where its helper lifts it with the
 pair already on the axis.
 
+The problem itself (who moves where, what is fixed, the docks' slides) is built by the core
+:func:`smores_assembly.navigation.problem.nav_problem`; modules that may move standing
+beside a slide of the active stage are moved aside, also when nothing else moves (a module
+sliding straight in from its staging pose).
+
 Fixed obstacles (never moved): the root module, modules of earlier stages, modules
 reported DOCKED, modules waiting to be carried, and a reconfiguration's kept modules
 (its undocking actions get no path: the docking controller backs them off and parks
@@ -73,19 +78,18 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from smores_assembly import params
-from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock,
-                                              carried_predock, clear_predock, pose_at)
+from smores_assembly.navigation.problem import NavProblem, nav_problem
+from smores_assembly.navigation.stage import NavSettings, StagePlan, WorkClock, pose_at
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.reconfigure import with_kept_goals
-from smores_assembly.staging import (StagingSettings, carry_staging_poses, footprint_to_build,
-                                    plan_stage_carrying, staging_poses, staging_problem)
+from smores_assembly.staging import (StagingSettings, carry_staging_poses, plan_stage_carrying,
+                                    staging_poses)
 from smores_assembly.vocabulary import Phase
 
 
@@ -217,62 +221,13 @@ class NavigationNode(Node):
         return {a.module: a.helper for a in self._plan.actions
                 if a.stage == self._stage and a.needs_helper and a.helper}
 
-    def _stage_problem(self):
-        """(moving, obstacles, fixed, missing, carried) for the active stage from plan and
-        poses; ``carried``: helper -> (pose, pre-dock pose, carried module) of each pair
-        on its way to the pre-dock pose (planned first, :func:`plan_stage_carrying`)."""
-        plan, k, s = self._plan, self._stage, self.settings
-        actions = list(plan.actions)
-        fixed = {plan.root_module} if plan.root_module else set()
-        fixed |= set(plan.kept)
-        fixed |= {a.module for a in actions if a.stage < k}
-        fixed |= self._docked
-        moving: dict[str, tuple[Pose2D, Pose2D]] = {}
-        missing: list[str] = []
-        helper_targets: dict[str, str] = {}
-        carried: dict[str, tuple[Pose2D, Pose2D, str]] = {}
-        for a in actions:
-            if a.stage != k or a.module in self._docked:
-                continue
-            if a.needs_helper:
-                fixed.add(a.module)
-                h = a.helper
-                if not h:
-                    continue  # the planner refuses such plans; nothing to drive
-                if h in helper_targets:
-                    continue  # this helper first serves an earlier action
-                if h not in self._poses or a.module not in self._poses:
-                    missing += [x for x in (h, a.module) if x not in self._poses]
-                    continue
-                helper_targets[h] = a.module
-                ph = self._phases.get(a.module)
-                if ph in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
-                    continue  # carried, past its path: the docking controller moves it
-                if ph is Phase.NAVIGATE:
-                    carried[h] = (self._poses[h],
-                                  carried_predock(a.goal, a.child_face.angle,
-                                                  s.predock_standoff, s.module_width),
-                                  a.module)
-                    continue
-                others = [(p.x, p.y) for m, p in self._poses.items() if m not in (h, a.module)]
-                goal_pose = pickup_pose(self._poses[a.module], self._poses[h], others,
-                                        s.module_width, s.predock_standoff)
-                moving[h] = (self._poses[h], goal_pose)
-            else:
-                if a.module not in self._poses:
-                    missing.append(a.module)
-                    continue
-                others = [(p.x, p.y) for m, p in self._poses.items() if m != a.module]
-                moving[a.module] = (self._poses[a.module],
-                                    clear_predock(a.goal, a.child_face.angle,
-                                                  s.predock_standoff, others,
-                                                  s.predock_clearance))
-        staging: dict[str, tuple[Pose2D, Pose2D]] = {}
-        zones: list = []
-        direct: set[str] = set()
+    def _stage_problem(self) -> NavProblem:
+        """The active stage's problem (:func:`smores_assembly.navigation.problem.nav_problem`)
+        from the plan, the poses and the phases; the staging poses are kept per plan."""
+        plan, s = self._plan, self.settings
+        assert plan is not None  # _try_plan plans only with a plan
+        targets = carry_targets = None
         if plan.schedule == "pipelined":
-            # a reconfiguration's kept modules: their goals are where they stand (the
-            # plan message has none for them)
             kplan = with_kept_goals(plan, self._poses)
             key = (s.predock_standoff, s.module_width,
                    tuple(vars(self.staging_settings).values()))
@@ -284,31 +239,22 @@ class NavigationNode(Node):
                     kplan, s.predock_standoff, self.staging_settings, s.module_width,
                     others=targets)
                 self._staging_targets = (kplan, key, (targets, carry_targets))
-            sp = staging_problem(kplan, k, self._poses, self._docked, s.predock_standoff,
-                                 self.staging_settings, s.module_width, targets=targets,
-                                 carry_targets=carry_targets)
-            direct = {m for m in sp.direct if m in moving}
-            for m in direct:
-                del moving[m]
-            fixed |= direct
-            staging = {m: v for m, v in sp.staging.items() if m not in moving}
-            zones = list(sp.zones.values())
-        fixed |= set(carried) | {c[2] for c in carried.values()}
-        self._keep_clear = footprint_to_build(
-            with_kept_goals(plan, self._poses), k, self._docked, s.predock_standoff,
-            s.module_width) if s.clear_footprint else {}
-        obstacles = {m: p for m, p in self._poses.items() if m not in moving}
-        fixed = {m for m in fixed if m in obstacles}
-        self._helper_targets = helper_targets
-        return moving, obstacles, fixed, missing, staging, zones, direct, carried
+        prob = nav_problem(plan, self._stage, self._poses, self._docked, self._phases, s,
+                           self.staging_settings, staging_targets=targets,
+                           carry_targets=carry_targets)
+        self._keep_clear = prob.keep_clear
+        self._helper_targets = prob.helper_targets
+        return prob
 
     def _try_plan(self, reason: str) -> bool:
         self._update_poses()
         if self._plan is None or self._stage < 0 or not self._poses:
             return False
-        moving, obstacles, fixed, missing, staging, zones, direct, carried = \
-            self._stage_problem()
-        if missing and not moving and not direct and not carried:
+        prob = self._stage_problem()
+        moving, obstacles, fixed, missing = prob.moving, prob.obstacles, prob.fixed, prob.missing
+        staging, zones, direct, carried = prob.staging, prob.zones, prob.direct, prob.carried
+        aside = prob.blockers(self.settings)
+        if missing and not moving and not direct and not carried and not aside:
             # states may still be incomplete: wait for more (the pending flag stays set)
             self.get_logger().warning(f"stage {self._stage + 1}: no pose yet for {sorted(missing)}",
                                       throttle_duration_sec=5.0)
@@ -324,7 +270,7 @@ class NavigationNode(Node):
         if direct:
             # on their axis at the staging pose: the controller slides them straight in
             self._publish_empty(sorted(direct), t_start)
-        if not moving and not staging and not carried:
+        if not moving and not staging and not carried and not aside:
             self._current = None
             self._stop_en_route(set(), t_start)
             return True
@@ -337,7 +283,8 @@ class NavigationNode(Node):
             sp, staged = plan_stage_carrying(moving, staging, carried, obstacles, zones,
                                              self.settings, fixed=fixed,
                                              width=self.settings.module_width,
-                                             clock_factory=work, keep_clear=self._keep_clear)
+                                             clock_factory=work, keep_clear=self._keep_clear,
+                                             slides=prob.slides)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "

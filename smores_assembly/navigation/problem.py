@@ -1,0 +1,205 @@
+"""The navigation problem of one active stage, from the plan, the tracked poses and the
+docking phases: what the navigation node hands to
+:func:`smores_assembly.staging.plan_stage_carrying` (no ROS imports, so the whole stage
+problem is testable without a ROS graph).
+
+Per action of the active stage (not docked yet):
+
+* without helper: the module moves to its pre-dock pose
+  (:func:`~smores_assembly.navigation.stage.clear_predock`), unless it stands aligned on
+  its axis beyond the pre-dock pose (a pipelined plan's staging pose,
+  :func:`smores_assembly.staging.staging_problem`'s ``direct``: no path, it slides in);
+* with helper: the helper moves to its pick-up pose, or, once the module is carried
+  (phase NAVIGATE), the pair to its pre-dock pose (``carried``); the carried module is a
+  fixed obstacle.
+
+Every dock of the active stage has a **slide**: the segment of its docking axis from the
+docked position out to where the moving body starts sliding (the pre-dock goal, the
+staging pose a direct module stands at, a carrying helper's pre-dock position). Modules
+that may move standing closer than ``slide_clearance`` to a slide are moved aside
+(:func:`~smores_assembly.navigation.stage.plan_stage`'s ``slides``; bench_targets
+random_12_594393859: m4 stood beside m7's slide-in and nothing moved it).
+
+Fixed obstacles (never moved): the root, modules of earlier stages, modules reported
+DOCKED, modules waiting to be carried, direct modules, a reconfiguration's kept modules.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Collection, Mapping
+
+from smores_assembly.docking.control import pickup_pose
+from smores_assembly.geometry import Pose2D, point_segment_distance
+from smores_assembly.navigation.stage import (NavSettings, Segment, carried_predock,
+                                              clear_predock, turn_clearance)
+from smores_assembly.reconfigure import with_kept_goals
+from smores_assembly.staging import (Rect, StagingSettings, carry_staging_poses,
+                                    footprint_to_build, staging_poses, staging_problem)
+from smores_assembly.vocabulary import Phase
+
+
+@dataclass
+class NavProblem:
+    """One active stage's navigation problem (poses in ``world``, m and rad).
+
+    Attributes:
+        moving: module -> (current pose, goal pose) of the modules planned to a goal.
+        obstacles: every other tracked module -> its pose.
+        fixed: ids of ``obstacles`` never moved.
+        missing: modules of the stage without a tracked pose (not planned).
+        staging: later-stage modules and helpers -> (current pose, staging pose).
+        zones: the active stage's dock zones (staging paths keep out of them).
+        direct: active modules that slide straight in from where they stand (no path).
+        carried: helper -> (pose, pre-dock pose, carried module) of each carried pair.
+        helper_targets: helper -> the module it serves now.
+        keep_clear: the footprint still to be built (with ``clear_footprint``), else {}.
+        slides: module -> its dock's slide ``((x0, y0), (x1, y1))`` (module docstring).
+    """
+
+    moving: dict[str, tuple[Pose2D, Pose2D]]
+    obstacles: dict[str, Pose2D]
+    fixed: set[str]
+    missing: list[str]
+    staging: dict[str, tuple[Pose2D, Pose2D]] = field(default_factory=dict)
+    zones: list[Rect] = field(default_factory=list)
+    direct: set[str] = field(default_factory=set)
+    carried: dict[str, tuple[Pose2D, Pose2D, str]] = field(default_factory=dict)
+    helper_targets: dict[str, str] = field(default_factory=dict)
+    keep_clear: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    slides: dict[str, Segment] = field(default_factory=dict)
+
+    def blockers(self, settings: NavSettings) -> set[str]:
+        """Obstacles that must be moved aside for the slides (closer than
+        ``slide_clearance`` to a slide they do not own, not fixed)."""
+        from smores_assembly.navigation.stage import _slide_blockers
+        return _slide_blockers(self.obstacles, self.fixed, self.slides, settings)
+
+
+def _slide(goal: Pose2D, out: Pose2D) -> Segment:
+    return ((goal.x, goal.y), (out.x, out.y))
+
+
+def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],
+                phases: Mapping[str, Phase], settings: NavSettings | None = None,
+                staging_settings: StagingSettings | None = None,
+                staging_targets: Mapping[str, Pose2D] | None = None,
+                carry_targets: Mapping[str, Pose2D] | None = None) -> NavProblem:
+    """The navigation problem of ``stage`` (0-based) of ``plan``.
+
+    Args:
+        plan: a :class:`smores_assembly.planning.Plan` (any schedule; ``pipelined`` adds
+            the staging moves).
+        poses: tracked module poses (``world``); docked: modules reported DOCKED;
+            phases: module -> its docking phase (carried pairs: NAVIGATE and later).
+        staging_targets, carry_targets: the plan's
+            :func:`~smores_assembly.staging.staging_poses` and
+            :func:`~smores_assembly.staging.carry_staging_poses` (pre-staged carried
+            modules) with these settings when the caller keeps them (default: computed
+            here).
+
+    Returns:
+        A :class:`NavProblem`.
+    """
+    s = settings or NavSettings()
+    st = staging_settings or StagingSettings()
+    k = stage
+    docked = set(docked)
+    fixed = {plan.root_module} if plan.root_module else set()
+    fixed |= set(plan.kept)
+    fixed |= {a.module for a in plan.actions if a.stage < k}
+    fixed |= docked
+    moving: dict[str, tuple[Pose2D, Pose2D]] = {}
+    missing: list[str] = []
+    helper_targets: dict[str, str] = {}
+    carried: dict[str, tuple[Pose2D, Pose2D, str]] = {}
+    slides: dict[str, Segment] = {}
+    for a in plan.actions:
+        if a.stage != k or a.module in docked:
+            continue
+        if a.needs_helper:
+            fixed.add(a.module)
+            h = a.helper
+            if not h:
+                continue  # the planner refuses such plans; nothing to drive
+            pre = carried_predock(a.goal, a.child_face.angle, s.predock_standoff,
+                                  s.module_width)
+            slides[a.module] = _slide(a.goal, pre)
+            if h in helper_targets:
+                continue  # this helper first serves an earlier action
+            if h not in poses or a.module not in poses:
+                missing += [x for x in (h, a.module) if x not in poses]
+                continue
+            helper_targets[h] = a.module
+            ph = phases.get(a.module)
+            if ph in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
+                continue  # carried, past its path: the docking controller moves it
+            if ph is Phase.NAVIGATE:
+                carried[h] = (poses[h], pre, a.module)
+                continue
+            others = [(p.x, p.y) for m, p in poses.items() if m not in (h, a.module)]
+            moving[h] = (poses[h], pickup_pose(poses[a.module], poses[h], others,
+                                               s.module_width, s.predock_standoff))
+        else:
+            if a.module not in poses:
+                missing.append(a.module)
+                continue
+            others = [(p.x, p.y) for m, p in poses.items() if m != a.module]
+            goal = clear_predock(a.goal, a.child_face.angle, s.predock_standoff, others,
+                                 s.predock_clearance)
+            moving[a.module] = (poses[a.module], goal)
+            slides[a.module] = _slide(a.goal, goal)
+    staging: dict[str, tuple[Pose2D, Pose2D]] = {}
+    zones: list[Rect] = []
+    direct: set[str] = set()
+    if plan.schedule == "pipelined":
+        # a reconfiguration's kept modules: their goals are where they stand (the plan
+        # message has none for them)
+        kplan = with_kept_goals(plan, poses)
+        targets = staging_targets
+        if targets is None:
+            targets = staging_poses(kplan, s.predock_standoff, st, s.module_width)
+        if carry_targets is None:
+            carry_targets = carry_staging_poses(kplan, s.predock_standoff, st,
+                                                s.module_width, others=targets)
+        sp = staging_problem(kplan, k, poses, docked, s.predock_standoff, st,
+                             s.module_width, targets=targets, carry_targets=carry_targets)
+        direct = {m for m in sp.direct if m in moving}
+        for m in direct:
+            del moving[m]
+            cur = poses[m]
+            (gx, gy), (px, py) = slides[m]
+            # the slide starts where the module stands (at or beyond its pre-dock pose)
+            if math.hypot(cur.x - gx, cur.y - gy) > math.hypot(px - gx, py - gy):
+                slides[m] = ((gx, gy), (cur.x, cur.y))
+        fixed |= direct
+        staging = {m: v for m, v in sp.staging.items() if m not in moving}
+        # a helper's pick-up pose beside a slide of the active stage: it waits (and is
+        # moved aside if it stands there already); staging poses of modules keep their
+        # own rules (clear of the zones and pre-dock poses of earlier docks)
+        helpers = {a.helper for a in plan.actions if a.needs_helper and a.helper}
+        for h in sorted(set(staging) & helpers):
+            g = staging[h][1]
+            if any(point_segment_distance((g.x, g.y), a, b) < s.slide_clearance
+                   for a, b in slides.values()):
+                del staging[h]
+        # a staging pose where the goal of a module of the active stage (a pre-dock pose
+        # moved out along its axis, clear_predock) leaves no room to turn: it waits
+        # (random_12_594393859: m11's staging pose 0.104 m from m5's pre-dock goal)
+        room = turn_clearance(s.module_width)
+        for m in sorted(staging):
+            g = staging[m][1]
+            if any(g.distance_to(goal) < room for _, goal in moving.values()):
+                del staging[m]
+        zones = list(sp.zones.values())
+    fixed |= set(carried) | {c[2] for c in carried.values()}
+    keep_clear = footprint_to_build(
+        with_kept_goals(plan, poses), k, docked, s.predock_standoff,
+        s.module_width) if s.clear_footprint else {}
+    obstacles = {m: p for m, p in poses.items() if m not in moving}
+    fixed = {m for m in fixed if m in obstacles}
+    return NavProblem(moving, obstacles, fixed, missing, staging, zones, direct, carried,
+                      helper_targets, keep_clear, slides)
+
+
+__all__ = ["NavProblem", "nav_problem"]
