@@ -28,7 +28,8 @@ from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import scenario_from_dict
-from smores_assembly.staging import on_staging_axis, plan_stage_carrying, staging_poses
+from smores_assembly.staging import (carry_staging_poses, on_staging_axis, plan_stage_carrying,
+                                     staging_poses)
 
 W = 0.08
 STANDOFF = 0.06
@@ -94,9 +95,11 @@ def _plans(count: int, seed: int):
 def _run(sc, plan, nav: NavSettings):
     """Per stage: (stage, violations before planning, violations after the plan)."""
     targets = staging_poses(plan, STANDOFF)
+    # pre-staged carried modules (issue 14) keep the staging rules too
+    staged_at = dict(targets, **carry_staging_poses(plan, STANDOFF, others=targets))
     for k in range(len(plan.stages)):
         poses = _world_at(plan, sc, k, targets)
-        before = _slide_violations(plan, k, poses, targets)
+        before = _slide_violations(plan, k, poses, staged_at)
         prob = nav_problem(plan, k, poses, set(), {}, nav, staging_targets=targets)
         try:
             sp, _staged = plan_stage_carrying(prob.moving, prob.staging, prob.carried,
@@ -112,7 +115,7 @@ def _run(sc, plan, nav: NavSettings):
         for m, path in sp.paths.items():
             if path:
                 after[m] = path[-1][1]
-        yield k, before, _slide_violations(plan, k, after, targets)
+        yield k, before, _slide_violations(plan, k, after, staged_at)
 
 
 def test_modules_beside_a_slide_are_moved_aside_random_targets():
@@ -191,18 +194,18 @@ def _lead_in_violations(sp, poses: dict[str, Pose2D]) -> list[tuple]:
 
 
 def test_first_legs_never_close_in_on_a_neighbour():
-    """Random targets of the bench's generator (starts 1.5 widths apart and more), every
-    stage from the start poses: while the modules drive from their poses to their first
+    """Random targets of the bench's generator (starts 1.5 widths apart and more), the
+    first stage from the start poses: while the modules drive from their poses to their first
     grid cells, no two come closer than two corner radii (``w sqrt 2``: both may turn in
     place there) unless they already stood closer, and then no closer than that
     (random_12_594393859: m11's first cell lay 0.087 m from m5, m11 drove at m5 while it
     turned, 0.32 mm contact, and every replan gave the same cells)."""
     nav = NavSettings()
     checked = 0
-    for sc, plan in _plans(30, 5):
+    for sc, plan in _plans(40, 5):
         targets = staging_poses(plan, STANDOFF)
-        for k in range(len(plan.stages)):
-            poses = _world_at(plan, sc, k, targets) if k else dict(sc.modules)
+        for k in range(1):   # from the drawn start poses (later worlds here are made up)
+            poses = dict(sc.modules)
             prob = nav_problem(plan, k, poses, set(), {}, nav, staging_targets=targets)
             try:
                 sp, _ = plan_stage_carrying(prob.moving, prob.staging, prob.carried,

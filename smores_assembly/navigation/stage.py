@@ -726,7 +726,8 @@ def _start_leg_penalty(scene: _Scene, moving: Mapping[str, Pose2D],
     m5, m11 drove at m5 while m5 turned, and every replan gave the same cells until the
     stage timed out): ``10`` cells, so such a cell is taken only when no other is near.
     Every module counts, the moving ones at their current poses (they all leave their
-    poses for their start cells at once)."""
+    poses for their start cells at once). Boxed in on every side, the cell whose leg
+    falls shortest of that distance costs least."""
     body = turn_clearance(s.module_width)
     pts = {m: (p.x, p.y) for m, p in moving.items()}
     pts.update({o: (p.x, p.y) for o, p in obstacles.items()})
@@ -745,10 +746,10 @@ def _start_leg_penalty(scene: _Scene, moving: Mapping[str, Pose2D],
                 d = np.hypot(xy[:, 0] - p[0], xy[:, 1] - p[1])
                 near[a] = [pts[ids[i]] for i in np.nonzero(d < reach)[0] if ids[i] != a]
             c = scene.center(cell)
-            bad = any(point_segment_distance(q, p, c)
-                      < min(body, math.hypot(q[0] - p[0], q[1] - p[1])) - 1e-9
-                      for q in near[a])
-            cache[key] = big if bad else 0.0
+            short = max((min(body, math.hypot(q[0] - p[0], q[1] - p[1]))
+                         - point_segment_distance(q, p, c) for q in near[a]), default=0.0)
+            # graded: boxed in on every side, the leg that squeezes least
+            cache[key] = big * (1.0 + short / body) if short > 1e-9 else 0.0
         return cache[key]
 
     return pen
