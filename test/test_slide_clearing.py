@@ -220,3 +220,31 @@ def test_first_legs_never_close_in_on_a_neighbour():
                                                         _lead_in_violations(sp, poses))
             checked += 1
     assert checked >= 30, checked
+
+
+def test_a_helper_past_its_path_is_never_moved_aside():
+    """A helper whose carried module is in POSE_ADJUST, APPROACH or RETRY is driven by the
+    docking controller beside its own dock's slide: fixed, never moved aside
+    (random_7_356561138 stage 3: h0, carrying m6, was moved aside for m6's slide)."""
+    from smores_assembly.vocabulary import Phase
+    nav = NavSettings()
+    seen = 0
+    for sc, plan in _plans(20, 3):
+        targets = staging_poses(plan, STANDOFF)
+        for a in plan.actions:
+            if not a.needs_helper:
+                continue
+            poses = _world_at(plan, sc, a.stage, targets)
+            # the pair at its pre-dock pose, sliding in
+            from smores_assembly.navigation.stage import carried_predock
+            hp = carried_predock(a.goal, a.child_face.angle, STANDOFF, W)
+            poses[a.helper] = hp
+            poses[a.module] = Pose2D(hp.x + W * math.cos(hp.yaw), hp.y + W * math.sin(hp.yaw),
+                                     hp.yaw)
+            for ph in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
+                prob = nav_problem(plan, a.stage, poses, set(), {a.module: ph}, nav,
+                                   staging_targets=targets)
+                assert a.helper in prob.fixed and a.helper not in prob.blockers(nav)
+            seen += 1
+            break
+    assert seen >= 5, seen

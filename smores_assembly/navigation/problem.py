@@ -133,7 +133,11 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
             helper_targets[h] = a.module
             ph = phases.get(a.module)
             if ph in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
-                continue  # carried, past its path: the docking controller moves it
+                # carried, past its path: the docking controller moves it (never moved
+                # aside: beside its own dock's slide it was, bench_targets
+                # random_7_356561138 stage 3)
+                fixed.add(h)
+                continue
             if ph is Phase.NAVIGATE:
                 carried[h] = (poses[h], pre, a.module)
                 continue
