@@ -211,3 +211,17 @@ def test_a_node_refusing_a_start_up_value_logs_one_line_under_its_name(
     assert "Traceback" not in out
     fatal = [ln for ln in out.splitlines() if "[FATAL]" in ln]
     assert len(fatal) == 1 and fatal[0].endswith(f"[{node}]: {line}"), out
+
+
+@pytest.mark.ros
+def test_launch_with_a_value_a_node_refuses_exits_2_with_one_line(ros_domain):
+    """Fresh-user finding: `launch fake_assembly backend:=bullet` crashed fake_hardware
+    with a ValueError traceback, exit 1. Now: its one FATAL line, the launch exits 2."""
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "fake_assembly",
+                        "backend:=bullet", "pipeline:=false"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2, out
+    assert "Traceback" not in out
+    assert "[fake_hardware]: backend: 'bullet' is not one of kinematic, mujoco" in out
+    assert "launch: error: fake_hardware refused its configuration (exit status 2" in out

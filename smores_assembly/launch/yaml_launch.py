@@ -559,15 +559,23 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     runner.start()
+    failed: dict[str, int] = {}
     try:
         # Like a launch file whose nodes are all required: a node that fails (exit status
         # other than 0) brings the whole launch down, so nothing runs half-configured.
         while not stop.is_set() and len(runner.poll()) < len(specs):
             failed = {n: c for n, c in runner.poll().items() if c != 0}
             if failed:
-                print(f"launch: node(s) failed {failed}: shutting down", file=sys.stderr)
+                if all(c == 2 for c in failed.values()):
+                    print(f"launch: error: {', '.join(sorted(failed))} refused its "
+                          f"configuration (exit status 2; the reason is its FATAL line): "
+                          f"shutting down", file=sys.stderr)
+                else:
+                    print(f"launch: node(s) failed {failed}: shutting down", file=sys.stderr)
                 break
             stop.wait(0.2)
     finally:
         codes = runner.shutdown()
+    if failed and all(c == 2 for c in failed.values()):
+        return 2   # bad input, as every entry point of the package
     return 0 if all(c in (0, -signal.SIGINT, None) for c in codes.values()) else 1
