@@ -1,10 +1,27 @@
-"""Command-line value types with bounds (``argparse`` ``type=`` callables), one definition
-for every CLI of the package (no ROS imports)."""
+"""Command-line value types with bounds (``argparse`` ``type=`` callables) and the
+entry-point wrapper, one definition for every CLI of the package (no ROS imports)."""
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 from typing import Callable
+
+
+def run_cli(main: Callable[[], int | None]) -> int:
+    """Run a CLI's ``main`` and return its exit status; a reader that went away (``| head``)
+    ends it quietly with 0 instead of a BrokenPipeError traceback: stdout is pointed at
+    devnull so the interpreter's final flush does not raise again (Python docs, "Note on
+    SIGPIPE")."""
+    try:
+        status = int(main() or 0)
+        sys.stdout.flush()   # a closed pipe shows up here, inside the handler below
+        return status
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 def bounded(kind: type = float, lo: float | None = None, hi: float | None = None,

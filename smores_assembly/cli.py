@@ -20,10 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 
-from smores_assembly.argtypes import bounded
+from smores_assembly.argtypes import bounded, run_cli
 from smores_assembly.errors import InputError, SmoresError
 from smores_assembly.staging import SCHEDULES
 from smores_assembly.vocabulary import counted
@@ -262,15 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra:  # refused by the subcommand, so that its usage is the one shown
         args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        status = int(args.handler(args) or 0)
-        sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
-        return status
-    except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly. Point stdout at devnull so the
-        # interpreter's final flush does not raise again (Python docs, "Note on SIGPIPE").
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return run_cli(lambda: args.handler(args))   # quiet on a closed pipe (``| head``)
     except SmoresError as exc:  # ScenarioError, PlanningError, bad parameters
         msg = " ".join(str(exc).split())
         print(f"{PROG}: error: {msg}", file=sys.stderr)

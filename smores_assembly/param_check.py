@@ -195,8 +195,8 @@ def _applies(sec: ParamsSection, fqn: str, any_namespace: bool) -> bool:
 
 
 def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
-                      pinned: dict[str, dict[str, Any]] | None = None
-                      ) -> list[ParamsSection]:
+                      pinned: dict[str, dict[str, Any]] | None = None,
+                      notes: list[str] | None = None) -> list[ParamsSection]:
     """Validate a ROS params file for the nodes of this stack that read it.
 
     The file is read with rcl's rules (:func:`smores_assembly.params_file.parse_params_file`:
@@ -214,6 +214,10 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
             value in the file would be silently ignored, so it is refused naming the run
             flag or launch argument to use); default: those of ``fake_assembly``
             (:func:`launch_pinned`).
+        notes: when given, gets one line per value of the file that the launch overrides
+            but that equals the node's default (the generated ``config/<node>.yaml``
+            files list every default, so it is not refused; e.g. ``lockstep: false``
+            under ``run``, which steps in lockstep unless ``--free-running``).
 
     Returns:
         The file's sections.
@@ -264,14 +268,16 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
                 default = cache.get(exe, {}).get(name, (None, None))[1]
                 # a value equal to the node's default asks for nothing (the generated
                 # config/<node>.yaml files list every default)
-                if (name in pinned.get(node, {}) and pinned[node][name] != value
-                        and value != default):
+                if name in pinned.get(node, {}) and pinned[node][name] != value:
                     hint = PINNED_HINTS.get(name, "set it with the run flag or launch "
                                                   "argument instead")
-                    ignored.append(ParamsFileError(
-                        f"{where}: {node} gets {name} from the launch, after this file "
-                        f"({pinned[node][name]!r}): {value!r} here would be ignored; {hint}",
-                        field=name))
+                    text = (f"{where}: {node} gets {name} from the launch, after this file "
+                            f"({pinned[node][name]!r}): {value!r} here would be ignored; "
+                            f"{hint}")
+                    if value != default:
+                        ignored.append(ParamsFileError(text, field=name))
+                    elif notes is not None and value != "":   # "": unset, nothing asked
+                        notes.append(f"note: {text.replace('would be', 'is')}")
             if name in EXTRA_CHECKS:
                 EXTRA_CHECKS[name](where, value)
             for exe in known:

@@ -225,3 +225,19 @@ def test_launch_with_a_value_a_node_refuses_exits_2_with_one_line(ros_domain):
     assert "Traceback" not in out
     assert "[fake_hardware]: backend: 'bullet' is not one of kinematic, mujoco" in out
     assert "launch: error: fake_hardware refused its configuration (exit status 2" in out
+
+
+def test_a_closed_pipe_ends_the_argument_listing_quietly():
+    """``python -m smores_assembly.launch fake_assembly -s | head -1``: exit 0, no
+    BrokenPipeError traceback (fresh-user finding). The reader is gone before the listing
+    is written, so every write meets the closed pipe."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "smores_assembly.launch",
+                               "fake_assembly", "-s"], stdout=w, stderr=subprocess.PIPE,
+                              timeout=60)
+    finally:
+        os.close(w)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "Traceback" not in err and "Broken" not in err, err

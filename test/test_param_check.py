@@ -261,7 +261,14 @@ def test_a_value_the_launch_would_override_is_refused_naming_the_flag(tmp_path, 
     f = tmp_path / "p.yaml"
     f.write_text(text)
     if fragment is None:
-        check_params_file(f)
+        notes: list[str] = []
+        check_params_file(f, notes=notes)
+        # not refused, but not silently ignored either (fresh-user finding: lockstep:
+        # false in a params file did nothing, with no word): the run prints the note
+        assert notes == [f"note: {f}:1: /**/fake_hardware.lockstep: fake_hardware gets "
+                         f"lockstep from the launch, after this file (True): False here is "
+                         f"ignored; use run --free-running (launch argument "
+                         f"lockstep:=false); every node of the stack must agree"], notes
         return
     with pytest.raises(ParamsFileError, match=re.escape(fragment)):
         check_params_file(f)

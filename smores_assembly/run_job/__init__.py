@@ -76,9 +76,12 @@ def run(args) -> int:
                                   field="--params-file")
             # the nodes of the whole stack (also those on other computers), as they are
             # named in the run's namespace: a section for no node of the stack is refused
+            notes: list[str] = []
             check_params_file(args.params_file,
                               default_readers(args.params_file, namespace),
-                              launch_pinned(args.params_file, namespace))
+                              launch_pinned(args.params_file, namespace), notes=notes)
+            for line in notes:
+                say(line)
         out = make_out_dir(args.out or f"out/{scenario.name}")
     except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
