@@ -673,8 +673,15 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             aside.add(o)
     penalty_occupied = 2.0 * scene.c
     start_xy = {m: (cur.x, cur.y) for m, (cur, _) in moving.items()}
-    leg_penalty = _start_leg_penalty(scene, {m: cur for m, (cur, _) in moving.items()},
-                                     obstacles, s)
+    pen = _start_leg_penalty(scene, {m: cur for m, (cur, _) in moving.items()}, obstacles, s)
+    # a module standing at its goal (a staging module at its staging pose) keeps its own
+    # cell: pushed to another one, it drove a loop out and back and met a neighbour
+    # (bench_targets random_7_356561138 stage 3: staging m5 against staging m2)
+    stay = {m for m, (cur, goal) in moving.items()
+            if math.hypot(goal.x - cur.x, goal.y - cur.y) <= STAY_LEG}
+
+    def leg_penalty(a: str, cell: Cell) -> float:
+        return 0.0 if a in stay else pen(a, cell)
     for _ in range(len(obstacles) + 2):
         mc = lay.movable_cells()
         before = set(aside)
