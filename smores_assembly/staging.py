@@ -187,6 +187,17 @@ def nominal_predock(goal: Pose2D, parent_goal: Pose2D, standoff: float) -> Pose2
     return Pose2D(goal.x + standoff * nx, goal.y + standoff * ny, goal.yaw)
 
 
+def _stage_of(plan) -> dict[str, int]:
+    """Each module's docking stage in ``plan`` (0-based); -1 for what is placed from the
+    start: the root and a reconfiguration's kept part."""
+    stage_of = {a.module: a.stage for a in plan.actions}
+    stage_of[plan.root_module] = -1
+    for m in getattr(plan, "kept", ()):   # a reconfiguration's kept part: placed
+        if m in plan.goals:
+            stage_of[m] = -1
+    return stage_of
+
+
 def _zones(plan, standoff: float, width: float) -> dict[str, Rect]:
     return {a.module: dock_zone(a.goal, plan.goals[a.parent_module], a.needs_helper,
                                 standoff, width) for a in plan.actions}
@@ -222,11 +233,7 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
     """
     s = settings or StagingSettings()
     zones = _zones(plan, standoff, width)
-    stage_of = {a.module: a.stage for a in plan.actions}
-    stage_of[plan.root_module] = -1
-    for m in getattr(plan, "kept", ()):   # a reconfiguration's kept part: placed
-        if m in plan.goals:
-            stage_of[m] = -1
+    stage_of = _stage_of(plan)
     predocks = {a.module: nominal_predock(a.goal, plan.goals[a.parent_module], standoff)
                 for a in plan.actions}
     half_diag = width / math.sqrt(2.0)
@@ -361,11 +368,7 @@ def carry_staging_poses(plan, standoff: float, settings: StagingSettings | None 
     if others is None:
         others = staging_poses(plan, standoff, s, width, step)
     zones = _zones(plan, standoff, width)
-    stage_of = {a.module: a.stage for a in plan.actions}
-    stage_of[plan.root_module] = -1
-    for m in getattr(plan, "kept", ()):   # a reconfiguration's kept part: placed
-        if m in plan.goals:
-            stage_of[m] = -1
+    stage_of = _stage_of(plan)
     points: dict[str, list[Pose2D]] = {}   # pre-dock poses: the module's, the helper's
     for a in plan.actions:
         par = plan.goals[a.parent_module]

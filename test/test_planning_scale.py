@@ -45,6 +45,18 @@ def _instance(rng: np.random.Generator, n: int, m: int, kind: str):
     return cost, g, mods
 
 
+def _assert_equivalent(cost, red) -> None:
+    """Brute force over every assignment of the 6 x 6 ``red``: non-negative, and each
+    assignment costs ``cost`` (4 modules x 6 goals, padded with zero rows) plus the same
+    constant, so both matrices have the same optimal assignments."""
+    assert red.min() >= -1e-12
+    padded = np.zeros((6, 6))
+    padded[:4] = cost
+    diffs = {round(float(padded[range(6), p].sum() - red[range(6), p].sum()), 9)
+             for p in itertools.permutations(range(6))}
+    assert len(diffs) == 1
+
+
 @pytest.mark.parametrize("kind", ["clustered", "one_side", "grid", "uniform"])
 @pytest.mark.parametrize("n,extra", [(64, 0), (64, 7), (150, 15), (300, 40)])
 def test_solve_assignment_equals_scipy_optimum(kind, n, extra):
@@ -90,12 +102,7 @@ def test_radial_duals_square_reduced_nonnegative_and_equivalent():
         cost, g, mods = _instance(rng, 4, 6, "clustered")
         red = radial_duals(cost, g)
         assert red.shape == (6, 6)
-        assert red.min() >= -1e-12
-        padded = np.zeros((6, 6))
-        padded[:4] = cost
-        diffs = {round(float(padded[range(6), p].sum() - red[range(6), p].sum()), 9)
-                 for p in itertools.permutations(range(6))}
-        assert len(diffs) == 1
+        _assert_equivalent(cost, red)
 
 
 def test_assign_modules_large_clustered_matches_scipy():
@@ -231,12 +238,7 @@ def test_reduced_matrix_any_goal_duals_is_equivalent():
         duals = rng.normal(0.0, 2.0, 4)
         red, v = reduced_matrix(cost, duals)
         assert red.shape == (6, 6) and v.shape == (6,)
-        assert red.min() >= -1e-12
-        padded = np.zeros((6, 6))
-        padded[:4] = cost
-        diffs = {round(float(padded[range(6), p].sum() - red[range(6), p].sum()), 9)
-                 for p in itertools.permutations(range(6))}
-        assert len(diffs) == 1
+        _assert_equivalent(cost, red)
 
 
 @pytest.mark.parametrize("kind", ["clustered", "one_side", "grid"])

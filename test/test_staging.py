@@ -83,6 +83,22 @@ def _stage_moving(plan, k, poses, direct, s: NavSettings):
     return moving
 
 
+def _pipelined_stage(plan, k, poses, prob, s):
+    """Stage ``k``'s pipelined plan as the navigation makes it: ``(moving, stage plan,
+    staged modules)``, or None when the stage itself cannot be planned."""
+    moving = _stage_moving(plan, k, poses, prob.direct, s)
+    fixed = {plan.root_module} | {a.module for a in plan.actions if a.stage < k}
+    fixed |= {a.module for a in plan.actions if a.stage == k and a.needs_helper}
+    fixed |= prob.direct
+    obstacles = {m: p for m, p in poses.items() if m not in moving}
+    try:
+        sp, staged = plan_stage_pipelined(moving, prob.staging, obstacles,
+                                          prob.zones.values(), s, fixed=fixed)
+    except NavigationError:
+        return None
+    return moving, sp, staged
+
+
 def test_staging_never_enters_a_corridor_of_the_active_stage():
     """Random targets, every stage of a pipelined plan, executed stage by stage (docked
     modules at their goals, staged modules at their staging poses): no staging pose, and no
@@ -103,16 +119,10 @@ def test_staging_never_enters_a_corridor_of_the_active_stage():
             placed = [(plan.goals[m].x, plan.goals[m].y, plan.goals[m].yaw)
                       for m in [plan.root_module] + [a.module for a in plan.actions
                                                      if a.stage < k]]
-            moving = _stage_moving(plan, k, poses, prob.direct, s)
-            fixed = {plan.root_module} | {a.module for a in plan.actions if a.stage < k}
-            fixed |= {a.module for a in plan.actions if a.stage == k and a.needs_helper}
-            fixed |= prob.direct
-            obstacles = {m: p for m, p in poses.items() if m not in moving}
-            try:
-                sp, staged = plan_stage_pipelined(moving, prob.staging, obstacles,
-                                                  prob.zones.values(), s, fixed=fixed)
-            except NavigationError:
+            planned = _pipelined_stage(plan, k, poses, prob, s)
+            if planned is None:
                 break  # the stage itself cannot be planned (not a staging matter)
+            moving, sp, staged = planned
             for m in staged:
                 goal = prob.staging[m][1]
                 if m in sc.helpers:  # a helper staging at its next module's pick-up pose
@@ -405,16 +415,10 @@ def test_pre_staged_carried_pairs_keep_out_of_the_corridors_running_meanwhile():
         poses = dict(sc.modules)
         for k in range(len(plan.stages)):
             prob = staging_problem(plan, k, poses, set(), STANDOFF)
-            moving = _stage_moving(plan, k, poses, prob.direct, s)
-            fixed = {plan.root_module} | {a.module for a in plan.actions if a.stage < k}
-            fixed |= {a.module for a in plan.actions if a.stage == k and a.needs_helper}
-            fixed |= prob.direct
-            obstacles = {m: p for m, p in poses.items() if m not in moving}
-            try:
-                sp, staged = plan_stage_pipelined(moving, prob.staging, obstacles,
-                                                  prob.zones.values(), s, fixed=fixed)
-            except NavigationError:
+            planned = _pipelined_stage(plan, k, poses, prob, s)
+            if planned is None:
                 break  # the stage itself cannot be planned (not a staging matter)
+            moving, sp, staged = planned
             goals_of_helpers = {}
             for h in [m for m in prob.staging if m in sc.helpers]:
                 nxt = next_carry(plan, k, h)
