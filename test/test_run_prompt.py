@@ -132,3 +132,26 @@ def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
     assert report["success"] is False and "interrupted" in report["error"]
     assert "before any module moved" in report["error"], report["error"]
     assert report["connections"] == []
+
+
+@pytest.mark.ros
+def test_a_reader_that_goes_away_does_not_orphan_the_stack(tmp_path, ros_domain):
+    """``run ... | head -1``: the closed pipe made the first line after the nodes started
+    raise BrokenPipeError; the run exited 0 at once and left all seven nodes running,
+    orphaned (field case). Now the run goes on without a console: it assembles, stops every
+    node in order (each exit status in the report) and writes its report. The reader is
+    gone before the first line, so every line meets the closed pipe."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run(
+            [*installed.cli(), "run", str(FIELD / "pair.yaml"), "--out", str(tmp_path / "o"),
+             "--real-time-factor", "0"], stdout=w, stderr=subprocess.PIPE, text=True,
+            cwd=REPO, timeout=600)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["success"] is True
+    assert report["node_exit_codes"] and set(report["node_exit_codes"].values()) == {0}, \
+        report["node_exit_codes"]

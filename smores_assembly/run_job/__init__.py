@@ -147,13 +147,21 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     signals = Interrupts()
     runner = LaunchRunner(specs, sink=log.sink)
     runner.start()
-    say(f"started {counted(len(specs), 'process')}: {', '.join(s.name for s in specs)} "
-        f"(logs: {out}/nodes.log)")
-    # Our own SIGINT/SIGTERM handlers stay in force (see Interrupts).
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    observer = ObserverNode(runner, signals.stop, out,
-                            out / "assembly.mcap" if args.record else None,
-                            namespace=namespace)
+    try:
+        say(f"started {counted(len(specs), 'process')}: {', '.join(s.name for s in specs)} "
+            f"(logs: {out}/nodes.log)")
+        # Our own SIGINT/SIGTERM handlers stay in force (see Interrupts).
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+        observer = ObserverNode(runner, signals.stop, out,
+                                out / "assembly.mcap" if args.record else None,
+                                namespace=namespace)
+    except BaseException:
+        # nothing may outlive the run: the nodes are stopped before the error goes on
+        runner.shutdown()
+        rclpy.try_shutdown()
+        log.close()
+        signals.restore()
+        raise
     try:
         outcome = run_goal(observer, signals.interrupted, scenario, plan,
                            approve=bool(args.approve), timeout=timeout, remote=remote)

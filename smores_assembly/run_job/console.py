@@ -1,6 +1,7 @@
 """What ``smores-assemble run`` prints and asks on the terminal (no ROS imports)."""
 from __future__ import annotations
 
+import os
 import select
 import sys
 import threading
@@ -10,8 +11,15 @@ from smores_assembly.vocabulary import Phase
 
 
 def say(msg: str) -> None:
-    """Print one line to stdout at once (the run's output is read live)."""
-    print(msg, flush=True)
+    """Print one line to stdout at once (the run's output is read live). A reader that
+    went away (``run ... | head``) does not end the run: its nodes still have to be
+    stopped in order and its report written, so the rest of the output goes to devnull
+    (a BrokenPipeError here once left the whole stack running, orphaned)."""
+    try:
+        print(msg, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 _held_lock = threading.Lock()
