@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import installed
@@ -155,3 +156,40 @@ def test_a_reader_that_goes_away_does_not_orphan_the_stack(tmp_path, ros_domain)
     assert report["success"] is True
     assert report["node_exit_codes"] and set(report["node_exit_codes"].values()) == {0}, \
         report["node_exit_codes"]
+
+
+@pytest.mark.ros
+def test_nodes_stop_when_the_run_is_killed(tmp_path, ros_domain):
+    """``smores-assemble run`` killed with SIGKILL (no handler can run) must not leave its
+    nodes running: each node checks that its launch runner is still its parent
+    (``common.launcher_gone``) and stops itself."""
+    proc = subprocess.Popen(
+        [*installed.cli(), "run", str(FIELD / "pair.yaml"), "--out", str(tmp_path / "o"),
+         "--real-time-factor", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, cwd=REPO)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:   # the nodes are up once the run says so
+            if line.startswith("started "):
+                break
+        children_file = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        nodes = [int(p) for p in children_file.read_text().split()]
+        assert len(nodes) == 7, nodes
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+    def alive(pid: int) -> bool:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"   # a zombie has exited
+
+    deadline = time.monotonic() + 60.0
+    while any(alive(p) for p in nodes) and time.monotonic() < deadline:
+        time.sleep(0.2)   # polling the process table: no event to await
+    left = [p for p in nodes if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"nodes still running 60 s after the run was killed: {left}"

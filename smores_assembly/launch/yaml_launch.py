@@ -95,6 +95,10 @@ def find_pkg_share(pkg: str) -> Path:
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: environment variable with the launch runner's pid, given to this package's nodes: a
+#: node whose launcher is gone (killed, or crashed before stopping it) stops itself
+#: (``smores_assembly.ros.common.launcher_gone``) instead of running on, orphaned
+LAUNCHER_PID_ENV = "SMORES_LAUNCHER_PID"
 
 
 def _is_package_node(cmd: list[str]) -> bool:
@@ -393,6 +397,8 @@ class LaunchRunner:
             # inherited): a stop asked for while the interpreter still imports is held
             # until run_node() has its handlers, which unblock and act on it.
             ours = _is_package_node(spec.cmd)
+            if ours:
+                env[LAUNCHER_PID_ENV] = str(os.getpid())
             old_mask = (signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
                         if ours else None)
             try:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import signal
+import time
 import weakref
 from typing import Any, Callable
 
@@ -399,6 +401,22 @@ def make_executor(events: bool = False):
 
 
 
+#: how often [s, wall] a node started by the package's launch runner checks that the
+#: runner is still there (:func:`launcher_gone`)
+LAUNCHER_CHECK_S = 1.0
+
+
+def launcher_gone() -> bool:
+    """True when this process was started by the package's launch runner (its pid in
+    ``SMORES_LAUNCHER_PID``, :data:`smores_assembly.launch.yaml_launch.LAUNCHER_PID_ENV`)
+    and that runner is gone: this process was re-parented. ``smores-assemble run`` killed
+    with SIGKILL (or crashing) must not leave its nodes running, orphaned. False for a
+    node started any other way (``ros2 launch``, by hand)."""
+    from smores_assembly.launch.yaml_launch import LAUNCHER_PID_ENV  # noqa: PLC0415
+    pid = os.environ.get(LAUNCHER_PID_ENV, "")
+    return pid.isdigit() and os.getppid() != int(pid)
+
+
 class StopRequest:
     """SIGINT/SIGTERM handlers that only record the request (installed by :func:`run_node`).
 
@@ -491,9 +509,16 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
         executor = make_executor()
         for node in nodes:
             executor.add_node(node)
+        next_check = time.monotonic() + LAUNCHER_CHECK_S
         with profiled(profile_name or nodes[0].get_name()):
             while stop.requested is None and rclpy.ok():
                 executor.spin_once(timeout_sec=poll_s)
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + LAUNCHER_CHECK_S
+                    if launcher_gone():
+                        nodes[0].get_logger().warning(
+                            "the launch runner that started this node is gone: stopping")
+                        break
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
