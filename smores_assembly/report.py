@@ -123,7 +123,8 @@ MANY_ROWS = 40
 def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, float, float]]],
                       goals: dict[str, Pose2D], edges: list[tuple[str, str]],
                       title: str = "", width: float = MODULE_WIDTH,
-                      stage_of: dict[str, int] | None = None) -> None:
+                      stage_of: dict[str, int] | None = None,
+                      helpers: Sequence[str] = ()) -> None:
     """Draw each module's trajectory (x, y, yaw samples in ``world``) and the target outline.
 
     Args:
@@ -136,6 +137,9 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
             100-entry legend were unreadable) the lines are thin, coloured by stage on a
             sequential colour map with a colour bar, modules without a stage grey, and
             neither labels nor legend are drawn; the figure grows with the scene.
+        helpers: the helping modules: their final squares are hatched, not filled, and
+            their legend entries say "(helper)" (a fresh user took a helper's final
+            square for an extra target cell).
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -157,11 +161,17 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
         else:
             col = cmap(i % 10)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        ax.plot(xs, ys, "-", color=col, lw=0.7 if many else 1.4, label=m)
+        helper = m in helpers
+        ax.plot(xs, ys, "-", color=col, lw=0.7 if many else 1.4,
+                label=f"{m} (helper)" if helper else m)
         _square(ax, Pose2D(*pts[0]), width, fill=False, edgecolor=col,
                 lw=0.6 if many else 1.0, ls=":")
-        _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35), edgecolor=col,
-                lw=0.8 if many else 1.2)
+        if helper:
+            _square(ax, Pose2D(*pts[-1]), width, fill=False, edgecolor=col, hatch="xx",
+                    lw=0.8 if many else 1.2)
+        else:
+            _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35), edgecolor=col,
+                    lw=0.8 if many else 1.2)
         if not many:
             ax.annotate(m, (xs[0], ys[0]), fontsize=8, color=col, ha="center", va="center")
     for g in goals.values():

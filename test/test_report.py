@@ -269,3 +269,19 @@ def test_the_run_names_an_assignment_the_measured_poses_changed():
                            "arm2->m4, arm3->m5; the scenario file's poses give arm2->m5, "
                            "arm3->m4 (total travel 0.646 m vs 0.647 m"), note
     assert assignment_note(file_plan, file_plan) == ""
+
+
+def test_a_helpers_end_is_not_drawn_like_a_placed_module(tmp_path, saved_figures):
+    """Fresh-user finding: rc_car's helper ended as a filled square beside the structure,
+    read as an extra target cell. Its end is hatched and unfilled, its legend says so."""
+    from matplotlib.patches import Polygon
+    traj = {"m1": [(0.0, 0.0, 0.0), (0.2, 0.0, 0.0)], "h0": [(0.5, 0.5, 0.0), (0.3, 0.1, 0.0)]}
+    plot_trajectories(tmp_path / "t.png", traj, {"m1": Pose2D(0.2, 0.0, 0.0)}, [],
+                      helpers=["h0"])
+    ax = saved_figures[-1].axes[0]
+    ends = {(round(p.get_xy()[:4, 0].mean(), 3), round(p.get_xy()[:4, 1].mean(), 3)):
+            (p.get_fill(), p.get_hatch()) for p in ax.patches if isinstance(p, Polygon)
+            and p.get_linestyle() == "solid"}
+    assert ends[(0.3, 0.1)] == (False, "xx")            # the helper's end
+    assert ends[(0.2, 0.0)] == (True, None)             # a module's end, filled
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["h0 (helper)", "m1"]

@@ -203,8 +203,10 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
     edges = [(a.module, a.parent_module) for a in plan.actions]
     try:
         plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
-                          title=f"{scenario.name}: trajectories (dashed: target)",
-                          stage_of={a.module: a.stage for a in plan.actions})
+                          title=f"{scenario.name}: trajectories (dotted: start, filled: "
+                                f"end, hatched: a helper's end, dashed: target)",
+                          stage_of={a.module: a.stage for a in plan.actions},
+                          helpers=[h for h, _ in helper_rows(plan)])
         t0 = activity_start(recorder)
         rows = [(f"s{u.stage + 1} {u.module} undock {u.face.value}/{u.from_module}."
                  f"{u.from_face.value}",
