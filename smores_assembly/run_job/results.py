@@ -203,7 +203,7 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
     edges = [(a.module, a.parent_module) for a in plan.actions]
     try:
         plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
-                          title=f"{scenario.name}: trajectories (dotted: start, filled: "
+                          title=f"{scenario.name}: trajectories\n(dotted: start, filled: "
                                 f"end, hatched: a helper's end, dashed: target)",
                           stage_of={a.module: a.stage for a in plan.actions},
                           helpers=[h for h, _ in helper_rows(plan)])
