@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 from pathlib import Path
@@ -132,17 +133,26 @@ def _namespaces(sections: list[ParamsSection]) -> set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _fake_assembly_specs(path: str, namespace: str) -> tuple:
+    """The processes of ``launch/fake_assembly.launch.yaml`` (what ``run --params-file``
+    starts) with ``params_file:=path`` in ``namespace``: resolved once for
+    :func:`default_readers` and :func:`launch_pinned` (they depend on the path, not on
+    the file's content)."""
+    from smores_assembly.launch import launch_file  # noqa: PLC0415
+    from smores_assembly.launch.yaml_launch import resolve_launch  # noqa: PLC0415
+    launch_args = {"params_file": path}
+    if namespace:
+        launch_args["namespace"] = namespace
+    return tuple(resolve_launch(launch_file("fake_assembly"), launch_args))
+
+
 def default_readers(path: str | Path, namespace: str = "") -> dict[str, str]:
     """Nodes that read ``path`` as ``params_file`` of ``launch/fake_assembly.launch.yaml``
     (what ``run --params-file`` starts), launched in ``namespace`` (``""``: the root):
     fully qualified name -> executable."""
-    from smores_assembly.launch import launch_file  # noqa: PLC0415
-    from smores_assembly.launch.yaml_launch import resolve_launch  # noqa: PLC0415
-    launch_args = {"params_file": str(path)}
-    if namespace:
-        launch_args["namespace"] = namespace
-    specs = resolve_launch(launch_file("fake_assembly"), launch_args)
-    return {s.node: s.executable for s in specs if str(path) in s.params_files}
+    return {s.node: s.executable for s in _fake_assembly_specs(str(path), namespace)
+            if str(path) in s.params_files}
 
 
 #: how to change a parameter that a launch file sets after the params file (a value in the
@@ -161,14 +171,9 @@ def launch_pinned(path: str | Path, namespace: str = "") -> dict[str, dict[str, 
     """Parameters that ``launch/fake_assembly.launch.yaml`` (what ``run --params-file``
     starts) sets on a node's command line *after* the params file ``path`` (they win over
     it): node name (without namespace) -> parameter -> value, typed as rcl types it."""
-    from smores_assembly.launch import launch_file  # noqa: PLC0415
-    from smores_assembly.launch.yaml_launch import resolve_launch  # noqa: PLC0415
     from smores_assembly.params_file import rcl_scalar  # noqa: PLC0415
-    launch_args = {"params_file": str(path)}
-    if namespace:
-        launch_args["namespace"] = namespace
     out: dict[str, dict[str, Any]] = {}
-    for spec in resolve_launch(launch_file("fake_assembly"), launch_args):
+    for spec in _fake_assembly_specs(str(path), namespace):
         cmd = spec.cmd
         at = [i for i, a in enumerate(cmd[:-1])
               if a == "--params-file" and cmd[i + 1] == str(path)]
