@@ -21,7 +21,7 @@ import dataclasses
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -530,25 +530,6 @@ def _precedence_graph(oriented: Mapping[str, Edge], nodes: Sequence[str], root_n
     return prec
 
 
-def _acyclic(nodes: Sequence[str], edges: Iterable[tuple[str, str, str]]) -> bool:
-    """True when the relation ``edges`` (u, v, _) over ``nodes`` has no cycle (Kahn)."""
-    succ: dict[str, list[str]] = {v: [] for v in nodes}
-    indeg = dict.fromkeys(nodes, 0)
-    for u, v, _ in edges:
-        succ[u].append(v)
-        indeg[v] += 1
-    ready = [v for v, d in indeg.items() if d == 0]
-    done = 0
-    while ready:
-        u = ready.pop()
-        done += 1
-        for v in succ[u]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                ready.append(v)
-    return done == len(indeg)
-
-
 #: The root search tries at most ``max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // N)`` root nodes
 #: of an N-node target whose centroid has no docking order (each try costs O(N)).
 ROOT_SEARCH_MIN = 4
@@ -597,7 +578,7 @@ def assembly_root_node(nodes: Sequence[str], edges: Sequence[Edge],
             if (v, e.parent) not in table:  # most edges keep their direction between roots
                 table[v, e.parent] = blocked(v, e.parent, e.child_face)
             blocked_by[v] = table[v, e.parent]
-        if _acyclic(nodes, _precedence_edges(oriented, root, blocked_by)):
+        if nx.is_directed_acyclic_graph(_precedence_graph(oriented, nodes, root, blocked_by)):
             return root
     return first
 
