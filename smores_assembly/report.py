@@ -114,6 +114,26 @@ def _square(ax, pose: Pose2D, w: float, **kw):
         "edgecolor", "k"), lw=0.8)
 
 
+def _direction_arrows(ax, xs: Sequence[float], ys: Sequence[float], color, size: float) -> None:
+    """Arrowheads at 1/3 and 2/3 of a path's length showing which way the module drove."""
+    import numpy as np
+    from matplotlib.patches import FancyArrowPatch
+    p = np.column_stack([xs, ys])
+    if len(p) < 2:
+        return
+    seg = np.hypot(*np.diff(p, axis=0).T)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    if s[-1] < 0.05:  # under 5 cm: a nudge, no arrow
+        return
+    for f in (1 / 3, 2 / 3):
+        i = int(np.searchsorted(s, f * s[-1]))
+        i = min(max(i, 1), len(p) - 1)
+        j = int(np.searchsorted(s, s[i] - 0.01))  # the point ~1 cm back gives the heading
+        j = min(j, i - 1)
+        ax.add_patch(FancyArrowPatch(tuple(p[j]), tuple(p[i]), arrowstyle="-|>", color=color,
+                                     lw=0, mutation_scale=size, shrinkA=0, shrinkB=0))
+
+
 #: above this many modules the trajectory plot colours by stage, without labels or legend
 MANY_MODULES = 20
 #: above this many rows the timeline draws one band per stage (a thin row per action)
@@ -140,6 +160,9 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
         helpers: the helping modules: their final squares are hatched, not filled, and
             their legend entries say "(helper)" (a fresh user took a helper's final
             square for an extra target cell).
+
+    Each path carries two arrowheads (at a third and two thirds of its length) showing
+    the direction of travel.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -164,6 +187,7 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
         helper = m in helpers
         ax.plot(xs, ys, "-", color=col, lw=0.7 if many else 1.4,
                 label=f"{m} (helper)" if helper else m)
+        _direction_arrows(ax, xs, ys, col, 8 if many else 14)
         _square(ax, Pose2D(*pts[0]), width, fill=False, edgecolor=col,
                 lw=0.6 if many else 1.0, ls=":")
         if helper:
@@ -183,7 +207,7 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
     ax.autoscale_view()
     ax.set_xlabel("x [m] (world)")
     ax.set_ylabel("y [m] (world)")
-    ax.set_title(title or "module trajectories\n(dotted: start, filled: end, dashed: target)",
+    ax.set_title(title or "module trajectories\n(dotted: start, filled: end, dashed: target, arrows: direction)",
                  fontsize=10)
     ax.grid(True, lw=0.3)
     if many:

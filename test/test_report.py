@@ -285,3 +285,37 @@ def test_a_helpers_end_is_not_drawn_like_a_placed_module(tmp_path, saved_figures
     assert ends[(0.3, 0.1)] == (False, "xx")            # the helper's end
     assert ends[(0.2, 0.0)] == (True, None)             # a module's end, filled
     assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["h0 (helper)", "m1"]
+
+
+def test_trajectory_arrows_point_the_way_each_module_drove(tmp_path, saved_figures):
+    """A fresh user could not tell start from end along a path: two arrowheads per path,
+    at a third and two thirds of its length, pointing from the start towards the end;
+    a path shorter than 5 cm gets none."""
+    from matplotlib.patches import FancyArrowPatch
+    rng = random.Random(7)
+    traj = {}
+    for k in range(6):
+        a, n = rng.uniform(-math.pi, math.pi), rng.randint(5, 60)
+        x0, y0, length = rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0.1, 1.0)
+        traj[f"m{k}"] = [(x0 + length * i / n * math.cos(a), y0 + length * i / n * math.sin(a),
+                          a) for i in range(n + 1)]
+    traj["m9"] = [(0.0, 0.0, 0.0), (0.02, 0.0, 0.0)]
+    plot_trajectories(tmp_path / "t.png", traj, {}, [])
+    arrows = [p for p in saved_figures[-1].axes[0].patches if isinstance(p, FancyArrowPatch)]
+    assert len(arrows) == 2 * 6
+    for m, pts in traj.items():
+        if m == "m9":
+            continue
+        (x0, y0, a), (x1, y1, _) = pts[0], pts[-1]
+        mine = [p for p in arrows if any(
+            abs((q[0] - x0) * math.sin(a) - (q[1] - y0) * math.cos(a)) < 1e-9
+            for q in p._posA_posB)]
+        assert len(mine) == 2, m
+        along = sorted(math.hypot(p._posA_posB[1][0] - x0, p._posA_posB[1][1] - y0)
+                       for p in mine)
+        length = math.hypot(x1 - x0, y1 - y0)
+        assert along[0] == pytest.approx(length / 3, abs=length / (len(pts) - 1) + 1e-9)
+        assert along[1] == pytest.approx(2 * length / 3, abs=length / (len(pts) - 1) + 1e-9)
+        for p in mine:  # tail to head along the direction of travel
+            (ax_, ay_), (bx, by) = p._posA_posB
+            assert (bx - ax_) * math.cos(a) + (by - ay_) * math.sin(a) > 0

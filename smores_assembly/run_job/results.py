@@ -204,7 +204,7 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
     try:
         plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
                           title=f"{scenario.name}: trajectories\n(dotted: start, filled: "
-                                f"end, hatched: a helper's end, dashed: target)",
+                                f"end, hatched: a helper's end, dashed: target, arrows: direction)",
                           stage_of={a.module: a.stage for a in plan.actions},
                           helpers=[h for h, _ in helper_rows(plan)])
         t0 = activity_start(recorder)
