@@ -37,9 +37,9 @@ from smores_assembly.edge import Edge
 from smores_assembly.errors import InputError, ParamsError, PlanningError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
 from smores_assembly.params import check_ranges, param_field
-from smores_assembly.navigation.stage import carry_clearance
+from smores_assembly.navigation.stage import NavSettings, carry_clearance
 from smores_assembly.scenario import Scenario
-from smores_assembly.staging import DEFAULT_SCHEDULE, check_schedule
+from smores_assembly.staging import DEFAULT_SCHEDULE, StagingSettings, check_schedule
 from smores_assembly.topology import (grid_cell, root_candidates, rooted_edges,
                                      tree_centroid, unfold)
 
@@ -745,8 +745,10 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
        are placed, those of the smallest key (depth, then root LEFT/RIGHT before
        TOP/BOTTOM) — the paper's depth order whenever the corridors allow it — in node
        order, skipping an action whose swept cells touch those of one already in the
-       stage (:func:`smores_assembly.corridors.conflict`) or that needs a helper when
-       all ``len(helper_pool)`` helpers are taken; skipped actions go to later stages.
+       stage (:func:`smores_assembly.corridors.conflict`), that needs a helper when
+       all ``len(helper_pool)`` helpers are taken, or whose slide and a module waiting to
+       be carried in the stage are closer than the navigation's ``slide_clearance``
+       (:func:`_waits_beside_slide`); skipped actions go to later stages.
     4. An action whose moving face (``child_face``) is LEFT or RIGHT needs a helper.
        Inside a stage, helpers are matched to actions by Kuhn–Munkres on the distance from
        the helper's initial pose to the carried module's initial pose; the first
@@ -821,7 +823,11 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     # before one of the walls (one not after it already) and the stages are built again;
     # refused when no wall can wait (issue 11).
     geo = _Geometry(width, standoff, goals, assignment, poses,
-                    _pickup_neighbours(acts, nodes, goals, assignment, poses, width, standoff))
+                    _pickup_neighbours(acts, nodes, goals, assignment, poses, width, standoff),
+                    waiting={v: _grid_xy(poses[acts[v].module], anchor, width) for v in acts
+                             if acts[v].needs_helper and acts[v].module in poses},
+                    slide_clearance=NavSettings().slide_clearance,
+                    staging_limit=StagingSettings().staging_limit)
     for _ in range(len(acts) * len(acts) + 1):  # one precedence more per round
         try:
             return _list_schedule(acts, order, key, prec, corr, cells, root_node, kept,
@@ -866,6 +872,7 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
         kmin = key[ready[0]]
         chosen: list[str] = []
         halo: set[Cell] = set()  # cells a dock of this stage may not sweep (conflict())
+        slides = _StageSlides(corr, acts, geo)
         helped = 0
         for v in ready:
             if key[v] != kmin:
@@ -874,8 +881,11 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
                 continue
             if not halo.isdisjoint(corr[v].swept):
                 continue
+            if slides.conflicts(v):
+                continue
             chosen.append(v)
             halo.update(corridor_halo(corr[v]))
+            slides.add(v)
             helped += acts[v].needs_helper
         _check_reachable(chosen, corr, acts, cells, placed_now, occupied, bounds, geo)
         stage_actions = [acts[v] for v in chosen]
@@ -918,6 +928,94 @@ class _Geometry:
     #: helper dock's node -> the nodes whose goal lies near its module's pose at planning
     #: time (:func:`_pickup_neighbours`): the only ones its pick-up check can meet
     near: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: helper dock's node -> where its module waits to be picked up (its pose at planning
+    #: time) on the unfolding grid, in module widths (:func:`_grid_xy`)
+    waiting: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: the navigation's ``slide_clearance`` and the staging's ``staging_limit`` [m]
+    #: (:class:`_StageSlides`)
+    slide_clearance: float = 0.15
+    staging_limit: float = 0.4
+
+
+def _grid_xy(pose: Pose2D, anchor: Pose2D, width: float) -> tuple[float, float]:
+    """``pose``'s position on the unfolding grid anchored at ``anchor``, in module widths
+    (unrounded :func:`~smores_assembly.topology.grid_cell`)."""
+    dx, dy = pose.x - anchor.x, pose.y - anchor.y
+    c, s = math.cos(anchor.yaw), math.sin(anchor.yaw)
+    return ((c * dx + s * dy) / width, (-s * dx + c * dy) / width)
+
+
+def _slide_distance(p: tuple[float, float], d: DockCorridor, length: float) -> float:
+    """Distance [widths] from the grid point ``p`` to the slide of ``d``: its docking
+    axis from the final cell's centre ``length`` widths out along ``d.normal``."""
+    (cx, cy), (nx_, ny_) = d.cell, d.normal
+    t = min(length, max(0.0, (p[0] - cx) * nx_ + (p[1] - cy) * ny_))
+    return math.hypot(p[0] - cx - t * nx_, p[1] - cy - t * ny_)
+
+
+class _StageSlides:
+    """The slides of the docks chosen for one stage, against the modules waiting there to
+    be carried (rule 3 of :func:`build_schedule`; issue 11, bench_targets
+    random_9_677052670: m7, waiting for its helper in stage 3, stood 0.04 m from the slide
+    of m3 docking in the same stage).
+
+    A dock's *slide* is its docking axis from the final cell out to where the driven body
+    may start sliding, as in :func:`smores_assembly.navigation.problem.nav_problem`: for a
+    helper dock the helper's centre at the pre-dock pose (``standoff + w``); otherwise the
+    farthest staging pose (``standoff + staging_limit``,
+    :func:`smores_assembly.staging.staging_poses`, chosen after the schedule: on
+    bench_targets' generator the pre-dock pose alone left random_9_669669833's m5 staged
+    0.07 m from m2 waiting in its stage). A module waiting to be carried in its own stage
+    is a fixed obstacle there (its helper comes to it; the navigation moves it aside only
+    in other stages), so a slide of the same stage closer than ``slide_clearance`` to
+    where it waits (its pose at planning time) could be used only once the pair has left:
+    the two docks go to different stages (on 300 random targets 1422 -> 1431 stages).
+    Lookups by grid cell: O(stage) per stage, not O(stage^2).
+    """
+
+    def __init__(self, corr: Mapping[str, DockCorridor], acts: Mapping[str, DockAction],
+                 geo: _Geometry):
+        self.corr, self.acts, self.geo = corr, acts, geo
+        self.clear = geo.slide_clearance / geo.width
+        self.reach = math.ceil(self.clear) + 1
+        self.at: dict[Cell, list[str]] = {}     # slide cell -> chosen docks
+        self.waiting: list[str] = []           # chosen docks whose module waits
+
+    def length(self, v: str) -> float:
+        """Slide length of dock ``v`` [widths]."""
+        if self.acts[v].needs_helper:
+            return self.geo.standoff / self.geo.width + 1.0
+        return (self.geo.standoff + self.geo.staging_limit) / self.geo.width
+
+    def conflicts(self, v: str) -> bool:
+        """True when dock ``v`` may not join the docks added so far."""
+        d = self.corr[v]
+        lv = self.length(v)
+        if any(_slide_distance(self.geo.waiting[h], d, lv) < self.clear
+               for h in self.waiting):
+            return True
+        p = self.geo.waiting.get(v)
+        if p is None:
+            return False
+        ci, cj = round(p[0]), round(p[1])
+        seen: set[str] = set()
+        for di in range(-self.reach, self.reach + 1):
+            for dj in range(-self.reach, self.reach + 1):
+                for u in self.at.get((ci + di, cj + dj), ()):
+                    if u not in seen:
+                        seen.add(u)
+                        if _slide_distance(p, self.corr[u], self.length(u)) < self.clear:
+                            return True
+        return False
+
+    def add(self, v: str) -> None:
+        """Add dock ``v`` to the stage."""
+        d = self.corr[v]
+        (cx, cy), (nx_, ny_) = d.cell, d.normal
+        for k in range(math.ceil(self.length(v)) + 1):
+            self.at.setdefault((cx + k * nx_, cy + k * ny_), []).append(v)
+        if v in self.geo.waiting:
+            self.waiting.append(v)
 
 
 def _pickup_neighbours(acts: Mapping[str, DockAction], nodes: Sequence[str],

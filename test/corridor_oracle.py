@@ -52,9 +52,34 @@ def corridor_violations(plan: Plan, w: float) -> list[str]:
     return bad
 
 
-def geometry_constrains(plan: Plan, w: float) -> bool:
+#: The navigation's ``slide_clearance`` [m]: a module waiting to be carried in its own
+#: stage (never moved aside there) must stand this far from every other slide of it.
+SLIDE_CLEARANCE = 0.15
+#: The staging's ``staging_limit`` [m]: a staging pose lies at most this far beyond the
+#: pre-dock pose (the module slides in from there).
+STAGING_LIMIT = 0.4
+
+
+def waits_beside_slide(b, parent_goal: Pose2D, pose: Pose2D, w: float) -> bool:
+    """True when a module waiting at ``pose`` to be carried (a helper dock's) stands
+    closer than ``SLIDE_CLEARANCE`` to the slide of dock ``b`` (``parent_goal``: its
+    parent's goal): the axis from ``b``'s goal out to the carrying helper's centre at the
+    pre-dock pose (a helper dock) or to the farthest staging pose (segment distance)."""
+    ux, uy = b.goal.x - parent_goal.x, b.goal.y - parent_goal.y
+    d = math.hypot(ux, uy)
+    ux, uy = ux / d, uy / d
+    far = STANDOFF + (w if b.needs_helper else STAGING_LIMIT)
+    t = min(far, max(0.0, (pose.x - b.goal.x) * ux + (pose.y - b.goal.y) * uy))
+    return math.hypot(pose.x - b.goal.x - t * ux, pose.y - b.goal.y - t * uy) \
+        < SLIDE_CLEARANCE
+
+
+def geometry_constrains(plan: Plan, w: float,
+                        modules: dict[str, Pose2D] | None = None) -> bool:
     """True when some slide would pass through another target cell, or two docks of one
-    (depth, root-face) group sweep areas that touch: then the paper's plain depth-staged
+    (depth, root-face) group sweep areas that touch, or (with the start poses
+    ``modules``) the module of a helper dock of a group waits beside the slide of another
+    dock of the group (:func:`waits_beside_slide`): then the paper's plain depth-staged
     schedule does not apply as is."""
     sweeps = {a.module: swept_bodies(a, plan.goals[a.parent_module], w)
               for a in plan.actions}
@@ -70,6 +95,12 @@ def geometry_constrains(plan: Plan, w: float) -> bool:
                 square_overlap(p, q, w) for p in sweeps[a.module]
                 for q in sweeps[b.module]) > -TOL:
             return True
+    if modules:
+        for a, b in itertools.permutations(plan.actions, 2):
+            if (a.needs_helper and a.module in modules and key[a.module] == key[b.module]
+                    and waits_beside_slide(b, plan.goals[b.parent_module],
+                                           modules[a.module], w)):
+                return True
     return False
 
 

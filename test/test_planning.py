@@ -144,7 +144,7 @@ def check_plan(plan: Plan, sc: Scenario, mods: dict[str, Pose2D]) -> None:
     # module already placed; docks of one stage never sweep overlapping areas.
     assert corridor_violations(plan, sc.module_width) == []
     # Depth by depth and the paper's stage count whenever the geometry imposes nothing.
-    if not geometry_constrains(plan, sc.module_width):
+    if not geometry_constrains(plan, sc.module_width, mods):
         for a, b in itertools.product(plan.actions, repeat=2):
             if a.depth < b.depth:
                 assert a.stage < b.stage
@@ -166,7 +166,7 @@ def check_plan(plan: Plan, sc: Scenario, mods: dict[str, Pose2D]) -> None:
         groups.setdefault(key, []).append(a)
     expected = sum(max(1, math.ceil(sum(x.needs_helper for x in g) / pool) if pool else 1)
                    for g in groups.values())
-    if not geometry_constrains(plan, sc.module_width):
+    if not geometry_constrains(plan, sc.module_width, mods):
         assert len(plan.stages) == expected
     # Reserved helpers are preferred over spare modules.
     if helpers_reserved:
