@@ -80,6 +80,21 @@ def _slide(goal: Pose2D, out: Pose2D) -> Segment:
     return ((goal.x, goal.y), (out.x, out.y))
 
 
+def _beside(p: tuple[float, float], seg: Segment, clearance: float) -> bool:
+    """``p`` projects onto ``seg`` strictly between its ends and lies closer than
+    ``clearance`` [m] to it (beside a slide; a point beyond its outer end, a queue on the
+    same axis, is not)."""
+    (x0, y0), (x1, y1) = seg
+    dx, dy = x1 - x0, y1 - y0
+    n2 = dx * dx + dy * dy
+    if n2 <= 0.0:
+        return False
+    t = ((p[0] - x0) * dx + (p[1] - y0) * dy) / n2
+    if not 0.0 < t < 1.0:
+        return False
+    return abs((p[0] - x0) * dy - (p[1] - y0) * dx) / math.sqrt(n2) < clearance
+
+
 def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],
                 phases: Mapping[str, Phase], settings: NavSettings | None = None,
                 staging_settings: StagingSettings | None = None,
@@ -194,6 +209,19 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
         for m in sorted(staging):
             g = staging[m][1]
             if any(g.distance_to(goal) < room for _, goal in moving.values()):
+                del staging[m]
+        # a module's staging pose beside a slide of the active stage: it waits (and is
+        # moved aside if it stands there already, blockers). The staging rules keep it
+        # clear of the dock's zone, which ends at the nominal pre-dock pose; a pre-dock
+        # goal moved out along its axis (clear_predock, a corner) makes the slide longer
+        # (bench_reconfig reconf_10_140722156 reuse, stage 6: m7 staged 0.08 m beside m4's
+        # slide, moved out to 0.23 m; m4 timed out four times in POSE_ADJUST, 250 mm out)
+        for m in sorted(staging):
+            if m in helpers:
+                continue
+            g = staging[m][1]
+            if any(_beside((g.x, g.y), seg, s.slide_clearance)
+                   for o, seg in slides.items() if o != m):
                 del staging[m]
         zones = list(sp.zones.values())
     fixed |= set(carried) | {c[2] for c in carried.values()}
