@@ -31,16 +31,18 @@ Steps of :func:`plan_reconfiguration`:
    nodes are assigned by Kuhn-Munkres to the modules at their poses after the disassembly,
    and the parallel schedule runs after the undocking stages.
 
-A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`) and
-the one with the shortest :func:`estimated_time` is kept (then the fewest stages, the fewest
-actions, the larger part). The kept part decides more than how many docks are saved: every
-other edge is docked away from it, so it also decides which docks present a wheel face
-(LEFT/RIGHT child face: a helper carries the module, one carry after another per helper,
-~40 s each on the bench against ~7 s for an undocking stage), and a smaller or an
-off-centre kept part can save more carries than the largest one (bench_reconfig seed 2:
-reconf_7_661718012 keeps a 2-module part with 3 carried docks instead of one with 5). A
-reuse plan that cannot be built (a kept node in a dock's corridor, a blocked lane) is
-skipped; when none can, full disassembly.
+A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`), and
+the full disassembly's plan too; the one with the shortest :func:`estimated_time` is kept
+(then the fewest stages, the fewest actions, the larger part, full disassembly last), so
+``method="reuse"`` keeps a part only when that is estimated faster. The kept part decides
+more than how many docks are saved: every other edge is docked away from it, so it also
+decides which docks present a wheel face (LEFT/RIGHT child face: a helper fetches the
+module and carries it, one carry after another per helper), and where the disassembly
+parks the modules a helper fetches. The estimate plans each fetch, carry and drive with
+the navigation's own planner (bench_reconfig reconf_7_280080820: the reuse plan's one
+carry went round its parked neighbours, 1.8 m for a 0.36 m straight line, and the full
+disassembly was faster). A reuse plan that cannot be built (a kept node in a dock's
+corridor, a blocked lane) is skipped.
 """
 from __future__ import annotations
 
@@ -48,18 +50,21 @@ import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from smores_assembly.edge import Connection, Edge
-from smores_assembly.errors import PlanningError
+from smores_assembly.errors import InputError, NavigationError, PlanningError
 from smores_assembly.geometry import Face, Pose2D, child_pose, wrap_angle
 from smores_assembly.planning import (Plan, UndockAction, assign_modules, build_schedule,
                                       check_finite_poses, plan_assembly)
 from smores_assembly.scenario import INITIAL_POSE_TOLERANCE_M, Scenario
 from smores_assembly.topology import tree_centroid, unfold
 
+if TYPE_CHECKING:
+    from smores_assembly.navigation.stage import NavSettings
+
 __all__ = ["ReconfigurationSettings", "common_parts", "estimated_time", "plan_disassembly",
-           "plan_reconfiguration", "with_kept_goals", "METHODS"]
+           "plan_reconfiguration", "stage_ends", "with_kept_goals", "METHODS"]
 
 #: ``reuse``: keep a common part (the shortest estimated time among the largest); ``full``:
 #: the paper's full disassembly.
@@ -85,12 +90,18 @@ class ReconfigurationSettings:
         park_gap: a parking pose is at least this far (centre to centre) from the start
             pose of every module of its start structure, so that parked modules stay out of
             the lanes of the modules that undock after them.
-        undock_stage_s, carried_stage_s, dock_stage_s: the time model of
-            :func:`estimated_time` [simulated s]: an undocking stage, a docking stage with a
-            carried (wheel-face) dock, a docking stage without one. Defaults: bench_reconfig
-            seed 2 on the fake hardware (undocking stages 6.2-7.2 s; carried docks 30-61 s,
-            mostly the helper's trip to the pick-up; a staged TOP/BOTTOM dock 2.6 s, one
-            that navigates ~30 s).
+        undock_stage_s, undock_speed, adjust_s, approach_s, lift_s, release_s,
+            travel_factor, fallback_speed: the time model of :func:`estimated_time`: an
+            undocking stage takes ``undock_stage_s`` [s] plus its longest undock's back-off
+            and drive at ``undock_speed`` [m/s]; a dock ``adjust_s`` (pose adjustment) and
+            ``approach_s`` [s] after its body reaches the pre-dock pose; a helper
+            ``lift_s`` at the pick-up and ``release_s`` after the dock; the navigation's
+            planned path durations count ``travel_factor`` times (path tracking, in-place
+            turns); a path the planner cannot find counts the straight line at
+            ``fallback_speed`` [m/s]. ``approach_s`` and ``release_s`` as measured (APPROACH
+            2.4-2.6 s, a helper's release 2.0-2.1 s), the others fitted (least squares)
+            to the end of the undocking stages and the end of 16 runs of bench_reconfig
+            seeds 2 and 3 (fake hardware, lockstep): RMS error 19 s on 104-297 s.
     """
 
     backoff_min: float = 0.06
@@ -100,9 +111,14 @@ class ReconfigurationSettings:
     clearance: float = 0.015
     footprint_margin: float = 0.10
     park_gap: float = 0.22
-    undock_stage_s: float = 6.5
-    carried_stage_s: float = 40.0
-    dock_stage_s: float = 10.0
+    undock_stage_s: float = 8.0
+    undock_speed: float = 0.15
+    adjust_s: float = 1.0
+    approach_s: float = 2.5
+    lift_s: float = 5.0
+    release_s: float = 2.0
+    travel_factor: float = 1.2
+    fallback_speed: float = 0.02
 
 
 # --------------------------------------------------------------------- common part
@@ -421,8 +437,10 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
             unless ``connections`` is given.
         connections: the connections that exist now (e.g. from the hardware).
         modules: current module poses overriding the scenario's.
-        method: ``"reuse"`` (keep a common part, the default) or ``"full"``
-            (the paper's full disassembly, then the parallel assembly).
+        method: ``"reuse"`` (the default: of the plans keeping a common part and the full
+            disassembly, the one with the shortest :func:`estimated_time`; a plan of method
+            ``"full"`` when that is estimated faster) or ``"full"`` (the paper's full
+            disassembly, then the parallel assembly).
 
     Returns:
         The :class:`~smores_assembly.planning.Plan`: ``undocks`` in the first stages,
@@ -451,43 +469,175 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
     mods = snap_structures(conns, mods, scenario.module_width)
     s = settings or ReconfigurationSettings()
     tried: list[str] = []
-    if method == "reuse":
-        best: tuple[tuple, Plan] | None = None
-        for k, part in enumerate(common_parts(conns, scenario.nodes, scenario.edges,
-                                              exclude=scenario.helpers)[:MAX_PARTS]):
-            try:
-                plan = _plan_with_kept(scenario, conns, mods, part, s)
-            except PlanningError as exc:
-                tried.append(f"keeping {sorted(part.values())}: {exc}")
-                continue
-            # shortest estimate (carried docks dominate), then fewest stages (each stage
-            # waits for its slowest action), fewest actions, the larger part (list order)
-            key = (estimated_time(plan, s), len(plan.stages),
-                   len(plan.undocks) + len(plan.actions), k)
-            if best is None or key < best[0]:
-                best = (key, plan)
+    if method == "full":
+        return _plan_full(scenario, conns, mods, s)
+    # every reuse plan and the full disassembly, by estimated time (helper fetches and
+    # carries, drives, as the navigation plans them), then the fewest stages (each stage
+    # waits for its slowest action), the fewest actions, the larger part (list order),
+    # full disassembly last
+    best: tuple[tuple, Plan] | None = None
+    parts = common_parts(conns, scenario.nodes, scenario.edges,
+                         exclude=scenario.helpers)[:MAX_PARTS]
+    for k, part in enumerate(parts):
+        try:
+            plan = _plan_with_kept(scenario, conns, mods, part, s)
+        except PlanningError as exc:
+            tried.append(f"keeping {sorted(part.values())}: {exc}")
+            continue
+        key = (estimated_time(plan, mods, s), len(plan.stages),
+               len(plan.undocks) + len(plan.actions), k)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    try:
+        full = _plan_full(scenario, conns, mods, s)
+    except PlanningError as exc:
         if best is not None:
             return best[1]
-    try:
-        return _plan_full(scenario, conns, mods, s)
-    except PlanningError as exc:
         if tried:
             raise PlanningError(f"{exc} (reuse plans refused first: {'; '.join(tried)})"
                                 ) from None
         raise
+    if best is None:
+        return full
+    key = (estimated_time(full, mods, s), len(full.stages),
+           len(full.undocks) + len(full.actions), len(parts))
+    return full if key < best[0] else best[1]
 
 
-def estimated_time(plan: Plan, settings: ReconfigurationSettings | None = None) -> float:
-    """A reconfiguration plan's duration by the stage model of ``settings`` [simulated s]:
-    ``undock_stage_s`` per undocking stage, then per docking stage ``carried_stage_s`` when
-    one of its docks is carried by a helper, else ``dock_stage_s`` (a stage waits for its
-    slowest action). Used to choose the kept part; not a prediction of a run."""
+def estimated_time(plan: Plan, poses: Mapping[str, Pose2D],
+                   settings: ReconfigurationSettings | None = None,
+                   nav: "NavSettings | None" = None) -> float:
+    """A reconfiguration plan's duration [simulated s] by the time model of ``settings``,
+    with every helper's fetch and carry and every dock's drive as the navigation plans
+    them. Used to choose the kept part and between reuse and full disassembly; not a
+    prediction of a run.
+
+    The model (a chain of events; ``T0`` = the end of the undocking stages):
+
+    * undocking stage: ``undock_stage_s`` + the longest (back-off + drive to the parking
+      pose) of its undocks at ``undock_speed``; stages one after another;
+    * a dock without helper: its module drives from where the disassembly parked it to its
+      pre-dock pose (:func:`~smores_assembly.geometry.predock_pose`), adjusts
+      (``adjust_s``) and approaches (``approach_s``). A module that has a staging pose
+      (:func:`~smores_assembly.staging.staging_poses` of the pipelined plan) drives from
+      ``T0`` on, during earlier stages, and approaches once its stage has started: ends at
+      ``max(S, T0 + drive + adjust_s) + approach_s`` (``S``: its stage's start); one
+      without drives in its own stage: ``S + drive + adjust_s + approach_s``;
+    * a carried dock (wheel face): its helper, free at ``F`` (``T0``, or the end of its
+      previous carry) where its previous carry left it (its carried pre-dock pose),
+      drives to the pick-up pose (:func:`~smores_assembly.docking.control.pickup_pose`)
+      and lifts (``fetch``, ``lift_s``, before the stage if it can), then carries the pair
+      to the carried pre-dock pose (:func:`~smores_assembly.navigation.stage.carried_predock`):
+      ends at ``max(S, F + fetch + lift_s) + carry + adjust_s + approach_s + release_s``;
+    * a stage starts when the stage before ends (the latest end of its docks).
+
+    ``drive``, ``fetch`` and ``carry`` are the planned durations of the navigation's own
+    single-body paths (:func:`~smores_assembly.navigation.stage.plan_stage`,
+    :func:`~smores_assembly.navigation.stage.plan_carried` for the pair, every other
+    module a fixed obstacle where it stands as the stage starts: placed modules at their
+    goals, the others where the disassembly left them) times ``travel_factor``; a path the
+    planner cannot find counts the straight line at ``fallback_speed``. The search is
+    bounded by work (:class:`~smores_assembly.navigation.stage.WorkClock`): the same
+    estimate on any machine.
+
+    Args:
+        plan: a reconfiguration plan (:func:`plan_reconfiguration`; an assembly plan
+            without undocks too).
+        poses: every module's pose at the start (``world``; the plan's undocks move the
+            undocked modules to their parking poses).
+        nav: the navigation's settings (default: its defaults).
+
+    Raises:
+        PlanningError: a module of the plan without a pose in ``poses``.
+    """
+    return stage_ends(plan, poses, settings, nav)[-1]
+
+
+def stage_ends(plan: Plan, poses: Mapping[str, Pose2D],
+               settings: ReconfigurationSettings | None = None,
+               nav: "NavSettings | None" = None) -> list[float]:
+    """When each stage of ``plan`` ends by the model of :func:`estimated_time` [simulated
+    s from the start], undocking stages first; arguments and errors as there (an empty
+    plan: ``[0.0]``)."""
+    from smores_assembly.docking.control import pickup_pose
+    from smores_assembly.geometry import predock_pose
+    from smores_assembly.navigation.stage import (NavSettings, WorkClock, carried_predock,
+                                                  plan_carried, plan_stage)
+    from smores_assembly.planning import with_schedule
+    from smores_assembly.staging import staging_poses
+
     s = settings or ReconfigurationSettings()
+    nv = nav or NavSettings()
+    world = dict(poses)
+    need = {a.module for a in plan.actions} | {a.helper for a in plan.actions if a.helper}
+    need |= {u.module for u in plan.undocks}
+    missing = sorted(need - set(world))
+    if missing:
+        raise PlanningError(f"poses: no pose for {', '.join(missing)}")
+    for m in plan.kept:
+        if m in plan.goals:
+            world[m] = plan.goals[m]
+    w, standoff = nv.module_width, nv.predock_standoff
+    staged = staging_poses(with_kept_goals(with_schedule(plan, "pipelined"), world), standoff,
+                           width=w)
+
+    def travel(body: str, start: Pose2D, goal: Pose2D, carried: str | None = None) -> float:
+        if start.distance_to(goal) < 1e-3:
+            return 0.0
+        obstacles = {m: p for m, p in world.items() if m not in (body, carried)}
+        try:
+            if carried is None:
+                sp = plan_stage({body: (start, goal)}, obstacles, nv, fixed=list(obstacles),
+                                clock=WorkClock())
+            else:
+                sp = plan_carried(body, start, goal, obstacles, nv, fixed=list(obstacles),
+                                  clock=WorkClock())
+            return s.travel_factor * sp.duration_s
+        except (NavigationError, InputError):
+            return start.distance_to(goal) / s.fallback_speed
+
+    t = 0.0
+    ends: list[float] = []
     n_undock = plan.num_undock_stages
-    carried = {a.stage for a in plan.actions if a.needs_helper}
-    docking = range(n_undock, len(plan.stages))
-    return (n_undock * s.undock_stage_s
-            + sum(s.carried_stage_s if k in carried else s.dock_stage_s for k in docking))
+    for k in range(n_undock):
+        longest = 0.0
+        for u in plan.undocks:
+            if u.stage == k:
+                pivot = _along(u.start, u.direction * u.distance)
+                longest = max(longest, u.distance + pivot.distance_to(u.park))
+                world[u.module] = u.park
+        t += s.undock_stage_s + longest / s.undock_speed
+        ends.append(t)
+    t0 = start = t
+    ready: dict[str, float] = {}
+    at: dict[str, Pose2D] = {}
+    for k in range(n_undock, len(plan.stages)):
+        end = start
+        acts = [a for a in plan.actions if a.stage == k]
+        for a in acts:
+            if a.needs_helper and a.helper:
+                h = a.helper
+                hp = at.get(h, world[h])
+                others = [(p.x, p.y) for m, p in world.items() if m not in (h, a.module)]
+                pick = pickup_pose(world[a.module], hp, others, w, standoff)
+                pre = carried_predock(a.goal, a.child_face.angle, standoff, w)
+                fetch = travel(h, hp, pick)
+                carry = travel(h, pick, pre, carried=a.module)
+                go = max(start, ready.get(h, t0) + fetch + s.lift_s)
+                done = go + carry + s.adjust_s + s.approach_s + s.release_s
+                ready[h], at[h] = done, pre
+            else:
+                drive = travel(a.module, world[a.module],
+                               predock_pose(a.goal, a.child_face, standoff))
+                early = t0 if a.module in staged else start
+                done = max(start, early + drive + s.adjust_s) + s.approach_s
+            end = max(end, done)
+        for a in acts:
+            world[a.module] = a.goal
+        world.update(at)
+        start = end
+        ends.append(end)
+    return ends or [0.0]
 
 
 def snap_structures(connections: Sequence[Connection], poses: Mapping[str, Pose2D],

@@ -327,11 +327,14 @@ def test_reuse_never_undocks_more_than_full_disassembly():
 
 def test_reuse_keeps_the_common_part_with_the_shortest_estimate():
     """Every common part's reuse plan is built (brute force over the parts the planner may
-    consider): the chosen plan has the shortest estimated time of them all and, among
-    those, the fewest stages."""
+    consider) and the full disassembly's: the chosen plan has the shortest estimated time
+    of them all (helper fetches and carries included) and, among those, the fewest stages;
+    a full disassembly is chosen only when it is estimated faster than every reuse
+    plan."""
     from smores_assembly import reconfigure as rc
 
     rng = random.Random(21)
+    methods = set()
     for trial in range(15):
         s = _random_pair(rng, rng.randint(6, 10))
         plan = plan_reconfiguration(s, method="reuse")
@@ -343,12 +346,17 @@ def test_reuse_keeps_the_common_part_with_the_shortest_estimate():
                 p = rc._plan_with_kept(s, conns, mods, part, rc.ReconfigurationSettings())
             except PlanningError:
                 continue
-            keys.append((rc.estimated_time(p), len(p.stages)))
-        if not keys:
-            assert plan.method == "full", trial
-            continue
-        assert plan.method == "reuse", trial
-        assert (rc.estimated_time(plan), len(plan.stages)) == min(keys), (trial, keys)
+            keys.append((rc.estimated_time(p, mods), len(p.stages)))
+        full = plan_reconfiguration(s, method="full")
+        full_key = (rc.estimated_time(full, mods), len(full.stages))
+        got = (rc.estimated_time(plan, mods), len(plan.stages))
+        methods.add(plan.method)
+        assert got == min(keys + [full_key]), (trial, got, keys, full_key)
+        if plan.method == "full":
+            assert not keys or full_key < min(keys), trial
+        else:
+            assert plan.method == "reuse" and got <= full_key, trial
+    assert "reuse" in methods
 
 
 def _carried_docks_brute_force(s) -> dict[frozenset, int]:
@@ -389,12 +397,14 @@ def _carried_docks_brute_force(s) -> dict[frozenset, int]:
     return out
 
 
-def test_reuse_keeps_the_part_that_saves_the_most_carried_docks():
+def test_reuse_plan_is_no_slower_by_the_estimate_than_any_maximal_part():
     """Every edge outside the kept part is docked away from it, so the kept part decides
-    which docks present a wheel face and wait for a helper (~40 s each on the bench, one
-    after another; an undocking stage ~7 s). Random 6-7-module pairs: the reuse plan needs
-    as few carried docks as the best maximal common part (brute-force oracle) whose plan
-    can be built (fails before, when the fewest stages chose: trial 3 carried 2, not 1)."""
+    which docks present a wheel face and wait for a helper, and how far the helper fetches
+    and carries. Random 6-7-module pairs: no maximal common part (brute-force oracle)
+    whose plan can be built, and not the full disassembly, has a shorter estimated time
+    than the chosen plan. (Until issue 15's travel-aware estimate the planner kept the
+    part with the fewest carried docks; carries are now timed by their fetch and carry
+    paths, so a part with more but shorter carries, or the full disassembly, may win.)"""
     from smores_assembly import reconfigure as rc
 
     rng = random.Random(33)
@@ -403,19 +413,16 @@ def test_reuse_keeps_the_part_that_saves_the_most_carried_docks():
         plan = plan_reconfiguration(s, method="reuse")
         conns = sorted(s.initial_connections)
         mods = snap_structures(conns, s.modules, s.module_width)
-        oracle = _carried_docks_brute_force(s)
-        built = {}
-        for p, carried in sorted(oracle.items(), key=lambda kv: (kv[1], sorted(kv[0]))):
+        got = rc.estimated_time(plan, mods)
+        others = [rc.estimated_time(plan_reconfiguration(s, method="full"), mods)]
+        for p in sorted(_carried_docks_brute_force(s), key=sorted):
             try:
-                rc._plan_with_kept(s, conns, mods, dict(p), rc.ReconfigurationSettings())
+                others.append(rc.estimated_time(
+                    rc._plan_with_kept(s, conns, mods, dict(p), rc.ReconfigurationSettings()),
+                    mods))
             except PlanningError:
                 continue
-            built[p] = carried
-        if not built:
-            assert plan.method == "full", trial
-            continue
-        got = sum(a.needs_helper for a in plan.actions)
-        assert plan.method == "reuse" and got == min(built.values()), (trial, got, built)
+        assert got <= min(others) + 1e-9, (trial, got, others)
 
 
 def test_unknown_method_and_unknown_module_refused():

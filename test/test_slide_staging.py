@@ -16,7 +16,7 @@ import random
 
 from bench.bench_reconfig import make_pair
 from smores_assembly.docking import DockingSettings
-from smores_assembly.errors import NavigationError, PlanningError
+from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Pose2D, point_segment_distance
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings
@@ -60,9 +60,15 @@ def _staged_beside(plan, prob, clearance: float) -> list[tuple[str, str]]:
 
 
 def _reconf_10_140722156():
+    """The run's plan: reuse keeping m0 and m3 (the planner's choice then)."""
+    from smores_assembly import reconfigure as rc
     sc = scenario_from_dict(make_pair(10, 140722156))
-    plan = with_schedule(plan_reconfiguration(sc), "pipelined")
-    return sc, plan
+    conns = sorted(sc.initial_connections)
+    mods = rc.snap_structures(conns, sc.modules, sc.module_width)
+    part = next(p for p in rc.common_parts(conns, sc.nodes, sc.edges, exclude=sc.helpers)
+                if sorted(p.values()) == ["m0", "m3"])
+    plan = rc._plan_with_kept(sc, conns, mods, part, rc.ReconfigurationSettings())
+    return sc, with_schedule(plan, "pipelined")
 
 
 def test_reconf_10_140722156_m7_not_staged_beside_m4s_slide():
