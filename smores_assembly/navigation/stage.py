@@ -463,6 +463,42 @@ def plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[s
     s = settings or NavSettings()
     s.validate()
     _check_inputs(moving, obstacles, fixed)
+    # A module standing at its goal (a staging module at its staging pose) is a fixed
+    # obstacle of the search: as an agent it held the centre of its cell while it stood
+    # off it, and a module on the next cell passed it at 0.088 m (bench_targets
+    # random_10_713447292 stage 2: h0 wedged against the staging m6, 44 contacts); as an
+    # obstacle it blocks every cell within ``clearance`` of where it stands. Where that
+    # walls a module in, the one nearest the moving modules' starts is an agent (through
+    # its cell's centre: it may make way), then the next one, at most STAY_RELEASES; then
+    # all of them.
+    stay = {m for m, (cur, goal) in moving.items() if at_goal(cur, goal)}
+    if stay:
+        starts = [cur for m, (cur, _) in moving.items() if m not in stay]
+        near = sorted(stay, key=lambda m: (min((moving[m][0].distance_to(p) for p in starts),
+                                                default=0.0), m))
+        releases: list[set[str]] = [set()] + [{m} for m in near[:STAY_RELEASES]]
+        for agents in releases:
+            held = stay - agents
+            obs = dict(obstacles)
+            obs.update({m: moving[m][0] for m in held})
+            try:
+                sp = _plan_stage({m: v for m, v in moving.items() if m not in held}, obs, s,
+                                 set(fixed) | held, clock, keep_clear, slides)
+            except NavigationError:
+                continue
+            for m in sorted(held):
+                sp.paths[m] = stay_path(*moving[m], s.nominal_speed)
+            if not sp.stats:   # nothing but them: no search (its log line needs the stats)
+                sp.stats = dict(_NO_SEARCH)
+            return sp
+    return _plan_stage(moving, obstacles, s, fixed, clock, keep_clear, slides)
+
+
+def _plan_stage(moving: Mapping[str, tuple[Pose2D, Pose2D]], obstacles: Mapping[str, Pose2D],
+                s: NavSettings, fixed: Collection[str], clock,
+                keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None,
+                slides: Mapping[str, Segment] | None) -> StagePlan:
+    """:func:`plan_stage` with every module of ``moving`` planned as an agent."""
     slides = dict(slides or {})
     if not moving and not _slide_blockers(obstacles, fixed, slides, s):
         return StagePlan({}, [], cell_size=s.cell_size)
@@ -677,8 +713,7 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     # a module standing at its goal (a staging module at its staging pose) keeps its own
     # cell: pushed to another one, it drove a loop out and back and met a neighbour
     # (bench_targets random_7_356561138 stage 3: staging m5 against staging m2)
-    stay = {m for m, (cur, goal) in moving.items()
-            if math.hypot(goal.x - cur.x, goal.y - cur.y) <= STAY_LEG}
+    stay = {m for m, (cur, goal) in moving.items() if at_goal(cur, goal)}
 
     def leg_penalty(a: str, cell: Cell) -> float:
         return 0.0 if a in stay else pen(a, cell)
@@ -907,15 +942,6 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     for a, cells in sol.paths.items():
         cur = current[a]
         goal = final[a]
-        leg = math.hypot(goal.x - cur.x, goal.y - cur.y)
-        if (a not in aside and leg <= STAY_LEG and agents_goal[a] == agents_start[a]
-                and all(c == agents_start[a] for c in cells)):
-            # it never leaves its cell and stands at its goal already (a staging module
-            # at its staging pose): straight to it, not out to the cell centre and back
-            # (longer moves within a cell keep the timed cell-centre path: straight, one
-            # crossed a parked module in a reconfiguration)
-            paths[a] = [(0.0, cur), (max(leg / v, 0.05), goal)]
-            continue
         wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
         yaw = cur.yaw
         px, py = cur.x, cur.y
@@ -935,9 +961,31 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     return paths, dt, t0
 
 
-#: A module this close [m] to its goal, in the goal's cell, drives straight to it
-#: (:func:`_to_world`).
+#: A module this close [m] to its goal stays there: a fixed obstacle of the search
+#: (:func:`plan_stage`), or, when it must make way, an agent that keeps its cell and
+#: drives straight to its goal when it never leaves the cell (:func:`_to_world`).
 STAY_LEG = 0.02
+
+#: How many modules standing at their goals :func:`plan_stage` releases one by one
+#: (agents instead of fixed obstacles) before it plans all of them as agents.
+STAY_RELEASES = 3
+
+def at_goal(cur: Pose2D, goal: Pose2D) -> bool:
+    """True when a module at ``cur`` stands at ``goal`` (centres within
+    :data:`STAY_LEG`): it stays there, an obstacle of the search."""
+    return math.hypot(goal.x - cur.x, goal.y - cur.y) <= STAY_LEG
+
+
+def stay_path(cur: Pose2D, goal: Pose2D, speed: float) -> list[tuple[float, Pose2D]]:
+    """The timed path of a module that stays at its goal: straight from ``cur`` to
+    ``goal`` at ``speed`` [m/s] (at least 0.05 s)."""
+    return [(0.0, cur), (max(cur.distance_to(goal) / speed, 0.05), goal)]
+
+
+#: The search statistics of a plan with nothing to search (every module at its goal).
+_NO_SEARCH = {"algorithm": "none", "cost": 0, "makespan": 0, "lower_bound": 0,
+              "runtime_s": 0.0, "high_level_expanded": 0, "low_level_expanded": 0,
+              "step_s": 0.0, "t0_s": 0.0, "grid": [0, 0], "notes": []}
 
 
 def _compress(wp: list[tuple[float, Pose2D]]) -> list[tuple[float, Pose2D]]:
