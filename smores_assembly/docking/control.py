@@ -377,6 +377,15 @@ def on_approach_line(axis: DockAxis, body: Pose2D, face_offset: float, s: Dockin
             and abs(yaw) <= math.radians(s.adjust_yaw_tolerance_deg))
 
 
+#: A module whose centre lies at least this many module widths off a dock's axis stands
+#: flush *beside* its lane (face to face, with a few mm of pose error), not *in* it: the
+#: one bound of :func:`lane_neighbours`, :func:`staging_extra` and the navigation's
+#: :func:`~smores_assembly.navigation.stage.clear_predock` (bench_targets random_10_68252793:
+#: the navigation's bound was a full width; a docked flush neighbour 0.3 mm closer counted
+#: as standing in the lane and m4's pre-dock goal stayed where it could not turn).
+LANE_FLUSH_WIDTHS = 0.9
+
+
 def lane_neighbours(axis: DockAxis, face_offset: float, standoff: float, width: float,
                     obstacles: Sequence[tuple[float, float]], reach: float
                     ) -> list[tuple[float, float]]:
@@ -404,7 +413,8 @@ def lane_neighbours(axis: DockAxis, face_offset: float, standoff: float, width: 
         dx, dy = ox - axis.tx, oy - axis.ty
         u = -(dx * c + dy * s_)              # outward from the target face along the axis
         lat = -s_ * dx + c * dy
-        if 0.9 * width <= abs(lat) < reach and -0.5 * width < u < end + 0.5 * width:
+        if (LANE_FLUSH_WIDTHS * width <= abs(lat) < reach
+                and -0.5 * width < u < end + 0.5 * width):
             out.append((ox, oy))
     return out
 
@@ -435,7 +445,7 @@ def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
     for ox, oy in obstacles:
         dx, dy = ox - axis.tx, oy - axis.ty
         u = -(dx * c + dy * s_)              # outward from the target face along the axis
-        if u > 0.0 and abs(-s_ * dx + c * dy) < 0.9 * width:
+        if u > 0.0 and abs(-s_ * dx + c * dy) < LANE_FLUSH_WIDTHS * width:
             in_lane.append(u)
     extra, best, best_d = 0.0, 0.0, -math.inf
     while extra < limit:

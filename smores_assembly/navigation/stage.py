@@ -190,8 +190,12 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     does, the clearest pose before it is returned (a module in the lane is moved aside by
     the stage planner; beyond it the module could never slide in: bench_targets
     random_12_497791772, m10's pre-dock goal was pushed past the idle m4 standing on its
-    axis and POSE_ADJUST timed out four times).
+    axis and POSE_ADJUST timed out four times). "In the lane" is the docking controller's
+    bound (centre less than ``LANE_FLUSH_WIDTHS * width`` off the axis): a flush neighbour
+    a few tenths of a mm closer is beside the lane, not in it (random_10_68252793).
     """
+    from smores_assembly.docking.control import LANE_FLUSH_WIDTHS
+
     a = goal.yaw + face_angle
     ca, sa = math.cos(a), math.sin(a)
     p0 = Pose2D(goal.x - standoff * ca, goal.y - standoff * sa, goal.yaw)
@@ -202,7 +206,8 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     # along-axis position (outward from the goal) of the modules standing in the lane
     in_lane = [t for t, lat in (((goal.x - ox) * ca + (goal.y - oy) * sa,
                                  abs(-(goal.x - ox) * sa + (goal.y - oy) * ca))
-                                for ox, oy in others) if t > 0.0 and lat < width - 1e-9]
+                                for ox, oy in others)
+               if t > 0.0 and lat < LANE_FLUSH_WIDTHS * width]
     e = 0.0
     best, best_d = p0, -math.inf
     while True:
