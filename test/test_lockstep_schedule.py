@@ -93,3 +93,24 @@ def test_wake_of_an_earlier_participant_waits_for_the_next_step():
     assert s.next_due() == -math.inf   # someone is woken: step at once
     assert _turns(s, 0.02) == ["navigation"]
     assert _turns(s, 0.03) == []
+
+
+def test_a_quiet_message_is_counted_but_wakes_nobody():
+    """A status refresh with unchanged phases (``quiet``) gives the nodes that wake on its
+    topic no turn, yet their next turn still waits for it; a loud one in the same answer
+    (the topic not in ``quiet``) wakes them as before."""
+    s = LockstepSchedule(ORDER)
+    for n in ORDER:
+        s.on_ack(n, True, math.inf, {}, [""], [])
+    s.parts["controller"].next_turn_s = 0.0
+    s.on_ack("navigation", False, math.inf, {}, ["/status"], ["/status"])
+    s.on_ack("executive", False, 1.0, {}, ["/status"], ["/status"])
+    assert _turns(s, 0.01) == ["controller"]
+    s.on_ack("controller", False, 0.02, {"/status": 1}, None, None, quiet=["/status"])
+    assert s.next_due() == pytest.approx(0.02)   # nobody woken
+    assert _turns(s, 0.02) == ["controller"]
+    assert s.expected("navigation") == {"/status": 1}
+    s.on_ack("controller", False, 0.03, {"/status": 2}, None, None, quiet=[])
+    assert s.next_due() == -math.inf
+    assert _turns(s, 0.03) == ["executive", "navigation", "controller"]
+    assert s.expected("executive") == {"/status": 2}

@@ -162,14 +162,16 @@ def test_lockstep_turn_and_ack_bytes_equal_rclpys_both_ways():
         next_s = rng.choice([math.inf, rng.uniform(0.0, 100.0)])
         sub = tuple(name() for _ in range(rng.randint(0, 3)))
         wake = tuple(name() for _ in range(rng.randint(0, 2)))
+        quiet = tuple(rng.sample(topics, rng.randint(0, n)))
         ack = LockstepAck(stamp=Time(sec=sec, nanosec=nsec), node=node, hello=hello,
                           next_turn_s=next_s, topics=list(topics), counts=counts,
-                          subscribed=list(sub), wake=list(wake))
+                          subscribed=list(sub), wake=list(wake), quiet=list(quiet))
         ref = serialize_message(ack)
-        mine = AckWriter(node).encode(sec, nsec, hello, next_s, topics, counts, sub, wake)
+        mine = AckWriter(node).encode(sec, nsec, hello, next_s, topics, counts, sub, wake,
+                                      quiet)
         assert len(mine) == len(ref) and deserialize_message(mine, LockstepAck) == ack
         assert read_ack(ref) == (sec * 10 ** 9 + nsec, node, hello, next_s, list(topics),
-                                 counts, list(sub), list(wake))
+                                 counts, list(sub), list(wake), list(quiet))
 
 
 def test_truncated_lockstep_messages_are_refused():

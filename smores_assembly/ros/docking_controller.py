@@ -122,6 +122,7 @@ class DockingControllerNode(Node):
         self._status_pub = lp.create_publisher(
             DockingStatusArray, names.DOCKING_STATUS,
             QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self._status_key: tuple | None = None   # stage and phases of the last status
         self._control_timer = self._status_timer = None
         self._make_timers()
         self.get_logger().info(
@@ -447,7 +448,13 @@ class DockingControllerNode(Node):
         for task in self._tasks.values():
             msg.modules.append(task_status_to_msg(task.status()))
         msg.modules.extend(self._bad)
-        self._status_pub.publish(msg)
+        # lockstep: a status whose phases are those of the last one gives no turn to the
+        # nodes that wake on it (navigation, executive: they act on phase changes and read
+        # the refresh at their next turn; issue 10: their turns on every 10-Hz status)
+        key = (msg.stage, tuple((st.module, st.phase, st.retries, st.error_code)
+                                for st in msg.modules))
+        self.lockstep.publish(self._status_pub, msg, wake=key != self._status_key)
+        self._status_key = key
 
 
 def main(args: list[str] | None = None) -> int:

@@ -57,8 +57,13 @@ from smores_assembly.sequencer import ExecutiveSettings
 from smores_assembly.goal_runner import ErrorCode, GoalRunner, PlanInfo
 from smores_assembly.vocabulary import Phase, counted
 
-#: Lockstep: period of the executive's turns (stage loop) [s, simulated time].
+#: Lockstep: period of the executive's turns outside a goal's stages [s, simulated time].
 TURN_PERIOD_S = 0.05
+#: Lockstep: longest interval between two looks of the stage loop at the stages while a
+#: goal executes [s, simulated time] (stage timeouts, cancellation, feedback). The loop
+#: looks at every turn of the executive, and a docking status whose phases changed gives it
+#: one (at the next step): it is event-driven, not a poll of every status (issue 10).
+EXECUTING_POLL_S = 0.5
 
 # The action's result codes are the core's (one list, checked here).
 for _code in ErrorCode:
@@ -101,7 +106,7 @@ class ExecutiveNode(Node):
         lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                common.LATCHED_QOS, counted=False)
         lp.create_subscription(DockingStatusArray, names.DOCKING_STATUS,
-                               self._on_status, common.COMMAND_QOS)
+                               self._on_status, common.COMMAND_QOS, wake=True)
         lp.create_subscription(ConnectionArray, names.CONNECTIONS,
                                self._on_connections, common.LATCHED_QOS)
         self._target_pub = lp.create_publisher(TargetTopology, names.TARGET,
@@ -112,8 +117,9 @@ class ExecutiveNode(Node):
                                                  common.LATCHED_QOS)
         lp.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
         # lockstep: turns every 0.05 s; with no goal the simulation is held at the first turn
-        # with every module tracked, and a goal always starts at that turn
-        lp.create_timer(TURN_PERIOD_S, lambda: None)
+        # with every module tracked, and a goal always starts at that turn (paused while a
+        # goal executes its stages: the stage loop's own waits give the turns then)
+        self._turn_timer = lp.create_timer(TURN_PERIOD_S, lambda: None)
         lp.hold(lambda: not self.runner.busy and self._all_tracked())
         self.create_service(Trigger, names.APPROVE, self._on_approve, callback_group=cb)
         self.create_service(Trigger, names.CANCEL, self._on_cancel, callback_group=cb)
@@ -205,8 +211,13 @@ class ExecutiveNode(Node):
         approval are handled while it stands still)."""
         goal = self.runner.goal
         phase = goal.phase if goal is not None else ""
-        if self.lockstep.enabled and (phase == "EXECUTING" or
-                                      (phase == "PLANNING" and not self._target_sent)):
+        if self.lockstep.enabled and phase == "EXECUTING":
+            if self._turn_timer is not None:
+                self.lockstep.destroy_timer(self._turn_timer)
+                self._turn_timer = None
+            await self._waiter.next(max(period_s, EXECUTING_POLL_S), early=True)
+            return
+        if self.lockstep.enabled and phase == "PLANNING" and not self._target_sent:
             await self._waiter.next(period_s)
             return
         fut: Future[bool] = Future()
@@ -412,6 +423,8 @@ class ExecutiveNode(Node):
         try:
             outcome = await self.runner.execute(target)
         finally:
+            if self._turn_timer is None:
+                self._turn_timer = self.lockstep.create_timer(TURN_PERIOD_S, lambda: None)
             self._waiter.release()
         res = Assemble.Result()
         res.success = outcome.success

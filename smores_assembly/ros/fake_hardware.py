@@ -316,7 +316,8 @@ class FakeHardwareNode(Node):
             self.get_logger().error(f"lockstep: an answer ignored: {exc}")
             return
         self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,
-                           dict(zip(msg.topics, msg.counts)), msg.subscribed or None, msg.wake)
+                           dict(zip(msg.topics, msg.counts)), msg.subscribed or None, msg.wake,
+                           msg.quiet)
         cmd_subs = self._cmd_subs
         self._cmd_due.update(t for t in msg.topics if t in cmd_subs)
         t_ns = msg.stamp_ns

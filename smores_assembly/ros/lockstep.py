@@ -143,11 +143,17 @@ class _CountingPublisher:
     def __init__(self, lp: "LockstepParticipant", pub, topic: str):
         self._lp, self._pub, self._topic = lp, pub, topic
 
-    def publish(self, msg) -> None:
+    def publish(self, msg, wake: bool = True) -> None:
+        """Publish and count ``msg``; ``wake=False``: it gives no turn to the nodes that
+        wake on this topic (a periodic refresh whose content that matters did not change;
+        they read it at their next turn). A turn that publishes on a topic both ways wakes
+        them."""
         self._pub.publish(msg)
-        lp = self._lp
-        lp._sent[self._topic] = lp._sent.get(self._topic, 0) + 1
-        lp._published.add(self._topic)
+        lp, topic = self._lp, self._topic
+        lp._sent[topic] = lp._sent.get(topic, 0) + 1
+        lp._published.add(topic)
+        if wake:
+            lp._loud.add(topic)
 
     def __getattr__(self, name):
         return getattr(self._pub, name)
@@ -207,10 +213,15 @@ class TurnWaiter:
             self.hold()
             return
         fut: Future[bool] = Future()
-        lp._wishes.append((lp._next_timer_ns(), fut, self))
+        lp._wishes.append((lp._next_timer_ns(), fut, self, False))
         await fut
 
-    async def next(self, period_s: float) -> None:
+    async def next(self, period_s: float, early: bool = False) -> None:
+        """Wait for the participant's next turn at least ``period_s`` of simulated time
+        later or, with ``early``, for any earlier turn of it (a turn given because a topic
+        it wakes on got a message, or for another of its timers): an event-driven wait
+        with ``period_s`` as its longest interval. Without lockstep: ``period_s`` of wall
+        time."""
         lp = self._lp
         fut: Future[bool] = Future()
         if not lp.enabled:
@@ -221,7 +232,7 @@ class TurnWaiter:
             finally:
                 lp.node.destroy_timer(timer)
             return
-        lp._wishes.append((lp._now_ns + _ns(period_s), fut, self))
+        lp._wishes.append((lp._now_ns + _ns(period_s), fut, self, early))
         self.release()
         await fut
 
@@ -250,8 +261,10 @@ class LockstepParticipant:
         self._announced: tuple | None = None
         self._sent: dict[str, int] = {}
         self._published: set[str] = set()
+        self._loud: set[str] = set()      # published in this turn with wake=True
         self._timers: list[_SimTimer] = []
-        self._wishes: list[tuple[int, Future[bool], TurnWaiter]] = []
+        #: (due [ns], future, waiter, early: also at any earlier turn)
+        self._wishes: list[tuple[int, Future[bool], TurnWaiter, bool]] = []
         self._holds = 0
         self._hold_preds: list[Callable[[], bool]] = []
         self._defer_preds: list[Callable[[], bool]] = []
@@ -331,6 +344,16 @@ class LockstepParticipant:
             msg_type, topic, counted(qos) if history else counted(qos, depth=qos.depth),
             event_callbacks=NO_EVENTS_PUB)
         return _CountingPublisher(self, pub, pub.topic_name)
+
+    @staticmethod
+    def publish(pub, msg, wake: bool = True) -> None:
+        """``pub.publish(msg)``; in lockstep (a publisher of :meth:`create_publisher`)
+        ``wake=False`` gives no turn to the nodes that wake on the topic (see
+        :meth:`_CountingPublisher.publish`)."""
+        if isinstance(pub, _CountingPublisher):
+            pub.publish(msg, wake)
+        else:
+            pub.publish(msg)
 
     def create_timer(self, period_s: float, callback: Callable[[], None]):
         """A timer on simulated time; in lockstep it runs at the node's turns."""
@@ -506,12 +529,13 @@ class LockstepParticipant:
                     tmr.due_ns += tmr.period_ns
                 tmr.callback()
             wishes, self._wishes = self._wishes, []
-            for due, fut, waiter in wishes:
-                if due <= t_ns:
+            for wish in wishes:
+                due, fut, waiter, early = wish
+                if due <= t_ns or early:
                     waiter.hold()
                     fut.set_result(True)
                 else:
-                    self._wishes.append((due, fut, waiter))
+                    self._wishes.append(wish)
         finally:
             self._running = False
 
@@ -542,13 +566,15 @@ class LockstepParticipant:
 
     def _next_turn_s(self) -> float:
         dues = [t.due_ns for t in self._timers if not t.cancelled]
-        dues += [d for d, _, _ in self._wishes]
+        dues += [w[0] for w in self._wishes]
         return min(dues) * 1e-9 if dues else math.inf
 
     def _send_ack(self, hello: bool = False) -> None:
         sec, nsec = divmod(max(self._turn_ns, 0), 1_000_000_000)
         topics = tuple(sorted(self._sent) if hello else sorted(self._published))
+        quiet = tuple(t for t in topics if t not in self._loud) if not hello else ()
         self._published = set()
+        self._loud = set()
         subscribed: tuple[str, ...] = ()
         wake: tuple[str, ...] = ()
         announced = tuple(sorted(self._subscribed.items()))
@@ -558,7 +584,7 @@ class LockstepParticipant:
             wake = tuple(t for t, w in announced if w)
         self._ack_pub.publish(self._ack_writer.encode(
             sec, nsec, hello, self._next_turn_s(), topics, [self._sent[t] for t in topics],
-            subscribed, wake))
+            subscribed, wake, quiet))
 
 
 def _time_msg(t_ns: int):

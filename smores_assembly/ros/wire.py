@@ -360,10 +360,11 @@ class AckWriter:
 
     def encode(self, sec: int, nanosec: int, hello: bool, next_turn_s: float,
                topics: tuple[str, ...], counts, subscribed: tuple[str, ...] = (),
-               wake: tuple[str, ...] = ()) -> bytes:
+               wake: tuple[str, ...] = (), quiet: tuple[str, ...] = ()) -> bytes:
         """The answer at stamp ``sec``/``nanosec``: ``hello``, the simulated time of the next
         due timer [s], the cumulative ``counts`` of the ``topics`` published, the counted
-        (``subscribed``) and ``wake`` topics (empty: unchanged).
+        (``subscribed``) and ``wake`` topics (empty: unchanged), and the ``quiet`` topics
+        (published, but waking nobody).
 
         Raises:
             ValueError: a topic with a NUL character, or lengths that differ.
@@ -375,7 +376,7 @@ class AckWriter:
         parts = [_ENCAPSULATION_LE, _TIME.pack(sec, nanosec), self._node,
                  b"\x01" if hello else b"\x00", b"\x00" * pad, _F64.pack(next_turn_s)]
         size += pad + 8
-        for seq in (topics, None, subscribed, wake):
+        for seq in (topics, None, subscribed, wake, quiet):
             if seq is None:
                 chunk, size = _u64_seq(size, counts)
                 parts.append(chunk)
@@ -398,6 +399,7 @@ class AckView(NamedTuple):
     counts: list[int]
     subscribed: list[str]
     wake: list[str]
+    quiet: list[str]
 
 
 def read_ack(raw: bytes) -> AckView:
@@ -411,7 +413,7 @@ def read_ack(raw: bytes) -> AckView:
         m = _fallback(raw, "LockstepAck")
         return AckView(m.stamp.sec * 1_000_000_000 + m.stamp.nanosec, m.node, m.hello,
                        m.next_turn_s, list(m.topics), list(m.counts), list(m.subscribed),
-                       list(m.wake))
+                       list(m.wake), list(m.quiet))
     try:
         if len(raw) < 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
             raise ValueError("not little-endian CDR")
@@ -424,10 +426,11 @@ def read_ack(raw: bytes) -> AckView:
         topics, off = _read_string_seq(raw, off + 8)
         counts, off = _read_u64_seq(raw, off)
         subscribed, off = _read_string_seq(raw, off)
-        wake, _ = _read_string_seq(raw, off)
+        wake, off = _read_string_seq(raw, off)
+        quiet, _ = _read_string_seq(raw, off)
     except (struct.error, UnicodeDecodeError, ValueError, IndexError) as exc:
         raise ValueError(f"not a CDR LockstepAck ({len(raw)} bytes): {exc}") from None
     if len(topics) != len(counts):
         raise ValueError(f"LockstepAck: {len(topics)} topics but {len(counts)} counts")
     return AckView(sec * 1_000_000_000 + nanosec, node, hello, next_turn_s, topics, counts,
-                   subscribed, wake)
+                   subscribed, wake, quiet)

@@ -10,6 +10,7 @@ before its turn). The transport (ROS messages) is in :mod:`smores_assembly.ros.l
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 #: Tolerance when comparing simulated times [s].
@@ -68,7 +69,8 @@ class LockstepSchedule:
         self.sent[topic] = self.sent.get(topic, 0) + n
 
     def on_ack(self, name: str, hello: bool, next_turn_s: float, counts: dict[str, int],
-               subscribed: list[str] | None = None, wake: list[str] | None = None) -> None:
+               subscribed: list[str] | None = None, wake: list[str] | None = None,
+               quiet: Collection[str] = ()) -> None:
         """Record a participant's answer (unknown names are ignored).
 
         Args:
@@ -80,6 +82,10 @@ class LockstepSchedule:
                 and it must have them before its next turn (else their arrival, a matter
                 of discovery time, would decide at which turn they are seen).
             wake: the subset of ``subscribed`` on which a new message gives it a turn.
+            quiet: topics of ``counts`` whose new messages give nobody a turn (counted all
+                the same: a periodic refresh whose content that matters did not change,
+                e.g. a docking status with the same phases; the nodes waking on it read it
+                at their next turn).
         """
         p = self.parts.get(name)
         if p is None:
@@ -101,6 +107,8 @@ class LockstepSchedule:
                 for t in subscribed if t}
             p.wake = set(wake or ())
         for topic in changed:
+            if topic in quiet:
+                continue
             for q in self.parts.values():
                 if q.name != name and topic in q.wake:
                     self._wake(q.name)
