@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from bench.bench_reconfig import make_pair
 from smores_assembly.docking import DockingSettings
 from smores_assembly.errors import PlanningError
@@ -50,13 +52,32 @@ def _beside(p: Pose2D, a: tuple[float, float], b: tuple[float, float], clearance
     return 0.0 < t < 1.0 and lateral < clearance
 
 
+def _outer_part(a: tuple[float, float], b: tuple[float, float]
+                ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The part of the slide a -> b more than STANDOFF from its goal a, or None."""
+    d = math.dist(a, b)
+    if d <= STANDOFF + 1e-3:
+        return None
+    return ((a[0] + (b[0] - a[0]) * STANDOFF / d, a[1] + (b[1] - a[1]) * STANDOFF / d), b)
+
+
 def _staged_beside(plan, prob, clearance: float) -> list[tuple[str, str]]:
     """(staging module, dock module) for every module (not a helper) whose staging pose
-    lies beside a slide of the active stage."""
+    lies beside a slide of the active stage; for a module carried in a later stage
+    (pre-staged with its helper, judged by the pair's footprint in test_staging) beside
+    the slide's part past its nominal pre-dock pose."""
     helpers = {a.helper for a in plan.actions if a.helper}
-    return [(m, o) for m, (_cur, g) in sorted(prob.staging.items()) if m not in helpers
-            for o, (a, b) in sorted(prob.slides.items())
-            if o != m and _beside(g, a, b, clearance)]
+    k = min((a.stage for a in plan.actions if a.module in prob.slides), default=-1)
+    carried = {a.module for a in plan.actions if a.needs_helper and a.stage > k}
+    out = []
+    for m, (_cur, g) in sorted(prob.staging.items()):
+        if m in helpers:
+            continue
+        for o, (a, b) in sorted(prob.slides.items()):
+            seg = _outer_part(a, b) if m in carried else (a, b)
+            if o != m and seg is not None and _beside(g, *seg, clearance):
+                out.append((m, o))
+    return out
 
 
 def _reconf_10_140722156():
@@ -134,3 +155,28 @@ def test_random_reconfigurations_stage_nothing_beside_a_slide():
                         for o, (a, b) in prob.slides.items() if o != m)
     assert stages >= 80, stages
     assert near >= 5, near
+
+
+def test_rc_car_keeps_its_pre_staged_carried_module_beside_a_nominal_slide():
+    """rc_car_two_helpers stage 1: m1, carried in stage 2, is pre-staged on its own dock
+    axis 0.14 m beside the docked end of m0's (nominal, 6 cm) slide. Dropping that pose
+    undid the pre-staging: 79.2 s -> 106.0 s simulated. It stays staged; the rule still
+    applies to a slide's part past its nominal pre-dock pose (test above)."""
+    from smores_assembly.planning import plan_assembly
+    from smores_assembly.scenario import load_scenario
+    nav = NavSettings()
+    plan = with_schedule(plan_assembly(load_scenario("config/scenarios/rc_car_two_helpers.yaml")),
+                         "pipelined")
+    targets = staging_poses(plan, STANDOFF)
+    carry = carry_staging_poses(plan, STANDOFF, others=targets)
+    m1 = next(a for a in plan.actions if a.module == "m1")
+    assert m1.needs_helper and m1.stage == 1
+    sc = load_scenario("config/scenarios/rc_car_two_helpers.yaml")
+    prob = nav_problem(plan, 0, dict(sc.modules), set(), {}, nav, staging_targets=targets,
+                       carry_targets=carry)
+    assert "m1" in prob.staging
+    g = prob.staging["m1"][1]
+    a, b = prob.slides["m0"]
+    assert math.dist(a, b) == pytest.approx(STANDOFF, abs=1e-6)    # a nominal slide
+    assert _beside(g, a, b, nav.slide_clearance)                    # m1 stands beside it
+    assert not _staged_beside(plan, prob, nav.slide_clearance)

@@ -95,6 +95,18 @@ def _beside(p: tuple[float, float], seg: Segment, clearance: float) -> bool:
     return abs((p[0] - x0) * dy - (p[1] - y0) * dx) / math.sqrt(n2) < clearance
 
 
+def _extension(seg: Segment, standoff: float, eps: float = 1e-3) -> Segment | None:
+    """The part of a slide ``(goal, out)`` farther than ``standoff`` [m] from its goal
+    (a pre-dock goal moved out along the axis, :func:`clear_predock`, or a module
+    sliding in from beyond it); ``None`` when the slide is no longer than that."""
+    (x0, y0), (x1, y1) = seg
+    d = math.hypot(x1 - x0, y1 - y0)
+    if d <= standoff + eps:
+        return None
+    f = standoff / d
+    return ((x0 + f * (x1 - x0), y0 + f * (y1 - y0)), (x1, y1))
+
+
 def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],
                 phases: Mapping[str, Phase], settings: NavSettings | None = None,
                 staging_settings: StagingSettings | None = None,
@@ -216,12 +228,22 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
         # goal moved out along its axis (clear_predock, a corner) makes the slide longer
         # (bench_reconfig reconf_10_140722156 reuse, stage 6: m7 staged 0.08 m beside m4's
         # slide, moved out to 0.23 m; m4 timed out four times in POSE_ADJUST, 250 mm out)
+        # A carried module pre-staged on its own dock axis (carry_staging_poses) has its
+        # pose judged with the pair's footprint against the corridors of the stages
+        # running meanwhile: only a slide's part past its nominal pre-dock pose counts for
+        # it (dropping it beside a nominal slide undid the pre-staging: rc_car_two_helpers,
+        # m1 0.14 m beside the docked end of m0's slide, 79.2 s -> 106.0 s simulated).
+        carried_later = {a.module for a in plan.actions if a.needs_helper and a.stage > k}
         for m in sorted(staging):
             if m in helpers:
                 continue
             g = staging[m][1]
+            segs = slides.items()
+            if m in carried_later:
+                segs = [(o, e) for o, seg in segs
+                        if (e := _extension(seg, s.predock_standoff)) is not None]
             if any(_beside((g.x, g.y), seg, s.slide_clearance)
-                   for o, seg in slides.items() if o != m):
+                   for o, seg in segs if o != m):
                 del staging[m]
         zones = list(sp.zones.values())
     fixed |= set(carried) | {c[2] for c in carried.values()}
