@@ -15,6 +15,13 @@ goal is closer than ``predock_clearance`` to another module, no pose on the axis
 ``limit`` beyond the nominal pre-dock pose is both that clear and joined to the docked
 pose by a straight slide that penetrates no module by more than 2 mm (flush neighbours
 beside the lane, with their pose error, are passed).
+
+From such a goal the module slides in along the lane, closed loop with the kinematic
+world (``SimWorld``: connected, no collision event, no retry): every module it passes,
+also the part of the wall already behind it, is a wall to slide along, not an obstacle to
+flee (random_10_68252793 on the fixed navigation: m4 reached its goal 0.345 m out beside
+m8, m3 and m7, fled m8 and m3 sliding in, slid on, fled again: four POSE_ADJUST
+timeouts; the docking controller's lane ended at the pre-dock pose).
 """
 from __future__ import annotations
 
@@ -22,17 +29,21 @@ import math
 import random
 
 from bench.bench_targets import make_scenario
+from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
+from smores_assembly.docking.task import PoseSample
 from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, clear_predock
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import scenario_from_dict
+from smores_assembly.sim import Connection, SimWorld
 from smores_assembly.staging import staging_poses
 
 W = 0.08
 STANDOFF = 0.06
 LIMIT = 0.4          # clear_predock's default search limit beyond the pre-dock pose [m]
+FAR = 0.12           # a goal this far beyond the pre-dock pose: a long slide [m]
 PENETRATION = 0.002  # more than this is not a flush pass
 
 
@@ -134,3 +145,89 @@ def test_random_10_68252793_m4_goal_beyond_the_wall():
     others = [(q.x, q.y) for m, q in poses.items() if m != "m4"]
     g2 = clear_predock(a.goal, a.child_face.angle, STANDOFF, others, nav.predock_clearance)
     assert g2.distance_to(goal) < 1e-9
+
+
+def _dock_from(poses: dict[str, Pose2D], act, t_max: float = 90.0) -> tuple[bool, int, int]:
+    """``act``'s DockingTask from where its module stands in ``poses`` (no path), closed
+    loop in SimWorld. Returns (connected, collision events, retries)."""
+    world = SimWorld(poses)
+    task = DockingTask(DockingSpec(act.module, act.parent_module, act.parent_face,
+                                   act.child_face), DockingSettings())
+    task.path_unavailable()
+    want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
+    collisions = 0
+    while world.t < t_max and not task.done:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        me = world.pose(act.module)
+        obs = [(p.x, p.y) for m, p in world.poses().items()
+               if m not in (act.module, act.parent_module) and p.distance_to(me) <= 0.6]
+        out = task.tick(t, samples, want in world.connections(), None, obs)
+        for m, (v, om) in out.cmd.items():
+            world.set_cmd_vel(m, v, om)
+        for m, faces in out.magnets.items():
+            world.set_magnets(m, set(faces))
+        collisions += sum(ev.kind == "collision" for ev in world.step(0.02))
+    return want in world.connections(), collisions, task.retries
+
+
+def _far_docks(sc, plan, nav: NavSettings):
+    """(poses, action) of every dock without a helper whose pre-dock goal
+    (``clear_predock``, the modules of earlier stages and the stage's other docks placed)
+    lies more than FAR beyond the pre-dock pose, the module standing there aligned."""
+    for a in plan.actions:
+        if a.needs_helper:
+            continue
+        placed = [plan.root_module] + [b.module for b in plan.actions
+                                       if b.stage <= a.stage and b.module != a.module]
+        poses = {m: plan.goals[m] for m in placed}
+        others = [(p.x, p.y) for p in poses.values()]
+        g = clear_predock(a.goal, a.child_face.angle, STANDOFF, others,
+                          nav.predock_clearance)
+        if g.distance_to(a.goal) > STANDOFF + FAR:
+            poses[a.module] = g
+            yield poses, a
+
+
+def test_docks_slide_in_from_far_predock_goals_along_walls():
+    """Random targets of the bench's generator: every dock whose pre-dock goal lies far out
+    (a lane along a wall) docks from there without a collision or a retry."""
+    nav = NavSettings()
+    gen = random.Random(43)
+    bad, runs = [], 0
+    for _ in range(80):
+        data = make_scenario(gen.randint(6, 12), gen.randrange(1 << 30))
+        sc = scenario_from_dict(data)
+        try:
+            plan = with_schedule(plan_assembly(sc), "pipelined")
+        except PlanningError:
+            continue
+        for poses, a in _far_docks(sc, plan, nav):
+            runs += 1
+            ok, coll, retries = _dock_from(poses, a)
+            if not ok or coll or retries:
+                bad.append((sc.name, a.module, ok, coll, retries))
+    assert runs >= 10, runs
+    assert not bad, bad
+
+
+def test_random_10_68252793_m4_slides_in_along_m8_m3_m7():
+    """The bench case: m4 from its pre-dock goal 0.345 m out (m8 of its stage docked, m5
+    at its pre-staging pose), aligned or turned 0.3 rad off: docked, no collision, no
+    retry."""
+    from smores_assembly.staging import carry_staging_poses
+
+    sc = scenario_from_dict(make_scenario(10, 68252793))
+    plan = with_schedule(plan_assembly(sc), "pipelined")
+    a = next(x for x in plan.actions if x.module == "m4")
+    targets = staging_poses(plan, STANDOFF)
+    placed = [plan.root_module] + [b.module for b in plan.actions
+                                   if b.stage <= a.stage and b.module != "m4"]
+    poses = {m: plan.goals[m] for m in placed}
+    poses["m5"] = carry_staging_poses(plan, STANDOFF, others=targets)["m5"]
+    g = clear_predock(a.goal, a.child_face.angle, STANDOFF,
+                      [(p.x, p.y) for p in poses.values()], NavSettings().predock_clearance)
+    assert g.distance_to(a.goal) > 0.3
+    for dyaw in (0.0, 0.3):
+        poses["m4"] = Pose2D(g.x, g.y, g.yaw + dyaw)
+        assert _dock_from(dict(poses), a) == (True, 0, 0), dyaw

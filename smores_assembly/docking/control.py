@@ -387,8 +387,8 @@ LANE_FLUSH_WIDTHS = 0.9
 
 
 def lane_neighbours(axis: DockAxis, face_offset: float, standoff: float, width: float,
-                    obstacles: Sequence[tuple[float, float]], reach: float
-                    ) -> list[tuple[float, float]]:
+                    obstacles: Sequence[tuple[float, float]], reach: float,
+                    extent: float | None = None) -> list[tuple[float, float]]:
     """The modules standing flush beside the approach lane of a dock (issue 11: corners).
 
     The lane is the strip swept by the driven body (and what it carries) sliding along the
@@ -402,12 +402,19 @@ def lane_neighbours(axis: DockAxis, face_offset: float, standoff: float, width: 
 
     Args:
         obstacles: centres of the other modules [m] (``world``).
+        extent: where the lane ends [m out from the target face along the axis]: the back
+            of the body sliding in from beyond the pre-dock pose (a staging pose; default:
+            the back of the body at the pre-dock pose). The whole wall it slides along is
+            flush neighbours (bench_targets random_10_68252793: m4 slid 0.35 m along m8
+            and m3, fled them, slid on, fled again: four POSE_ADJUST timeouts).
 
     Returns:
         The centres (a subset of ``obstacles``) of the lane's flush neighbours.
     """
     c, s_ = math.cos(axis.heading), math.sin(axis.heading)
     end = face_offset + standoff + 0.5 * width
+    if extent is not None:
+        end = max(end, extent)
     out = []
     for ox, oy in obstacles:
         dx, dy = ox - axis.tx, oy - axis.ty

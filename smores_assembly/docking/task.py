@@ -365,14 +365,17 @@ class DockingContext:
             obs.append((self.target_est.x, self.target_est.y))
         return obs
 
-    def lane_neighbours(self, axis: DockAxis, obstacles) -> list[tuple[float, float]]:
+    def lane_neighbours(self, axis: DockAxis, obstacles,
+                        extent: float | None = None) -> list[tuple[float, float]]:
         """Modules flush beside this dock's approach lane
-        (:func:`~smores_assembly.docking.control.lane_neighbours`). Up to
-        ``obstacle_clearance`` off the axis also while carrying: the pair is one module
-        wide (with the carrying clearance, modules 0.2 m off the lane counted as flush
-        neighbours and sent the pair to a far staging pose, into an idle module)."""
+        (:func:`~smores_assembly.docking.control.lane_neighbours`; ``extent`` [m]: the
+        lane's far end out from the target face, default the body's back at the pre-dock
+        pose). Up to ``obstacle_clearance`` off the axis also while carrying: the pair is
+        one module wide (with the carrying clearance, modules 0.2 m off the lane counted
+        as flush neighbours and sent the pair to a far staging pose, into an idle
+        module)."""
         return lane_neighbours(axis, self.face_offset, self.s.standoff, self.s.module_width,
-                               obstacles, self.s.obstacle_clearance)
+                               obstacles, self.s.obstacle_clearance, extent)
 
     def lane_heading_bound(self, axis: DockAxis) -> float | None:
         """``lane_heading_max_deg`` [rad] when modules stand flush beside this dock's lane
@@ -573,6 +576,7 @@ class PoseAdjust(PhaseStep):
         self.staging = False    # regulating to the staging pose (not yet the pre-dock)
         self.sliding = False    # sliding along the lane from the staging pose
         self.room: Pose2D | None = None   # a carried pair's straight move to turning room
+        self.extent: float | None = None  # the lane's far end [m out from the face]
 
     def tick(self, ctx):
         s = ctx.s
@@ -582,8 +586,17 @@ class PoseAdjust(PhaseStep):
             return Phase.APPROACH
         ax = ctx.axis()
         obs = ctx.obstacles_for_body()
-        neigh = ctx.lane_neighbours(ax, obs)
         body = ctx.body_virtual()
+        # aligned on the axis beyond the pre-dock pose, the lane runs from where the body
+        # stands, and once it slides from where the slide began: the wall along the whole
+        # slide is flush neighbours, also the part already passed (random_10_68252793)
+        gap = ax.errors(body, ctx.face_offset)[0]
+        if gap > s.standoff and self._can_slide(ctx, ax, body):
+            self.extent = max(self.extent or 0.0,
+                              ctx.face_offset + gap + 0.5 * s.module_width)
+        elif not self.sliding:
+            self.extent = None
+        neigh = ctx.lane_neighbours(ax, obs, self.extent)
         # sliding in, aligned, a module beside the lane is a wall to slide along, not one
         # to flee, also before the body enters the lane (random_10_608720880: m8 slid
         # from its staging pose, came within the escape distance of the lane's first
