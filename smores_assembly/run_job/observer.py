@@ -21,6 +21,12 @@ TRAJ_STEP_M = 0.002
 MOVING_SPEED = 0.004
 #: Two moving intervals of a module closer than this [s] are one.
 MOTION_MERGE_S = 0.5
+#: Longest wait of one executor spin in :meth:`ObserverNode.spin_until` [s, wall]: a message
+#: or a future that a wait's predicate reads ends the spin at once, so this only bounds how
+#: late a time-based predicate, Ctrl-C, a dead node and the recording's topic poll are seen
+#: (was 0.05: 20 idle wake-ups per wall second with ~3 rcl waits each were most of this
+#: process's CPU, issue 10).
+SPIN_PERIOD_S = 0.25
 
 
 @dataclass
@@ -125,6 +131,10 @@ class ObserverNode:
             cli_args=["--ros-args", "-r", f"{names.CLOCK}:=clock"],
             parameter_overrides=[Parameter("use_sim_time", value=True)])
         node, obs = self.node, self.obs
+        # without rclpy's default QoS-event handlers (they only log an incompatible QoS):
+        # each is one more entity that the executor adds to its waits and checks
+        from rclpy.event_handler import SubscriptionEventCallbacks
+        ev = SubscriptionEventCallbacks(use_default_callbacks=False)
         # raw, read with struct (ros/wire.py): 50 messages per simulated second
         from smores_assembly.ros.wire import StatesView
         # the report is made of these: each must be matched before anything moves
@@ -135,21 +145,25 @@ class ObserverNode:
             # differed (test_lockstep's busy-machine run: staging moves 0.56 s apart)
             names.GROUND_TRUTH: node.create_subscription(
                 ModuleStateArray, names.GROUND_TRUTH,
-                lambda raw: obs.on_truth(StatesView.of(raw)), 1000, raw=True),
+                lambda raw: obs.on_truth(StatesView.of(raw)), 1000, raw=True,
+                event_callbacks=ev),
             names.DOCKING_STATUS: node.create_subscription(
                 DockingStatusArray, names.DOCKING_STATUS,
-                lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50),
+                lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50,
+                event_callbacks=ev),
             names.CONNECTIONS: node.create_subscription(
-                ConnectionArray, names.CONNECTIONS, obs.on_connections, common.LATCHED_QOS),
+                ConnectionArray, names.CONNECTIONS, obs.on_connections, common.LATCHED_QOS,
+                event_callbacks=ev),
             names.COLLISIONS: node.create_subscription(
                 CollisionEvent, names.COLLISIONS,
-                lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50),
+                lambda m: obs.on_collision(m, common.time_to_sec(m.header.stamp)), 50,
+                event_callbacks=ev),
         }
         # not among the topics that must match before anything moves: only --approve shows it
         from smores_assembly.msg import AssemblyPlan
         self._plan_sub = node.create_subscription(
             AssemblyPlan, names.PLAN, lambda m: setattr(obs, "stack_plan", m),
-            common.LATCHED_QOS)
+            common.LATCHED_QOS, event_callbacks=ev)
         self.mcap = None
         if record_path is not None:
             from smores_assembly.record import McapRecorder
@@ -182,7 +196,8 @@ class ObserverNode:
             self._take_all(self._truth, self._on_truth_raw)
             if pred():
                 return True
-            self.executor.spin_once(timeout_sec=0.05)
+            self.executor.spin_once(timeout_sec=min(
+                SPIN_PERIOD_S, max(0.0, deadline - time.monotonic())))
             if self.mcap is not None:
                 self.mcap.poll_topics()
             dead = {n: c for n, c in self.runner.poll().items() if c != 0}
