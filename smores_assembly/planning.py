@@ -492,9 +492,20 @@ def solve_assignment(cost: np.ndarray, goals_xy: np.ndarray, modules_xy: np.ndar
     return linear_sum_assignment(cost)
 
 
-class _CorridorCycle(PlanningError):
+class _RootRefusal(PlanningError):
+    """A refusal that depends on the root node (it decides which module of each edge moves,
+    so along which face normal each dock runs): another root may plan."""
+
+
+class _CorridorCycle(_RootRefusal):
     """No docking order exists from this root: docks' approach corridors and the parent
     precedences form a cycle (:func:`build_schedule`); another root may have one."""
+
+
+class _Unreachable(_RootRefusal):
+    """A dock cannot reach its pre-dock pose from this root's orientation of the edges
+    (walled in, a dead-end lane, no free pick-up side) whatever the order of the walls
+    (:func:`build_schedule`)."""
 
 
 def _precedence_edges(oriented: Mapping[str, Edge], root_node: str,
@@ -538,11 +549,27 @@ ROOT_SEARCH_WORK = 5000
 
 def assembly_root_node(nodes: Sequence[str], edges: Sequence[Edge],
                        width: float = MODULE_WIDTH, standoff: float = DEFAULT_STANDOFF) -> str:
-    """The root node of the assembly: the tree centroid (paper Sec. IV-A) unless no docking
-    order assembles the target from it, then the first of
+    """The root node of the assembly by the docking order alone: the tree centroid (paper
+    Sec. IV-A) unless no docking order assembles the target from it, then the first of
     :func:`~smores_assembly.topology.root_candidates` (fewest docking stages) from which one
-    does; the centroid when none of the tried ones does (the plan then refuses, naming a
-    dock and its blockers).
+    does (:func:`ordered_roots`); the centroid when none of the tried ones does (the plan
+    then refuses, naming a dock and its blockers). :func:`search_root` goes on past a root
+    whose plan is refused for reachability.
+
+    Raises:
+        ScenarioError: the target does not unfold onto distinct cells.
+    """
+    first = root_candidates(nodes, edges)[0]
+    return next(ordered_roots(nodes, edges, width, standoff), first)
+
+
+def ordered_roots(nodes: Sequence[str], edges: Sequence[Edge],
+                  width: float = MODULE_WIDTH, standoff: float = DEFAULT_STANDOFF
+                  ) -> Iterator[str]:
+    """The root nodes from which a docking order exists, in the order a root is chosen
+    (:func:`~smores_assembly.topology.root_candidates`: the centroid, then fewest docking
+    stages), among the first ``max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // N)`` candidates
+    (N nodes).
 
     "A docking order exists" is rule 2 of :func:`build_schedule`: the parent and corridor
     precedences (:mod:`smores_assembly.corridors`) and the root's LEFT/RIGHT-first rule
@@ -552,8 +579,7 @@ def assembly_root_node(nodes: Sequence[str], edges: Sequence[Edge],
     each direction of an edge, is computed once, when a tried root first needs it (the
     unfolding has the same shape from any root, so has which node's cell lies in which
     corridor); each further root costs one BFS, the corridors of the edges it turns round
-    and a cycle check. At most ``max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // N)`` roots are
-    tried (N nodes).
+    and a cycle check.
 
     Raises:
         ScenarioError: the target does not unfold onto distinct cells.
@@ -579,19 +605,22 @@ def assembly_root_node(nodes: Sequence[str], edges: Sequence[Edge],
                 table[v, e.parent] = blocked(v, e.parent, e.child_face)
             blocked_by[v] = table[v, e.parent]
         if nx.is_directed_acyclic_graph(_precedence_graph(oriented, nodes, root, blocked_by)):
-            return root
-    return first
+            yield root
 
 
 def search_root(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
                 root_node: str | None = None) -> RootChoice:
     """Root search (Sec. IV-A): the root node and the physical root module.
 
-    The root node is the tree centroid, or, when no docking order assembles the target from
-    the centroid (its docks' approach corridors block each other), the node with the fewest
-    docking stages from which one does (:func:`assembly_root_node`). The physical root is
-    chosen among the modules available for nodes (reserved helpers excluded), nearest their
-    mean position.
+    The root node is the tree centroid, unless the plan from it is refused for a reason the
+    root decides (its docks' approach corridors block each other, or a dock cannot reach
+    its pre-dock pose: walled in, a lane that ends before the body can turn onto it, no
+    free pick-up side); then the first node of :func:`ordered_roots` (a docking order
+    exists from it; fewest docking stages first) whose plan is not refused. When every
+    tried root is refused, :func:`assembly_root_node`'s (planning from it reports why).
+    The physical root is chosen among the modules available for nodes (reserved helpers
+    excluded), nearest their mean position. ``plan_assembly(scenario, modules,
+    root=search_root(scenario, modules))`` is ``plan_assembly(scenario, modules)``.
 
     Args:
         scenario: validated scenario.
@@ -603,14 +632,48 @@ def search_root(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
         ScenarioError: the target does not unfold onto distinct cells.
     """
     mods = dict(scenario.modules if modules is None else modules)
+    if root_node is None:
+        try:
+            return _root_search(scenario, mods)[0]
+        except PlanningError:  # refused whatever the root (e.g. too few modules)
+            root_node = assembly_root_node(scenario.nodes, scenario.edges,
+                                           scenario.module_width)
     helpers = set(scenario.helpers)
     available = {m: p for m, p in mods.items() if m not in helpers}
-    node = root_node if root_node is not None else assembly_root_node(
-        scenario.nodes, scenario.edges, scenario.module_width)
-    if node not in scenario.nodes:
-        raise PlanningError(f"root_node: unknown node {node!r}")
+    if root_node not in scenario.nodes:
+        raise PlanningError(f"root_node: unknown node {root_node!r}")
     module = select_root_module(available)
-    return RootChoice(node=node, module=module, pose=mods[module])
+    return RootChoice(node=root_node, module=module, pose=mods[module])
+
+
+def _root_search(scenario: Scenario, mods: Mapping[str, Pose2D]
+                 ) -> tuple[RootChoice, Plan | None, PlanningError | None]:
+    """:func:`search_root`'s search: ``(root, its plan, None)``, or ``(the root planning
+    reports from, None, its refusal)`` when every tried root is refused. Raises what is
+    refused whatever the root (e.g. too few modules)."""
+    helpers = [h for h in scenario.helpers if h in mods]
+    reserved = set(helpers)
+    available = {m: p for m, p in mods.items() if m not in reserved}
+    module = select_root_module(available)
+    centroid = RootChoice(node=tree_centroid(scenario.nodes, scenario.edges), module=module,
+                          pose=mods[module])
+    try:
+        return centroid, _plan_from_root(scenario, mods, helpers, available, centroid), None
+    except _RootRefusal as exc:
+        refusal: PlanningError = exc
+        report, report_cycle = centroid, isinstance(exc, _CorridorCycle)
+    # Each further root costs a plan: only roots with a docking order are planned, at most
+    # max(ROOT_SEARCH_MIN, ROOT_SEARCH_WORK // N) of them (ordered_roots).
+    for node in ordered_roots(scenario.nodes, scenario.edges, scenario.module_width):
+        if node == centroid.node:
+            continue
+        choice = dataclasses.replace(centroid, node=node)
+        try:
+            return choice, _plan_from_root(scenario, mods, helpers, available, choice), None
+        except PlanningError as exc:
+            if report_cycle:  # the first root with a docking order says why it is refused
+                refusal, report, report_cycle = exc, choice, False
+    return report, None, refusal
 
 
 def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = None,
@@ -623,17 +686,20 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
             poses); modules absent from it are not used (helpers included).
         root: a root search result to use (e.g. received on ``/assembly/root``); its pose
             anchors the grid. Default: :func:`search_root` on these poses (the same plan:
-            the centroid is planned first, and only when its docking corridors block each
-            other is :func:`assembly_root_node`'s search run, so a plannable target does
-            not pay for it).
+            the centroid is planned first, and only when that plan is refused for a reason
+            the root decides are further roots tried, so a plannable target does not pay
+            for the search).
 
     Returns:
         The :class:`Plan`.
 
     Raises:
         PlanningError: fewer available modules than nodes, an unknown root, an action
-            that needs a helping module when none is available (names the action), or a
-            non-finite module or root pose (names the module and field).
+            that needs a helping module when none is available (names the action), a
+            non-finite module or root pose (names the module and field), or no tried root
+            has a docking order whose docks can all reach their pre-dock poses (names a
+            dock and what stands in its way, from the centroid or, when the centroid has
+            no docking order, from the first root that has one).
         ScenarioError: the target does not unfold onto distinct cells.
     """
     mods = dict(scenario.modules if modules is None else modules)
@@ -649,16 +715,10 @@ def plan_assembly(scenario: Scenario, modules: Mapping[str, Pose2D] | None = Non
                             + (f" ({len(helpers)} reserved as helpers)" if helpers else ""))
     if root is not None:
         return _plan_from_root(scenario, mods, helpers, available, root)
-    centroid = search_root(scenario, mods, root_node=tree_centroid(scenario.nodes,
-                                                                   scenario.edges))
-    try:
-        return _plan_from_root(scenario, mods, helpers, available, centroid)
-    except _CorridorCycle:
-        node = assembly_root_node(scenario.nodes, scenario.edges, scenario.module_width)
-        if node == centroid.node:
-            raise
-    return _plan_from_root(scenario, mods, helpers, available,
-                           dataclasses.replace(centroid, node=node))
+    _, plan, refusal = _root_search(scenario, mods)
+    if plan is None:
+        raise refusal  # type: ignore[misc]
+    return plan
 
 
 def _plan_from_root(scenario: Scenario, mods: Mapping[str, Pose2D], helpers: list[str],
@@ -836,7 +896,7 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
             v, walls = enc.node, enc.walls
             later = [w for w in walls if w in acts and not nx.has_path(prec, w, v)]
             if not later:
-                raise PlanningError(enc.message + " (every wall must be placed before it)")
+                raise _Unreachable(enc.message + " (every wall must be placed before it)")
             prec.add_edge(v, later[0], why="enclosure")
     raise PlanningError("schedule: enclosure precedences did not converge")
 

@@ -91,12 +91,15 @@ def check_plan(plan: Plan, sc: Scenario, mods: dict[str, Pose2D]) -> None:
     helpers_reserved = [h for h in sc.helpers if h in mods]
     available = {m: p for m, p in mods.items() if m not in helpers_reserved}
     # Root search: the tree centroid, another root only when no docking order assembles
-    # the target from the centroid (judged by test_root_search's geometric oracle).
+    # the target from the centroid (judged by test_root_search's geometric oracle) or the
+    # plan from it is refused for a dock that cannot reach its pre-dock pose (its pick-up).
     centroid = tree_centroid(sc.nodes, sc.edges)
     if plan.root_node != centroid:
         from test_root_search import oracle_order_exists, slide_blocks
         blocks = slide_blocks(sc)
-        assert not oracle_order_exists(sc, centroid, blocks)
+        if oracle_order_exists(sc, centroid, blocks):
+            with pytest.raises(PlanningError, match="pre-dock pose|pick it up"):
+                plan_assembly(sc, mods, root=search_root(sc, mods, root_node=centroid))
         assert oracle_order_exists(sc, plan.root_node, blocks)
     assert plan.root_module == select_root_module(available)
     assert plan.root_pose == mods[plan.root_module]
