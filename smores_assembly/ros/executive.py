@@ -216,6 +216,13 @@ class ExecutiveNode(Node):
                 self.lockstep.destroy_timer(self._turn_timer)
                 self._turn_timer = None
             await self._waiter.next(max(period_s, EXECUTING_POLL_S), early=True)
+            # look on the grid of TURN_PERIOD_S, as the 20-Hz poll did: a status gives a
+            # turn at the next step, the look comes at the next grid time (the stages start
+            # at the same steps as with the poll; starting up to 40 ms earlier made a staged
+            # module of holonomic_vehicle pose-adjust 1.2 s instead of sliding in)
+            rest_ns = -self.get_clock().now().nanoseconds % round(TURN_PERIOD_S * 1e9)
+            if rest_ns:
+                await self._waiter.next(rest_ns * 1e-9)
             return
         if self.lockstep.enabled and phase == "PLANNING" and not self._target_sent:
             await self._waiter.next(period_s)
