@@ -9,11 +9,17 @@ import sys
 from typing import Callable
 
 
-def run_cli(main: Callable[[], int | None]) -> int:
+#: Exit status of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED_STATUS = 130
+
+
+def run_cli(main: Callable[[], int | None], prog: str | None = None,
+            interrupted: str = "interrupted") -> int:
     """Run a CLI's ``main`` and return its exit status; a reader that went away (``| head``)
     ends it quietly with 0 instead of a BrokenPipeError traceback: stdout is pointed at
     devnull so the interpreter's final flush does not raise again (Python docs, "Note on
-    SIGPIPE")."""
+    SIGPIPE"). Ctrl-C (a ``KeyboardInterrupt`` that ``main`` did not handle itself) prints
+    one line ``<prog>: <interrupted>`` on stderr, no traceback, and returns 130."""
     try:
         status = int(main() or 0)
         sys.stdout.flush()   # a closed pipe shows up here, inside the handler below
@@ -22,6 +28,10 @@ def run_cli(main: Callable[[], int | None]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        name = prog or os.path.basename(sys.argv[0] or "") or "python"
+        print(f"{name}: {interrupted}", file=sys.stderr, flush=True)
+        return INTERRUPTED_STATUS
 
 
 def bounded(kind: type = float, lo: float | None = None, hi: float | None = None,

@@ -261,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if extra:  # refused by the subcommand, so that its usage is the one shown
         args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return run_cli(lambda: args.handler(args))   # quiet on a closed pipe (``| head``)
+        # quiet on a closed pipe (``| head``); one line, no traceback, on Ctrl-C before
+        # the run's own handlers are in force (see run_job.stack.Interrupts)
+        return run_cli(lambda: args.handler(args), prog=PROG,
+                       interrupted=("interrupted before any module moved"
+                                    if args.command == "run" else "interrupted"))
     except SmoresError as exc:  # ScenarioError, PlanningError, bad parameters
         msg = " ".join(str(exc).split())
         print(f"{PROG}: error: {msg}", file=sys.stderr)

@@ -38,3 +38,45 @@ def test_integer_bounds_are_printed_whole():
     with pytest.raises(argparse.ArgumentTypeError,
                        match=r"expected an integer in \[0, 2147483647\], got '-1'"):
         bounded(int, lo=0, hi=2**31 - 1)("-1")
+
+
+def test_run_cli_ctrl_c_is_one_line_and_130(capsys):
+    from smores_assembly.argtypes import run_cli
+
+    def main():
+        raise KeyboardInterrupt
+    assert run_cli(main, prog="p", interrupted="interrupted before X") == 130
+    err = capsys.readouterr().err
+    assert err == "p: interrupted before X\n"
+
+
+def test_plan_ctrl_c_prints_one_line_no_traceback(monkeypatch, capsys):
+    """Ctrl-C while `plan` computes (here: while the scenario loads)."""
+    from smores_assembly import cli, scenario
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(scenario, "load_scenario", interrupted)
+    assert cli.main(["plan", "config/scenarios/rc_car.yaml"]) == 130
+    out = capsys.readouterr()
+    assert out.err == "smores-assemble: interrupted\n"
+    assert "Traceback" not in out.out + out.err
+
+
+def test_run_ctrl_c_while_picking_a_domain(monkeypatch, capsys, tmp_path):
+    """Ctrl-C in `run` before the stack starts (pick_free_domain sleeps between probes):
+    one line, 130; a progress line came before the slow part."""
+    pytest.importorskip("rclpy")
+    from smores_assembly import cli
+    from smores_assembly.ros import domain
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(domain, "pick_free_domain", interrupted)
+    import os
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
+                                        if k != "ROS_DOMAIN_ID"})  # run sets defaults
+    assert cli.main(["run", "config/scenarios/rc_car.yaml", "--out", str(tmp_path)]) == 130
+    out = capsys.readouterr()
+    assert out.err == "smores-assemble: interrupted before any module moved\n"
+    assert "picking a ROS domain and starting the stack" in out.out.splitlines()[0]

@@ -86,6 +86,9 @@ def run(args) -> int:
     except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
+    # the first line comes before the slow part (a free ROS domain, the stack's start-up:
+    # seconds under load), so that the run is not silent meanwhile
+    say(f"planned {scenario.name}: picking a ROS domain and starting the stack ...")
     env = os.environ
     remote = tuple(n for n in ALL_NODES if n not in local)
     if remote:
