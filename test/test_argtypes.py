@@ -80,3 +80,35 @@ def test_run_ctrl_c_while_picking_a_domain(monkeypatch, capsys, tmp_path):
     out = capsys.readouterr()
     assert out.err == "smores-assemble: interrupted before any module moved\n"
     assert "picking a ROS domain and starting the stack" in out.out.splitlines()[0]
+
+
+def test_run_removes_its_own_previous_outputs_only(monkeypatch, capsys, tmp_path):
+    """A reused --out: the earlier run's files (recording, ros_log/, report ...) are gone
+    when the run starts, with one line naming them; a file the run does not write stays."""
+    pytest.importorskip("rclpy")
+    import os
+
+    from smores_assembly import cli
+    from smores_assembly.ros import domain
+    from smores_assembly.run_job.stack import RUN_OUTPUTS
+
+    for name in RUN_OUTPUTS:
+        if name == "ros_log":
+            (tmp_path / name / "python_1").mkdir(parents=True)
+            (tmp_path / name / "python_1" / "x.log").write_text("run 1")
+        else:
+            (tmp_path / name).write_text("run 1")
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "mine").mkdir()
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(domain, "pick_free_domain", interrupted)
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
+                                        if k != "ROS_DOMAIN_ID"})
+    assert cli.main(["run", "config/scenarios/rc_car.yaml", "--out", str(tmp_path)]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "previous run" in ln]
+    assert lines == [f"removed the previous run's outputs from {tmp_path}/: report.json, "
+                     f"trajectories.png, timeline.png, nodes.log, assembly.mcap, ros_log/"]

@@ -40,7 +40,8 @@ def run(args) -> int:
     from smores_assembly.planning import PlanningError, with_schedule
     from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
-    from smores_assembly.run_job.stack import (ALL_NODES, check_namespace, make_out_dir,
+    from smores_assembly.run_job.stack import (ALL_NODES, check_namespace,
+                                               clear_previous_outputs, make_out_dir,
                                                select_nodes)
     from smores_assembly.staging import DEFAULT_SCHEDULE
 
@@ -83,9 +84,12 @@ def run(args) -> int:
             for line in notes:
                 say(line)
         out = make_out_dir(args.out or f"out/{scenario.name}")
+        stale = clear_previous_outputs(out)
     except (OSError, SmoresError) as exc:
         print(f"smores-assemble: error: {exc}", file=sys.stderr)
         return 2
+    if stale:
+        say(f"removed the previous run's outputs from {out}/: {', '.join(stale)}")
     # the first line comes before the slow part (a free ROS domain, the stack's start-up:
     # seconds under load), so that the run is not silent meanwhile
     say(f"planned {scenario.name}: picking a ROS domain and starting the stack ...")

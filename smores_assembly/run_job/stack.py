@@ -3,6 +3,7 @@ arguments, the node log and the run's own SIGINT/SIGTERM handling (no rclpy here
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -130,6 +131,37 @@ def make_out_dir(path: str | Path) -> Path:
         raise InputError(f"--out: cannot create the directory {out}: "
                          f"{exc.strerror or exc}", field="--out") from None
     return out
+
+
+#: What ``run`` writes to ``--out`` (files and, ``ros_log``, the ROS log directory): an
+#: earlier run's copies are removed at the start of a run (:func:`clear_previous_outputs`).
+RUN_OUTPUTS = ("report.json", "trajectories.png", "timeline.png", "nodes.log",
+               "assembly.mcap", "ros_log")
+
+
+def clear_previous_outputs(out: Path) -> list[str]:
+    """Remove an earlier run's outputs (:data:`RUN_OUTPUTS`) from ``out``, so that a reused
+    ``--out`` holds one run's files only (no recording of run 1 beside run 2's report);
+    any other file is left alone. Returns the names removed, in :data:`RUN_OUTPUTS` order.
+
+    Raises:
+        InputError: naming ``--out`` and the path when one cannot be removed.
+    """
+    removed = []
+    for name in RUN_OUTPUTS:
+        path = Path(out) / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError as exc:
+            raise InputError(f"--out: cannot remove the previous run's {path}: "
+                             f"{exc.strerror or exc}", field="--out") from None
+        removed.append(name + ("/" if name == "ros_log" else ""))
+    return removed
 
 
 #: run flags that set a fake_hardware parameter: (attribute of the CLI args, parameter,
