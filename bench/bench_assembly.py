@@ -86,8 +86,12 @@ def stage_timeline(report: dict) -> list[tuple[int, float, float, dict[str, floa
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="bench.bench_assembly")
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS),
+                    help="comma-separated scenario names of config/scenarios (default: "
+                         "%(default)s)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="comma-separated schedule modes, each run per scenario (default: "
+                         "%(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="simulation seed of every run")
     ap.add_argument("--out", default=None, help="keep the runs' reports here")
     ap.add_argument("--timeline", action="store_true", help="print each run's stages")

@@ -232,10 +232,16 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_lockstep")
-    ap.add_argument("--cases", default="task1,holonomic,random25,random50")
-    ap.add_argument("--modes", default="multi,single")
-    ap.add_argument("--timeout", type=float, default=900.0)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--cases", default="task1,holonomic,random25,random50",
+                    help=f"comma-separated cases, of {', '.join(CASES)} (default: "
+                         f"%(default)s)")
+    ap.add_argument("--modes", default="multi,single",
+                    help="comma-separated: multi (one process per node), single "
+                         "(--single-process) (default: %(default)s)")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="each run's --timeout, wall-clock s (default: %(default)g)")
+    ap.add_argument("--out", default=None,
+                    help="keep the runs' outputs here (default: a temporary directory)")
     a = ap.parse_args(argv)
     workdir = Path(a.out or tempfile.mkdtemp(prefix="bench_lockstep_"))
     workdir.mkdir(parents=True, exist_ok=True)

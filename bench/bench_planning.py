@@ -97,8 +97,10 @@ def _measure(make, n: int, repeats: int):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_planning")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000],
+                    help="module counts of the random targets to plan (default: 10 100 1000)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="plans per target; the table gives median and max (default: 5)")
     args = ap.parse_args(argv)
     print(f"{'target':>10} {'nodes':>6} {'modules':>8} {'load ms':>8} {'plan ms med':>12} "
           f"{'plan ms max':>12} {'plan cpu ms':>12} {'lsa %':>6} {'stages':>7} "
