@@ -27,6 +27,8 @@ EXTRA_PARAMETERS: dict[str, tuple[str, ...]] = {
     "mocap_bridge": ("module_ids", "marker_offsets."),
 }
 COMMON_PARAMETERS = ("use_sim_time",)
+#: their defaults, as rclpy declares them on every node
+COMMON_DEFAULTS: dict[str, Any] = {"use_sim_time": False}
 
 
 def _fields(node: str) -> dict[str, tuple[dataclasses.Field, Any]]:
@@ -268,11 +270,14 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
                 raise ParamsFileError(f"{where}: unknown parameter{hint}")
             if isinstance(value, list) and not value:
                 continue  # rcl leaves an empty list unset: the node keeps its default
+            noted: dict[Any, list[str]] = {}   # pinned value -> nodes (one note each)
             for fqn, exe in owners.items():
                 node = fqn.rsplit("/", 1)[-1]
-                default = cache.get(exe, {}).get(name, (None, None))[1]
-                # a value equal to the node's default asks for nothing (the generated
-                # config/<node>.yaml files list every default)
+                default = cache.get(exe, {}).get(name, (None, COMMON_DEFAULTS.get(name)))[1]
+                # the one rule for a value the launch sets after this file: one that
+                # differs from the node's default (its settings' or rclpy's, e.g.
+                # use_sim_time) is refused with the hint; one equal to it asks for nothing
+                # (the generated config/<node>.yaml files list every default): a note
                 if name in pinned.get(node, {}) and pinned[node][name] != value:
                     hint = PINNED_HINTS.get(name, "set it with the run flag or launch "
                                                   "argument instead")
@@ -282,7 +287,14 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
                     if value != default:
                         ignored.append(ParamsFileError(text, field=name))
                     elif notes is not None and value != "":   # "": unset, nothing asked
-                        notes.append(f"note: {text.replace('would be', 'is')}")
+                        noted.setdefault(pinned[node][name], []).append(node)
+            for launched, nodes in noted.items():
+                hint = PINNED_HINTS.get(name, "set it with the run flag or launch "
+                                              "argument instead")
+                who = (f"{nodes[0]} gets" if len(nodes) == 1
+                       else f"{', '.join(sorted(set(nodes)))} get")
+                notes.append(f"note: {where}: {who} {name} from the launch, after this "
+                             f"file ({launched!r}): {value!r} here is ignored; {hint}")
             if name in EXTRA_CHECKS:
                 EXTRA_CHECKS[name](where, value)
             for exe in known:

@@ -247,6 +247,25 @@ def test_run_uses_the_params_files_fake_hardware_values_unless_a_flag_is_given(
         assert "wins over" not in out
 
 
+def test_a_stack_wide_value_equal_to_the_default_is_noted_like_lockstep(tmp_path):
+    """use_sim_time: false under /** equals rclpy's default, as lockstep: false equals
+    fake_hardware's: both are noted (ignored, the run's launch sets them), neither refused
+    (fresh-user finding: lockstep was noted, use_sim_time refused)."""
+    f = tmp_path / "p.yaml"
+    f.write_text("/**:\n  ros__parameters:\n    use_sim_time: false\n")
+    notes: list[str] = []
+    check_params_file(f, notes=notes)
+    assert len(notes) == 1, notes   # one line for all the nodes
+    assert notes[0].startswith(f"note: {f}:3: /**.use_sim_time: ")
+    assert notes[0].endswith("get use_sim_time from the launch, after this file (True): "
+                             "False here is ignored; the fake stack runs on the fake "
+                             "hardware's simulated time"), notes
+    # a value that asks for something else than the launch and the default is refused
+    f.write_text("/**/fake_hardware:\n  ros__parameters:\n    lockstep: true\n")
+    with pytest.raises(ParamsFileError, match="use run --free-running"):
+        check_params_file(f, pinned={"fake_hardware": {"lockstep": False}})
+
+
 @pytest.mark.parametrize("text,fragment", [
     ("/**/fake_hardware: {ros__parameters: {lockstep: false, scenario: ''}}", None),
     ("/**/fake_hardware: {ros__parameters: {scenario: x.yaml}}",
