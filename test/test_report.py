@@ -319,3 +319,24 @@ def test_trajectory_arrows_point_the_way_each_module_drove(tmp_path, saved_figur
         for p in mine:  # tail to head along the direction of travel
             (ax_, ay_), (bx, by) = p._posA_posB
             assert (bx - ax_) * math.cos(a) + (by - ay_) * math.sin(a) > 0
+
+
+def test_a_listed_helper_that_carried_nothing_is_drawn_as_a_helper(monkeypatch, tmp_path):
+    """A module under ``helpers:`` that carried nothing (it only moved aside) is still a
+    helper in trajectories.png (hatched, "(helper)"), not a placed module; a spare module
+    that carries is one too."""
+    from types import SimpleNamespace
+
+    from smores_assembly.run_job import results
+
+    seen = {}
+
+    def capture(*_a, helpers=(), **_k):
+        seen["helpers"] = list(helpers)
+        raise RuntimeError("stop after the trajectories")
+    monkeypatch.setattr(results, "plot_trajectories", capture)
+    carried = SimpleNamespace(module="m1", parent_module="m0", stage=0, helper="s9")
+    plan = SimpleNamespace(goals={}, actions=[carried], helpers=["s9"])
+    scenario = SimpleNamespace(name="blocker", helpers=("h0",))
+    results.draw_pictures(tmp_path, scenario, plan, SimpleNamespace(traj={}, recorder=None))
+    assert seen["helpers"] == ["h0", "s9"]

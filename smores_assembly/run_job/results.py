@@ -206,7 +206,11 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
                           title=f"{scenario.name}: trajectories\n(dotted: start, filled: "
                                 f"end, hatched: a helper's end, dashed: target, arrows: direction)",
                           stage_of={a.module: a.stage for a in plan.actions},
-                          helpers=[h for h, _ in helper_rows(plan)])
+                          # every listed helper (also one that carried nothing, moved
+                          # aside) and any spare module that carries
+                          helpers=list(dict.fromkeys(
+                              [*getattr(scenario, "helpers", ()),
+                               *(h for h, _ in helper_rows(plan))])))
         t0 = activity_start(recorder)
         rows = [(f"s{u.stage + 1} {u.module} undock {u.face.value}/{u.from_module}."
                  f"{u.from_face.value}",
