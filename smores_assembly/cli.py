@@ -3,7 +3,9 @@
 * ``smores-assemble plan SCENARIO.yaml [--json] [--schedule MODE] [--sequential]``: root
   search, task assignment and the parallel schedule of a scenario (no ROS needed).
   ``--json`` prints one JSON object (:meth:`smores_assembly.planning.Plan.to_dict`; its
-  ``stage`` numbers are 0-based indices into ``stages``), otherwise a readable table
+  ``stage`` numbers are 0-based indices into ``stages``; its ``idle``, as the table's
+  "idle throughout", lists the modules that neither play a node nor carry one, and
+  ``notes`` the table's notes), otherwise a readable table
   (stages numbered from 1, as in the ``run`` progress and approval prompt).
 * ``smores-assemble run SCENARIO.yaml [--out DIR] [--approve] [--record] [--timeout S]
   [--real-time-factor F] [--params-file FILE] [--backend kinematic|mujoco] [--namespace NS]
@@ -150,7 +152,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     plan = with_schedule(plan, "sequential" if args.sequential
                          else args.schedule or DEFAULT_SCHEDULE)
     if args.json:
-        print(json.dumps(plan.to_dict()))
+        d = plan.to_dict()
+        d["idle"] = idle_throughout(plan)   # as the table says it
+        d["notes"] = plan_notes(plan, scenario)
+        print(json.dumps(d))
     else:
         print(format_plan(plan, scenario))
     return 0
@@ -180,6 +185,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from smores_assembly import run_job
 
     return run_job.run(args)
+
+
+def carries_of(plan) -> dict[str, list[str]]:
+    """Helping module -> the modules it carries, in stage order."""
+    carries: dict[str, list[str]] = {}
+    for a in sorted(plan.actions, key=lambda a: a.stage):
+        if a.helper:
+            carries.setdefault(a.helper, []).append(a.module)
+    return carries
+
+
+def idle_throughout(plan) -> list[str]:
+    """The modules that neither play a node nor carry one (``plan``'s table line "idle
+    throughout" and the ``idle`` of ``plan --json``; :attr:`Plan.idle` itself lists every
+    module without a node, helpers too), sorted."""
+    carries = carries_of(plan)
+    return [m for m in plan.idle if m not in carries]
+
+
+def plan_notes(plan, scenario) -> list[str]:
+    """Notes of ``plan`` (the table's ``note:`` lines, ``plan --json``'s ``notes``): spare
+    modules that would carry but are not listed under ``helpers:``."""
+    spare = sorted(h for h in carries_of(plan) if h not in scenario.helpers)
+    if not spare:
+        return []
+    return [f"{', '.join(spare)} (spare, not under 'helpers:') would carry; real modules "
+            f"can, but `run` on the fake hardware needs them listed under 'helpers:'"]
 
 
 def format_plan(plan, scenario=None) -> str:
@@ -235,21 +267,13 @@ def format_plan(plan, scenario=None) -> str:
                                for j, (c, w) in enumerate(zip(r, widths))).rstrip())
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
-    carries: dict[str, list[str]] = {}
-    for a in sorted(plan.actions, key=lambda a: a.stage):
-        if a.helper:
-            carries.setdefault(a.helper, []).append(a.module)
+    carries = carries_of(plan)
     if carries:
         lines.append("helping modules: " + "; ".join(
             f"{h} carries {', '.join(ms)}" for h, ms in sorted(carries.items())))
-        spare = sorted(h for h in carries if h not in scenario.helpers)
-        if spare:
-            lines.append(f"note: {', '.join(spare)} (spare, not under 'helpers:') would "
-                         f"carry; real modules can, but `run` on the fake hardware needs "
-                         f"them listed under 'helpers:'")
-    # the JSON's "idle" lists every module without a node (helpers too); here only those
-    # that neither play a node nor carry one
-    idle = [m for m in plan.idle if m not in carries]
+        if scenario is not None:
+            lines += [f"note: {n}" for n in plan_notes(plan, scenario)]
+    idle = idle_throughout(plan)
     lines.append(f"idle throughout (no node, no carry): {', '.join(idle) if idle else '-'}")
     return "\n".join(lines)
 

@@ -78,6 +78,25 @@ def test_plan_table_names_the_helping_module_busy_not_idle():
     assert "idle throughout (no node, no carry): -" in r.stdout
 
 
+def test_json_idle_and_notes_say_what_the_table_says(tmp_path):
+    """rc_car's h0 carries: the table's "idle throughout" is empty and so is the JSON's
+    idle (it said ["h0"]); a spare module that carries gets the table's note in "notes"."""
+    d = json.loads(run_cli("plan", str(SCENARIOS / "rc_car.yaml"), "--json").stdout)
+    assert d["helpers"] == ["h0"] and d["idle"] == [] and d["notes"] == []
+    import yaml
+    data = yaml.safe_load((SCENARIOS / "rc_car.yaml").read_text())
+    data.pop("helpers")   # then a spare module carries
+    p = tmp_path / "spare.yaml"
+    p.write_text(yaml.safe_dump(data))
+    table = run_cli("plan", str(p)).stdout.splitlines()
+    d = json.loads(run_cli("plan", str(p), "--json").stdout)
+    idle_line = next(ln for ln in table if ln.startswith("idle throughout"))
+    assert idle_line.split(": ", 1)[1] == (", ".join(d["idle"]) or "-")
+    assert [f"note: {n}" for n in d["notes"]] == [ln for ln in table
+                                                  if ln.startswith("note: ")]
+    assert d["notes"] and "(spare, not under 'helpers:') would carry" in d["notes"][0]
+
+
 @pytest.mark.parametrize("content, needle", [
     ("name: x\ntarget: {nodes: [a, b], edges: [{parent: a, parent_face: FRONT, child: b, "
      "child_face: TOP}]}\nmodules: {m0: [0, 0, 0], m1: [1, 0, 0]}\n",
