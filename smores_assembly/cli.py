@@ -132,21 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from smores_assembly.planning import PlanningError, with_schedule
-    from smores_assembly.reconfigure import plan_reconfiguration
+    from smores_assembly.planning import with_schedule
     from smores_assembly.scenario import load_scenario
     from smores_assembly.staging import DEFAULT_SCHEDULE
 
     scenario = load_scenario(args.scenario)
     check_full_disassembly(args, scenario)
-    try:
-        plan = plan_reconfiguration(
-            scenario, method="full" if args.full_disassembly else "reuse")
-    except PlanningError as exc:
-        msg = str(exc)
-        if msg.startswith("action "):  # the missing-helper error names no field
-            msg = f"helpers: {msg}"
-        raise PlanningError(f"{args.scenario}: {msg}") from None
+    plan = plan_scenario(args, scenario)
     if args.sequential and args.schedule not in (None, "sequential"):
         raise InputError(f"--sequential: contradicts --schedule {args.schedule}")
     plan = with_schedule(plan, "sequential" if args.sequential
@@ -159,6 +151,27 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(format_plan(plan, scenario))
     return 0
+
+
+def plan_scenario(args: argparse.Namespace, scenario):
+    """The plan of ``scenario`` as ``plan`` and ``run`` make it (``--full-disassembly``:
+    the paper's method, else keeping the largest common part), with one wording of a
+    refusal for both.
+
+    Raises:
+        PlanningError: the planner's message prefixed with the scenario file (and the
+            ``helpers:`` field for a wheel-face dock without a helper).
+    """
+    from smores_assembly.planning import PlanningError
+    from smores_assembly.reconfigure import plan_reconfiguration
+    try:
+        return plan_reconfiguration(
+            scenario, method="full" if getattr(args, "full_disassembly", False) else "reuse")
+    except PlanningError as exc:
+        msg = str(exc)
+        if msg.startswith("action "):  # the missing-helper error names no field
+            msg = f"helpers: {msg}"
+        raise PlanningError(f"{args.scenario}: {msg}") from None
 
 
 def check_full_disassembly(args: argparse.Namespace, scenario) -> None:

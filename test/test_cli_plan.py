@@ -309,3 +309,22 @@ def test_a_node_exiting_early_is_the_runs_typed_failure(tmp_path):
     assert line.endswith(str(log))
     assert not StackExited({"task_assignment": 2, "executive": 1}, log).refused
     assert not StackExited({}, log).refused
+
+
+def test_plan_and_run_word_the_missing_helper_refusal_alike(tmp_path, capsys):
+    """A wheel-face dock with no helper: plan and run refuse with the same line (file
+    name and the 'helpers:' field; run's lacked both)."""
+    pytest.importorskip("rclpy")
+    from smores_assembly import cli
+    p = tmp_path / "nohelper.yaml"
+    p.write_text("name: nohelper\ntarget:\n  nodes: [a, b, c]\n  edges:\n"
+                 "    - {parent: a, parent_face: TOP, child: b, child_face: BOTTOM}\n"
+                 "    - {parent: a, parent_face: LEFT, child: c, child_face: RIGHT}\n"
+                 "modules:\n  m0: [0.0, 0.0, 0.0]\n  m1: [0.3, 0.0, 0.0]\n"
+                 "  m2: [0.0, 0.3, 0.0]\n")
+    assert cli.main(["plan", str(p)]) == 2
+    plan_err = capsys.readouterr().err
+    assert cli.main(["run", str(p), "--out", str(tmp_path / "out")]) == 2
+    run_err = capsys.readouterr().err
+    assert plan_err.startswith(f"smores-assemble: error: {p}: helpers: action ")
+    assert run_err == plan_err

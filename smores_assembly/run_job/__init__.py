@@ -36,9 +36,8 @@ DEFAULT_TIMEOUT_S = 900.0
 
 def run(args) -> int:
     """Handler of ``smores-assemble run`` (``args`` from :mod:`smores_assembly.cli`)."""
-    from smores_assembly.cli import check_full_disassembly
+    from smores_assembly.cli import check_full_disassembly, plan_scenario
     from smores_assembly.planning import PlanningError, with_schedule
-    from smores_assembly.reconfigure import plan_reconfiguration
     from smores_assembly.scenario import load_scenario
     from smores_assembly.run_job.stack import (ALL_NODES, check_namespace,
                                                clear_previous_outputs, make_out_dir,
@@ -50,8 +49,7 @@ def run(args) -> int:
         scenario = load_scenario(args.scenario)
         check_full_disassembly(args, scenario)
         # as task_assignment will plan it (the progress and approval show its stages)
-        plan = plan_reconfiguration(
-            scenario, method="full" if getattr(args, "full_disassembly", False) else "reuse")
+        plan = plan_scenario(args, scenario)
         plan = with_schedule(plan, getattr(args, "schedule", None) or DEFAULT_SCHEDULE)
         if getattr(args, "backend", None) == "mujoco" and scenario.initial_connections:
             # refused before anything starts (the fake hardware would exit at start-up)
