@@ -47,6 +47,12 @@ after every wait): counted subscriptions are parked (left out of the wait set) a
 at the turn, the fake hardware takes the commands an answer announces at the step, the
 run's observer takes the ground truth once per spin, turns and answers are CDR bytes,
 and services and QoS-event handlers are waited on at most every 20 ms while busy.
+Then (wake-ups counted per process: the executive and the navigation turned on every 10-Hz
+docking status or 20-Hz poll, the run's observer woke ~90 times per wall s): the docking
+controller's status refresh is *quiet* (counted, wakes nobody) unless a phase changed, the
+executive's stage loop waits for a status instead of polling, and the observer spins at
+most 0.25 s: same trace, Task 1 wake-ups executive 1163 -> 254, navigation 612 -> 183,
+fake hardware 5124 -> 3821; 0.306 -> 0.254 CPU s per simulated s at load ~8.
 Figures: docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations
