@@ -33,7 +33,10 @@ modules not flush at the two faces within :data:`INITIAL_POSE_TOLERANCE_M` and
 :data:`INITIAL_YAW_TOLERANCE_RAD`: the message names the pair).
 Numbers may be written as YAML numbers or as strings that parse as a finite float (YAML 1.1
 reads ``1e-3`` as a string); yaws are radians within [-2 pi, 2 pi] (a larger value,
-usually degrees by mistake, is refused) and are wrapped to [-pi, pi).
+usually degrees by mistake, is refused) and are wrapped to [-pi, pi); positions are metres
+with |x|, |y| <= :data:`MAX_POSITION_M` (a lab floor) and ``module_width`` is in (0,
+:data:`MAX_MODULE_WIDTH_M`] m (a larger value, usually millimetres by mistake, is refused
+with the value in metres).
 """
 from __future__ import annotations
 
@@ -60,6 +63,10 @@ __all__ = ["Edge", "Scenario", "ScenarioError", "check_no_overlap", "load_scenar
 TOP_LEVEL_KEYS = ("name", "source", "module_width", "target", "modules", "helpers",
                   "initial")
 INITIAL_KEYS = ("connections",)
+#: Largest ``module_width`` accepted [m] (SMORES-EP: 0.08 m; 80 is millimetres by mistake).
+MAX_MODULE_WIDTH_M = 1.0
+#: Largest |x| and |y| of a start position accepted [m]: a lab floor (300 is millimetres).
+MAX_POSITION_M = 50.0
 #: Start poses of two connected modules may differ from flush by this much (position of the
 #: second module's centre vs. its docked pose on the first one) [m] ...
 INITIAL_POSE_TOLERANCE_M = 0.003
@@ -248,6 +255,10 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
     width = _number(data.get("module_width", MODULE_WIDTH), "module_width")
     if width <= 0.0:
         raise _fail("module_width", f"must be > 0, got {width!r}")
+    if width > MAX_MODULE_WIDTH_M:
+        raise _fail("module_width", f"{width:g} m is more than {MAX_MODULE_WIDTH_M:g} m: "
+                                    f"widths are in metres (did you mean metres? {width:g} "
+                                    f"mm = {width / 1000:g} m)")
 
     target = data["target"]
     _check_keys(target, "target", TARGET_KEYS, TARGET_KEYS)
@@ -316,6 +327,13 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
             raise _fail(f"{where}[2]", f"yaw {yaw:g} rad is outside [-2 pi, 2 pi]: yaws are "
                                        f"in radians (if {yaw:g} is degrees: "
                                        f"{math.radians(yaw):.4f} rad)")
+        for k, v in ((0, x), (1, y)):
+            if abs(v) > MAX_POSITION_M:
+                # REP-103: metres; 300 here is nearly always millimetres
+                raise _fail(f"{where}[{k}]", f"{'xy'[k]} {v:g} m is beyond the lab floor "
+                                             f"(|x|, |y| <= {MAX_POSITION_M:g} m): positions "
+                                             f"are in metres (did you mean metres? {v:g} "
+                                             f"mm = {v / 1000:g} m)")
         modules[mid] = Pose2D(x, y, wrap_angle(yaw))
 
     raw_helpers = data.get("helpers", [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -377,6 +378,10 @@ def test_number_strings_accepted(tmp_path, text, value):
     p = tmp_path / "s.yaml"
     p.write_text("name: s\ntarget: {nodes: [a], edges: []}\n"
                  f"modules: {{m0: [{text}, 0, 0]}}\n")
+    if abs(value) > 50.0:   # parsed, then refused as beyond the lab floor, naming the value
+        with pytest.raises(ScenarioError, match=re.escape(f"m0[0]: x {value:g} m is beyond")):
+            load_scenario(p)
+        return
     sc = load_scenario(p)
     assert sc.modules["m0"].x == value
 
@@ -458,3 +463,38 @@ def test_lower_case_faces_still_accepted():
     d = base()
     d["target"]["edges"][0]["parent_face"] = "top"
     assert scenario_from_dict(d).edges[0].parent_face is Face.TOP
+
+
+@pytest.mark.parametrize("width,ok", [(80, False), (1.0001, False), (1.0, True),
+                                      (0.08, True), (0.1, True)])
+def test_a_module_width_in_millimetres_is_refused_with_the_metres(width, ok):
+    """Fresh-user finding: ``module_width: 80`` (mm given as m) was taken as 80 m."""
+    from smores_assembly.scenario import MAX_MODULE_WIDTH_M
+    d = base()
+    d["module_width"] = width
+    d["modules"] = {m: [10 * x, 10 * y, yaw] for m, (x, y, yaw) in d["modules"].items()}
+    if ok:
+        assert scenario_from_dict(d).module_width == width <= MAX_MODULE_WIDTH_M
+        return
+    with pytest.raises(ScenarioError, match=r"^module_width: .* m is more than 1 m: widths "
+                                            r"are in metres \(did you mean metres\? "
+                                            + f"{width:g} mm = {width / 1000:g} m"):
+        scenario_from_dict(d)
+
+
+@pytest.mark.parametrize("k,value,ok", [(0, 300.0, False), (1, -50.5, False),
+                                        (0, 50.0, True), (1, -49.0, True)])
+def test_a_position_beyond_the_lab_floor_is_refused_as_probably_millimetres(k, value, ok):
+    """Fresh-user finding: ``m1: [300, 0, 0]`` (mm given as m) planned a 300 m drive."""
+    d = base()
+    pose = [0.3, 0.0, 0.0]
+    pose[k] = value
+    d["modules"]["m1"] = pose
+    if ok:
+        m1 = scenario_from_dict(d).modules["m1"]
+        assert (m1.x, m1.y)[k] == value
+        return
+    with pytest.raises(ScenarioError, match=rf"^modules\.m1\[{k}\]: {'xy'[k]} {value:g} m is "
+                                            r"beyond the lab floor \(\|x\|, \|y\| <= 50 m\)"
+                                            rf".*{value:g} mm = {value / 1000:g} m"):
+        scenario_from_dict(d)
