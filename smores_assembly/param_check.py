@@ -288,7 +288,8 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
                         ignored.append(ParamsFileError(text, field=name))
                     elif notes is not None and value != "":   # "": unset, nothing asked
                         noted.setdefault(pinned[node][name], []).append(node)
-            for launched, nodes in noted.items():
+            for launched, nodes in noted.items():   # filled only when notes is a list
+                assert notes is not None
                 hint = PINNED_HINTS.get(name, "set it with the run flag or launch "
                                               "argument instead")
                 who = (f"{nodes[0]} gets" if len(nodes) == 1

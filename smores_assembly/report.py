@@ -207,8 +207,8 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
     ax.autoscale_view()
     ax.set_xlabel("x [m] (world)")
     ax.set_ylabel("y [m] (world)")
-    ax.set_title(title or "module trajectories\n(dotted: start, filled: end, dashed: target, arrows: direction)",
-                 fontsize=10)
+    ax.set_title(title or "module trajectories\n(dotted: start, filled: end, dashed: "
+                          "target, arrows: direction)", fontsize=10)
     ax.grid(True, lw=0.3)
     if many:
         if stages:

@@ -238,7 +238,7 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
             if m in helpers:
                 continue
             g = staging[m][1]
-            segs = slides.items()
+            segs = list(slides.items())
             if m in carried_later:
                 segs = [(o, e) for o, seg in segs
                         if (e := _extension(seg, s.predock_standoff)) is not None]
