@@ -380,14 +380,34 @@ def declare_dataclass_params(node: Node, settings: Any, prefix: str = "",
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+#: the values of ``SMORES_EXECUTOR`` (:func:`make_executor`)
+EXECUTOR_KINDS = ("lean", "single", "events")
+
+
+def executor_kind(events: bool = False) -> str:
+    """The executor kind that :func:`make_executor` builds: ``SMORES_EXECUTOR`` when set,
+    else ``events`` or ``lean``.
+
+    Raises:
+        ValueError: ``SMORES_EXECUTOR`` is set to none of :data:`EXECUTOR_KINDS` (names
+            the variable, its value and the allowed values).
+    """
+    import os  # noqa: PLC0415
+    kind = os.environ.get("SMORES_EXECUTOR", "events" if events else "lean")
+    if kind not in EXECUTOR_KINDS:
+        raise ValueError(f"SMORES_EXECUTOR={kind!r}: expected one of "
+                         f"{', '.join(EXECUTOR_KINDS)} (or unset: lean)")
+    return kind
+
+
 def make_executor(events: bool = False):
     """The executor that spins the nodes: :class:`smores_assembly.ros.executor.LeanExecutor`
     (rclpy's single-threaded executor with a wait set built once per set of entities: the
     rebuild per wake-up was most of every node's CPU), or with ``events`` rclpy's
     ``EventsExecutor`` when available. ``SMORES_EXECUTOR=lean|single|events`` overrides
-    ``events`` (``single``: rclpy's ``SingleThreadedExecutor``)."""
-    import os  # noqa: PLC0415
-    kind = os.environ.get("SMORES_EXECUTOR", "events" if events else "lean")
+    ``events`` (``single``: rclpy's ``SingleThreadedExecutor``); another value raises
+    ``ValueError`` (:func:`executor_kind`)."""
+    kind = executor_kind(events)
     if kind == "events":
         try:
             from rclpy.experimental import EventsExecutor  # noqa: PLC0415

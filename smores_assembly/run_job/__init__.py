@@ -39,13 +39,14 @@ def run(args) -> int:
     from smores_assembly.cli import check_full_disassembly, plan_scenario
     from smores_assembly.planning import PlanningError, with_schedule
     from smores_assembly.scenario import load_scenario
-    from smores_assembly.run_job.stack import (ALL_NODES, check_namespace,
+    from smores_assembly.run_job.stack import (ALL_NODES, check_namespace, check_run_flags,
                                                clear_previous_outputs, make_out_dir,
                                                select_nodes)
     from smores_assembly.staging import DEFAULT_SCHEDULE
 
     t_wall0 = time.monotonic()
     try:
+        check_run_flags(args)
         scenario = load_scenario(args.scenario)
         check_full_disassembly(args, scenario)
         # as task_assignment will plan it (the progress and approval show its stages)

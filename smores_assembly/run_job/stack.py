@@ -133,6 +133,28 @@ def make_out_dir(path: str | Path) -> Path:
     return out
 
 
+def check_run_flags(args) -> None:
+    """Refuse flag and environment combinations of ``run`` that cannot work, before
+    anything starts: ``--free-running`` with ``--real-time-factor 0`` (no pace: the
+    simulation would race the controllers on the wall clock: stale mocap, PAUSED phases,
+    collisions) and a ``SMORES_EXECUTOR`` that is none of the executor kinds.
+
+    Raises:
+        InputError: naming both flags, or the variable and the allowed values.
+    """
+    from smores_assembly.ros.common import executor_kind  # noqa: PLC0415
+    if getattr(args, "free_running", False) and getattr(args, "real_time_factor",
+                                                        None) == 0:
+        raise InputError("--free-running with --real-time-factor 0: free-running steps the "
+                         "simulation on the wall clock and needs a pace (> 0, default 4); "
+                         "for as fast as possible drop --free-running (lockstep)",
+                         field="--real-time-factor")
+    try:
+        executor_kind()
+    except ValueError as exc:
+        raise InputError(str(exc), field="SMORES_EXECUTOR") from None
+
+
 #: What ``run`` writes to ``--out`` (files and, ``ros_log``, the ROS log directory): an
 #: earlier run's copies are removed at the start of a run (:func:`clear_previous_outputs`).
 RUN_OUTPUTS = ("report.json", "trajectories.png", "timeline.png", "nodes.log",

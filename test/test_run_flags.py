@@ -1,0 +1,39 @@
+"""run: flag and environment combinations that cannot work are refused before anything
+starts (exit 2, one line naming them)."""
+import pytest
+
+pytest.importorskip("rclpy")
+
+from smores_assembly import cli  # noqa: E402
+
+SCENARIO = "config/scenarios/rc_car.yaml"
+
+
+def test_free_running_with_real_time_factor_zero_is_refused(capsys, tmp_path):
+    """Fresh-user finding: accepted silently, then stale mocap, PAUSED and a collision."""
+    assert cli.main(["run", SCENARIO, "--free-running", "--real-time-factor", "0",
+                     "--out", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith("smores-assemble: error: --free-running with "
+                              "--real-time-factor 0: ")
+    assert out.out == "" and list(tmp_path.iterdir()) == []   # nothing started
+
+
+@pytest.mark.parametrize("value", ["bogus", "Lean", ""])
+def test_an_unknown_executor_kind_is_refused_naming_the_variable(value, monkeypatch,
+                                                                  capsys, tmp_path):
+    """Fresh-user finding: SMORES_EXECUTOR=bogus silently fell back to the lean one."""
+    monkeypatch.setenv("SMORES_EXECUTOR", value)
+    assert cli.main(["run", SCENARIO, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"smores-assemble: error: SMORES_EXECUTOR={value!r}: expected one of "
+                   f"lean, single, events (or unset: lean)\n")
+
+
+@pytest.mark.parametrize("value", ["lean", "single", "events"])
+def test_the_executor_kinds_are_accepted(value, monkeypatch):
+    from smores_assembly.ros.common import executor_kind
+    monkeypatch.setenv("SMORES_EXECUTOR", value)
+    assert executor_kind() == value
+    monkeypatch.delenv("SMORES_EXECUTOR")
+    assert executor_kind() == "lean" and executor_kind(events=True) == "events"
