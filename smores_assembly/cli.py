@@ -149,7 +149,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         d["notes"] = plan_notes(plan, scenario)
         print(json.dumps(d))
     else:
-        print(format_plan(plan, scenario))
+        print(format_plan(plan, scenario, asked_full=bool(args.full_disassembly)))
     return 0
 
 
@@ -227,9 +227,27 @@ def plan_notes(plan, scenario) -> list[str]:
             f"can, but `run` on the fake hardware needs them listed under 'helpers:'"]
 
 
-def format_plan(plan, scenario=None) -> str:
+def full_reason(scenario, asked_full: bool = False) -> str:
+    """Why a reconfiguration plan of ``scenario`` takes everything apart: the flag, no
+    common part of the start structures and the target, or keeping one estimated slower
+    (or refused) than the full disassembly (:func:`~smores_assembly.reconfigure.
+    plan_reconfiguration` chooses by estimated time)."""
+    from smores_assembly.reconfigure import common_parts
+    if asked_full:
+        return "--full-disassembly"
+    if not common_parts(sorted(scenario.initial_connections), scenario.nodes,
+                        scenario.edges, exclude=scenario.helpers):
+        return ("no part of the start structure is kept because none is a part of the "
+                "target: no start connection joins two modules at the faces of a target "
+                "edge")
+    return ("keeping a common part of the start structure and the target was estimated "
+            "slower than taking everything apart, or could not be planned")
+
+
+def format_plan(plan, scenario=None, asked_full: bool = False) -> str:
     """A readable table of ``plan`` (positions in m, yaw in degrees, stages numbered from
-    1 like the ``run`` progress; :attr:`DockAction.stage` itself is 0-based)."""
+    1 like the ``run`` progress; :attr:`DockAction.stage` itself is 0-based).
+    ``asked_full``: ``--full-disassembly`` was given (a full plan says why it is full)."""
     rp = plan.root_pose
     lines = []
     if scenario is not None:
@@ -240,7 +258,9 @@ def format_plan(plan, scenario=None) -> str:
     lines.append(f"root: node {plan.root_node} = module {plan.root_module} at "
                  f"({rp.x:.3f}, {rp.y:.3f}) m, yaw {math.degrees(rp.yaw):.1f} deg")
     if plan.method != "assembly":
-        how = ("full disassembly, then assembly" if plan.method == "full" else
+        how = (f"full disassembly, then assembly ({full_reason(scenario, asked_full)})"
+               if plan.method == "full" and scenario is not None else
+               "full disassembly, then assembly" if plan.method == "full" else
                f"keeps {', '.join(plan.kept) if plan.kept else 'nothing'} docked")
         lines.append(f"reconfiguration ({plan.method}): {how}; "
                      f"{counted(len(plan.undocks), 'undocking action')} "
@@ -255,6 +275,9 @@ def format_plan(plan, scenario=None) -> str:
                           f"{u.park.x:.3f}", f"{u.park.y:.3f}",
                           f"{math.degrees(u.park.yaw):.1f}"))
         uw = [max(len(ur[i]) for ur in urows) for i in range(len(uh))]
+        if not plan.undocks:
+            lines.append("nothing to undock")
+            urows = []
         for i, ur in enumerate(urows):
             lines.append("  ".join(c.ljust(w) if j < 5 else c.rjust(w)
                                    for j, (c, w) in enumerate(zip(ur, uw))).rstrip())

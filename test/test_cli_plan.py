@@ -328,3 +328,36 @@ def test_plan_and_run_word_the_missing_helper_refusal_alike(tmp_path, capsys):
     run_err = capsys.readouterr().err
     assert plan_err.startswith(f"smores-assemble: error: {p}: helpers: action ")
     assert run_err == plan_err
+
+
+RECONF = ("name: {name}\ntarget:\n  nodes: [a, b, c]\n  edges:\n"
+          "    - {{parent: a, parent_face: TOP, child: b, child_face: BOTTOM}}\n"
+          "    - {{parent: b, parent_face: TOP, child: c, child_face: BOTTOM}}\n"
+          "modules:\n  m0: [0, 0, 0]\n  m1: [0.08, 0, {yaw}]\n  m2: [0.4, 0.3, 1.0]\n"
+          "initial:\n  connections:\n    - [m0.TOP, m1.{face}]\n")
+
+
+def test_a_reconfiguration_with_nothing_to_undock_says_so(tmp_path):
+    """m0.TOP-m1.BOTTOM is the target's a-b edge: kept, nothing undocks; the table said
+    only its empty header (fresh-user finding)."""
+    p = tmp_path / "r_ok.yaml"
+    p.write_text(RECONF.format(name="r_ok", yaw=0, face="BOTTOM"))
+    out = run_cli("plan", str(p)).stdout.splitlines()
+    assert out[2] == ("reconfiguration (reuse): keeps m0, m1 docked; 0 undocking actions "
+                      "in 0 stages")
+    assert out[3] == "nothing to undock"
+    assert not any(ln.startswith("stage  module  undocks face") for ln in out)
+
+
+def test_a_full_reconfiguration_says_why_it_is_full(tmp_path):
+    """m0.TOP-m1.LEFT joins no target edge's faces: no common part, so full disassembly
+    without --full-disassembly; the line says why (and names the flag when given)."""
+    p = tmp_path / "r_undock.yaml"
+    p.write_text(RECONF.format(name="r_undock", yaw=1.5707963, face="LEFT"))
+    out = run_cli("plan", str(p)).stdout.splitlines()
+    assert out[2].startswith("reconfiguration (full): full disassembly, then assembly (no "
+                             "part of the start structure is kept because none is a part "
+                             "of the target: ")
+    out = run_cli("plan", str(p), "--full-disassembly").stdout.splitlines()
+    assert out[2].startswith("reconfiguration (full): full disassembly, then assembly "
+                             "(--full-disassembly); 1 undocking action")
