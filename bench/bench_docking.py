@@ -329,10 +329,14 @@ def _pct(xs: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trials", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--noise-mm", type=float, default=1.0)
-    ap.add_argument("--noise-yaw-deg", type=float, default=math.degrees(0.01))
+    ap.add_argument("--trials", type=int, default=100,
+                    help="random start poses per case (within 0.5 m of the goal, any heading)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of the start poses and the mocap noise")
+    ap.add_argument("--noise-mm", type=float, default=1.0,
+                    help="mocap position noise, standard deviation [mm]")
+    ap.add_argument("--noise-yaw-deg", type=float, default=math.degrees(0.01),
+                    help="mocap yaw noise, standard deviation [deg]")
     ap.add_argument("--backend", choices=BACKENDS, default="kinematic",
                     help="the simulated world's physics (default: kinematic)")
     ap.add_argument("--cases", default="",

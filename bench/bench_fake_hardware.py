@@ -93,7 +93,8 @@ def _node_rtf(n: int, seconds: float, workdir: Path,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_fake_hardware",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--modules", type=int, nargs="+", default=[9, 50])
+    ap.add_argument("--modules", type=int, nargs="+", default=[9, 50],
+                    help="module counts, one scenario each")
     ap.add_argument("--seconds", type=float, default=5.0, help="wall time per run [s]")
     ap.add_argument("--backend", choices=("kinematic", "mujoco"), default="kinematic",
                     help="the fake hardware's physics (default: kinematic)")

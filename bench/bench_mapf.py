@@ -119,8 +119,10 @@ def main(argv=None) -> int:
                     help="per instance [CPU s] for CBS and ECBS")
     ap.add_argument("--lacam-time-limit", type=float, default=5.0,
                     help="per instance [CPU s] for LaCAM")
-    ap.add_argument("--instances", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--instances", type=int, default=20,
+                    help="instances per row (table line)")
+    ap.add_argument("--seed", type=int, default=2024,
+                    help="seed of the random grids, starts and goals")
     ap.add_argument("--pymapf", action="store_true",
                     help="add a column: pymapf's LaCAM (pip install pymapf)")
     ap.add_argument("--quick", action="store_true", help="fewer rows (smoke test)")

@@ -170,10 +170,14 @@ def _run(subjects: int, rate: float, seconds: float, occlude: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_mocap",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--subjects", type=int, nargs="+", default=[100])
-    ap.add_argument("--rate", type=float, default=100.0)
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--occlude", type=int, default=10)
+    ap.add_argument("--subjects", type=int, nargs="+", default=[100],
+                    help="subject counts, one run each")
+    ap.add_argument("--rate", type=float, default=100.0,
+                    help="samples per second per subject [Hz]")
+    ap.add_argument("--seconds", type=float, default=10.0,
+                    help="wall seconds per run")
+    ap.add_argument("--occlude", type=int, default=10,
+                    help="subjects that stop publishing after half the time")
     ap.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.driver:

@@ -151,7 +151,8 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="bench.bench_reconfig")
     ap.add_argument("--n", type=int, default=3, help="number of random pairs")
     ap.add_argument("--modules", default="6-10", help="structure size range lo-hi")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the random structure pairs")
     ap.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: max)")
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="wall s per run (a 10-module run took over 900 s at load 80)")

@@ -162,13 +162,17 @@ def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_scale")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 25, 50, 100])
-    ap.add_argument("--kinds", default="random,comb")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 25, 50, 100],
+                    help="module counts of the scenarios")
+    ap.add_argument("--kinds", default="random,comb",
+                    help="comma-separated target kinds: random (planar tree), comb")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="first seed of the random targets (the first not refused is used)")
     ap.add_argument("--timeout", type=float, default=4 * 3600.0,
                     help="wall-time bound of one run [s]")
     ap.add_argument("--out", default=None, help="keep scenarios and runs here")
-    ap.add_argument("--plan-only", action="store_true", dest="plan_only")
+    ap.add_argument("--plan-only", action="store_true", dest="plan_only",
+                    help="plan only (planning time), no run")
     ap.add_argument("--no-clear-footprint", action="store_false", dest="clear_footprint",
                     help="run with the navigation's default clear_footprint (off) instead of "
                          "on")

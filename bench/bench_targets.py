@@ -147,7 +147,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--n", type=int, default=50, help="number of random targets")
     ap.add_argument("--modules", type=_parse_range, default=(4, 12),
                     help="target size range lo-hi (nodes)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the random targets and start poses")
     ap.add_argument("--rtf", type=float, default=4.0, help="fake hardware real-time factor")
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="wall s per run (a run cut off is counted 'unfinished')")

@@ -37,11 +37,7 @@ def test_name_help_shows_that_benchmarks_options():
     assert "--sizes" in r.stdout and "--repeats" in r.stdout
 
 
-#: the benches whose every option has help text (the others: to do)
-DOCUMENTED = ("bench_assembly", "bench_lockstep", "bench_planning")
-
-
-@pytest.mark.parametrize("name", DOCUMENTED)
+@pytest.mark.parametrize("name", BENCHES)
 def test_every_bench_option_has_help(name, monkeypatch):
     """Each bench's own parser, as its main() builds it (parse_args intercepted)."""
     seen = {}
