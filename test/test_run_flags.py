@@ -37,3 +37,17 @@ def test_the_executor_kinds_are_accepted(value, monkeypatch):
     assert executor_kind() == value
     monkeypatch.delenv("SMORES_EXECUTOR")
     assert executor_kind() == "lean" and executor_kind(events=True) == "events"
+
+
+def test_free_running_with_the_params_files_real_time_factor_zero_is_refused(capsys,
+                                                                             tmp_path):
+    """The same pace taken from --params-file (the flag, when given, wins over it)."""
+    pf = tmp_path / "p.yaml"
+    pf.write_text("/**/fake_hardware:\n  ros__parameters:\n    real_time_factor: 0.0\n")
+    out = tmp_path / "out"
+    assert cli.main(["run", SCENARIO, "--free-running", "--params-file", str(pf),
+                     "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"smores-assemble: error: --free-running with real_time_factor: "
+                          f"0 of --params-file {pf}:3: ")
+    assert not out.exists()

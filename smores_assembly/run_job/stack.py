@@ -135,7 +135,8 @@ def make_out_dir(path: str | Path) -> Path:
 
 def check_run_flags(args) -> None:
     """Refuse flag and environment combinations of ``run`` that cannot work, before
-    anything starts: ``--free-running`` with ``--real-time-factor 0`` (no pace: the
+    anything starts: ``--free-running`` with ``--real-time-factor 0`` (or, without the
+    flag, the params file's fake_hardware ``real_time_factor: 0``) (no pace: the
     simulation would race the controllers on the wall clock: stale mocap, PAUSED phases,
     collisions) and a ``SMORES_EXECUTOR`` that is none of the executor kinds.
 
@@ -143,12 +144,17 @@ def check_run_flags(args) -> None:
         InputError: naming both flags, or the variable and the allowed values.
     """
     from smores_assembly.ros.common import executor_kind  # noqa: PLC0415
-    if getattr(args, "free_running", False) and getattr(args, "real_time_factor",
-                                                        None) == 0:
-        raise InputError("--free-running with --real-time-factor 0: free-running steps the "
-                         "simulation on the wall clock and needs a pace (> 0, default 4); "
-                         "for as fast as possible drop --free-running (lockstep)",
-                         field="--real-time-factor")
+    if getattr(args, "free_running", False):
+        rtf, what = getattr(args, "real_time_factor", None), "--real-time-factor 0"
+        path = getattr(args, "params_file", None)
+        if rtf is None and path and Path(path).is_file():   # the flag wins over the file
+            rtf, line = params_file_values(args).get("real_time_factor", (None, 0))
+            what = f"real_time_factor: 0 of --params-file {path}:{line}"
+        if rtf == 0 and not isinstance(rtf, bool):
+            raise InputError(f"--free-running with {what}: free-running steps the "
+                             f"simulation on the wall clock and needs a pace (> 0, default "
+                             f"4); for as fast as possible drop --free-running (lockstep)",
+                             field="--real-time-factor")
     try:
         executor_kind()
     except ValueError as exc:
