@@ -14,12 +14,13 @@ INTERRUPTED_STATUS = 130
 
 
 def run_cli(main: Callable[[], int | None], prog: str | None = None,
-            interrupted: str = "interrupted") -> int:
+            interrupted: str | Callable[[], str] = "interrupted") -> int:
     """Run a CLI's ``main`` and return its exit status; a reader that went away (``| head``)
     ends it quietly with 0 instead of a BrokenPipeError traceback: stdout is pointed at
     devnull so the interpreter's final flush does not raise again (Python docs, "Note on
     SIGPIPE"). Ctrl-C (a ``KeyboardInterrupt`` that ``main`` did not handle itself) prints
-    one line ``<prog>: <interrupted>`` on stderr, no traceback, and returns 130."""
+    one line ``<prog>: <interrupted>`` on stderr, no traceback, and returns 130
+    (``interrupted`` may be a callable giving the line at that moment)."""
     try:
         status = int(main() or 0)
         sys.stdout.flush()   # a closed pipe shows up here, inside the handler below
@@ -30,7 +31,8 @@ def run_cli(main: Callable[[], int | None], prog: str | None = None,
         return 0
     except KeyboardInterrupt:
         name = prog or os.path.basename(sys.argv[0] or "") or "python"
-        print(f"{name}: {interrupted}", file=sys.stderr, flush=True)
+        line = interrupted() if callable(interrupted) else interrupted
+        print(f"{name}: {line}", file=sys.stderr, flush=True)
         return INTERRUPTED_STATUS
 
 

@@ -314,6 +314,17 @@ def format_plan(plan, scenario=None, asked_full: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _run_interrupted() -> str:
+    """What a Ctrl-C that reached the CLI interrupted: before the stack started (nothing
+    moved) or after it stopped (while the results were written; the run's own handlers
+    cover the time in between)."""
+    from smores_assembly.run_job import stack_started
+    if stack_started():
+        return ("interrupted after the stack stopped, while the results were written "
+                "(the report and pictures may be missing or incomplete)")
+    return "interrupted before any module moved"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Returns the exit status (0 ok, 2 bad input)."""
     parser = build_parser()
@@ -324,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         # quiet on a closed pipe (``| head``); one line, no traceback, on Ctrl-C before
         # the run's own handlers are in force (see run_job.stack.Interrupts)
         return run_cli(lambda: args.handler(args), prog=PROG,
-                       interrupted=("interrupted before any module moved"
-                                    if args.command == "run" else "interrupted"))
+                       interrupted=(_run_interrupted if args.command == "run"
+                                    else "interrupted"))
     except SmoresError as exc:  # ScenarioError, PlanningError, bad parameters
         msg = " ".join(str(exc).split())
         print(f"{PROG}: error: {msg}", file=sys.stderr)

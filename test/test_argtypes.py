@@ -82,6 +82,28 @@ def test_run_ctrl_c_while_picking_a_domain(monkeypatch, capsys, tmp_path):
     assert "picking a ROS domain and starting the stack" in out.out.splitlines()[0]
 
 
+def test_run_ctrl_c_after_the_stack_stopped_does_not_claim_nothing_moved(monkeypatch, capsys,
+                                                                        tmp_path):
+    """A Ctrl-C that reaches the CLI after the run started its nodes (the run's own handlers
+    are restored before the results are written) must not say 'before any module moved'."""
+    pytest.importorskip("rclpy")
+    import os
+
+    import smores_assembly.run_job as run_job
+    from smores_assembly import cli
+    monkeypatch.setitem(run_job._STARTED, "stack", False)
+
+    def started_then_interrupted(*_a, **_k):
+        run_job._STARTED["stack"] = True   # as _run_stack does when it starts the nodes
+        raise KeyboardInterrupt
+    monkeypatch.setattr(run_job, "_run_stack", started_then_interrupted)
+    monkeypatch.setattr(os, "environ", {**os.environ, "ROS_DOMAIN_ID": "77"})
+    assert cli.main(["run", "config/scenarios/rc_car.yaml", "--out", str(tmp_path)]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("smores-assemble: interrupted after the stack stopped")
+    assert "before any module moved" not in err and "Traceback" not in err
+
+
 def test_run_removes_its_own_previous_outputs_only(monkeypatch, capsys, tmp_path):
     """A reused --out: the earlier run's files (recording, ros_log/, report ...) are gone
     when the run starts, with one line naming them; a file the run does not write stays."""

@@ -28,10 +28,20 @@ from smores_assembly.run_job.console import assignment_note, say
 from smores_assembly.run_job.results import expected_connections
 from smores_assembly.vocabulary import counted
 
-__all__ = ["DEFAULT_TIMEOUT_S", "expected_connections", "run"]
+__all__ = ["DEFAULT_TIMEOUT_S", "expected_connections", "run", "stack_started"]
 
 #: Wall-clock limit of a run when --timeout is not given [s].
 DEFAULT_TIMEOUT_S = 900.0
+
+#: set once a run has started its nodes (modules may move from then on); read by the CLI
+#: to word a Ctrl-C that reaches it (:func:`stack_started`)
+_STARTED = {"stack": False}
+
+
+def stack_started() -> bool:
+    """Whether a run in this process has started its stack's nodes (modules may have
+    moved)."""
+    return _STARTED["stack"]
 
 
 def run(args) -> int:
@@ -152,6 +162,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     log = NodeLog(out / "nodes.log")
     signals = Interrupts()
     runner = LaunchRunner(specs, sink=log.sink)
+    _STARTED["stack"] = True
     runner.start()
     try:
         say(f"started {counted(len(specs), 'process')}: {', '.join(s.name for s in specs)} "
