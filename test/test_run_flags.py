@@ -51,3 +51,21 @@ def test_free_running_with_the_params_files_real_time_factor_zero_is_refused(cap
     assert err.startswith(f"smores-assemble: error: --free-running with real_time_factor: "
                           f"0 of --params-file {pf}:3: ")
     assert not out.exists()
+
+
+@pytest.mark.ros
+def test_a_node_started_directly_refuses_an_unknown_executor_kind(ros_domain, tmp_path):
+    """A node executable started by hand (or by ros2 run/launch) with a bad SMORES_EXECUTOR
+    stopped with a ValueError traceback: one FATAL line naming the variable, exit 2, before
+    any node is made."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "SMORES_EXECUTOR": "bogus", "ROS_DOMAIN_ID": str(ros_domain)}
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.ros.root_search"],
+                       capture_output=True, text=True, env=env, timeout=120,
+                       cwd=tmp_path)   # the installed package (with its messages)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    out = r.stdout + r.stderr
+    assert "Traceback" not in out
+    assert "SMORES_EXECUTOR='bogus': expected one of lean, single, events" in out

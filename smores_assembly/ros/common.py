@@ -389,14 +389,15 @@ def executor_kind(events: bool = False) -> str:
     else ``events`` or ``lean``.
 
     Raises:
-        ValueError: ``SMORES_EXECUTOR`` is set to none of :data:`EXECUTOR_KINDS` (names
-            the variable, its value and the allowed values).
+        InputError: (a ``ValueError``) ``SMORES_EXECUTOR`` is set to none of
+            :data:`EXECUTOR_KINDS` (names the variable, its value and the allowed values).
     """
     import os  # noqa: PLC0415
     kind = os.environ.get("SMORES_EXECUTOR", "events" if events else "lean")
     if kind not in EXECUTOR_KINDS:
-        raise ValueError(f"SMORES_EXECUTOR={kind!r}: expected one of "
-                         f"{', '.join(EXECUTOR_KINDS)} (or unset: lean)")
+        raise InputError(f"SMORES_EXECUTOR={kind!r}: expected one of "
+                         f"{', '.join(EXECUTOR_KINDS)} (or unset: lean)",
+                         field="SMORES_EXECUTOR")
     return kind
 
 
@@ -510,7 +511,8 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
     Returns:
         The process exit status (0 on a clean shutdown, 2 when a node refused its
         configuration with a :class:`~smores_assembly.errors.SmoresError`, whose message is
-        logged; the nodes made before it are destroyed).
+        logged, or ``SMORES_EXECUTOR`` names no executor; the nodes made before it are
+        destroyed).
 
     Raises:
         Exception: whatever a callback raised while no stop was requested (a real fault).
@@ -521,6 +523,7 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
     executor = None
     try:
         try:
+            executor_kind()   # a bad SMORES_EXECUTOR is refused before any node is made
             for factory in factories:
                 nodes.append(factory())
         except SmoresError as exc:
