@@ -29,15 +29,13 @@ import math
 import random
 
 from bench.bench_targets import make_scenario
-from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
-from smores_assembly.docking.task import PoseSample
+from closed_loop import dock_in_world
 from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, clear_predock
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import scenario_from_dict
-from smores_assembly.sim import Connection, SimWorld
 from smores_assembly.staging import staging_poses
 
 W = 0.08
@@ -150,25 +148,7 @@ def test_random_10_68252793_m4_goal_beyond_the_wall():
 def _dock_from(poses: dict[str, Pose2D], act, t_max: float = 90.0) -> tuple[bool, int, int]:
     """``act``'s DockingTask from where its module stands in ``poses`` (no path), closed
     loop in SimWorld. Returns (connected, collision events, retries)."""
-    world = SimWorld(poses)
-    task = DockingTask(DockingSpec(act.module, act.parent_module, act.parent_face,
-                                   act.child_face), DockingSettings())
-    task.path_unavailable()
-    want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
-    collisions = 0
-    while world.t < t_max and not task.done:
-        t = world.t
-        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
-        me = world.pose(act.module)
-        obs = [(p.x, p.y) for m, p in world.poses().items()
-               if m not in (act.module, act.parent_module) and p.distance_to(me) <= 0.6]
-        out = task.tick(t, samples, want in world.connections(), None, obs)
-        for m, (v, om) in out.cmd.items():
-            world.set_cmd_vel(m, v, om)
-        for m, faces in out.magnets.items():
-            world.set_magnets(m, set(faces))
-        collisions += sum(ev.kind == "collision" for ev in world.step(0.02))
-    return want in world.connections(), collisions, task.retries
+    return dock_in_world(poses, act, t_max)[:3]
 
 
 def _far_docks(sc, plan, nav: NavSettings):

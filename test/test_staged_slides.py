@@ -12,14 +12,12 @@ from __future__ import annotations
 import math
 import random
 
-from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
+from closed_loop import dock_in_world
 from smores_assembly.docking.control import dock_axis, staging_extra
-from smores_assembly.docking.task import PoseSample
 from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Face, Pose2D, square_overlap
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import scenario_from_dict
-from smores_assembly.sim import Connection, SimWorld
 from smores_assembly.staging import staging_poses
 from smores_assembly.topology import random_planar_tree
 
@@ -34,25 +32,7 @@ def _dock_from_staging(plan, act, t_max: float = 120.0) -> tuple[bool, int, int,
     placed = [plan.root_module] + [a.module for a in plan.actions if a.stage < act.stage]
     poses = {m: plan.goals[m] for m in placed}
     poses[act.module] = targets[act.module]
-    world = SimWorld(poses)
-    task = DockingTask(DockingSpec(act.module, act.parent_module, act.parent_face,
-                                   act.child_face), DockingSettings())
-    task.path_unavailable()
-    want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
-    collisions = 0
-    while world.t < t_max and not task.done:
-        t = world.t
-        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
-        me = world.pose(act.module)
-        obs = [(p.x, p.y) for m, p in world.poses().items()
-               if m not in (act.module, act.parent_module) and p.distance_to(me) <= 0.6]
-        out = task.tick(t, samples, want in world.connections(), None, obs)
-        for m, (v, om) in out.cmd.items():
-            world.set_cmd_vel(m, v, om)
-        for m, faces in out.magnets.items():
-            world.set_magnets(m, set(faces))
-        collisions += sum(ev.kind == "collision" for ev in world.step(0.02))
-    return want in world.connections(), collisions, task.retries, world.t
+    return dock_in_world(poses, act, t_max)
 
 
 def _random_plan(n: int, seed: int):
