@@ -340,3 +340,26 @@ def test_a_listed_helper_that_carried_nothing_is_drawn_as_a_helper(monkeypatch, 
     scenario = SimpleNamespace(name="blocker", helpers=("h0",))
     results.draw_pictures(tmp_path, scenario, plan, SimpleNamespace(traj={}, recorder=None))
     assert seen["helpers"] == ["h0", "s9"]
+
+
+def test_the_trajectories_of_a_run_that_did_not_finish_say_so(monkeypatch, tmp_path):
+    """Fresh-user finding: an interrupted run's timeline said "interrupted", its
+    trajectories.png (ends drawn as filled squares) did not."""
+    from types import SimpleNamespace
+
+    from smores_assembly.run_job import results
+
+    seen = []
+
+    def capture(*_a, title="", **_k):
+        seen.append(title)
+        raise RuntimeError("stop after the trajectories")
+    monkeypatch.setattr(results, "plot_trajectories", capture)
+    plan = SimpleNamespace(goals={}, actions=[], helpers=[])
+    scenario = SimpleNamespace(name="wheel", helpers=())
+    for ended in ("interrupted", ""):
+        results.draw_pictures(tmp_path, scenario, plan,
+                              SimpleNamespace(traj={}, recorder=None), ended=ended)
+    assert seen[0].splitlines()[0] == ("wheel: trajectories (interrupted: ends are where "
+                                       "the modules stopped)")
+    assert seen[1].splitlines()[0] == "wheel: trajectories"

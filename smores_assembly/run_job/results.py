@@ -197,14 +197,17 @@ def helper_rows(plan) -> list[tuple[str, list[str]]]:
 def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
     """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning.
     ``ended``: how a run that did not finish ended ("interrupted", "failed"; "" when it
-    finished): the timeline marks the moment and says so in its title."""
+    finished): the timeline marks the moment and both titles say so."""
     recorder = obs.recorder
     goals = plan.goals
     edges = [(a.module, a.parent_module) for a in plan.actions]
     try:
         plot_trajectories(out / "trajectories.png", obs.traj, goals, edges,
-                          title=f"{scenario.name}: trajectories\n(dotted: start, filled: "
-                                f"end, hatched: a helper's end, dashed: target, arrows: direction)",
+                          title=f"{scenario.name}: trajectories"
+                                + (f" ({ended}: ends are where the modules stopped)"
+                                   if ended else "")
+                                + "\n(dotted: start, filled: end, hatched: a helper's end, "
+                                  "dashed: target, arrows: direction)",
                           stage_of={a.module: a.stage for a in plan.actions},
                           # every listed helper (also one that carried nothing, moved
                           # aside) and any spare module that carries
