@@ -46,7 +46,6 @@ import sys
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Path
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Int32
 
@@ -120,8 +119,7 @@ class DockingControllerNode(Node):
         lp.hold(lambda: self._stage is not None and self._stage >= 0 and self._plan is None,
                 before_timers=True)
         self._status_pub = lp.create_publisher(
-            DockingStatusArray, names.DOCKING_STATUS,
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+            DockingStatusArray, names.DOCKING_STATUS, common.STATUS_QOS)
         self._status_key: tuple | None = None   # stage and phases of the last status
         self._control_timer = self._status_timer = None
         self._make_timers()

@@ -149,7 +149,8 @@ class ObserverNode:
                 event_callbacks=ev),
             names.DOCKING_STATUS: node.create_subscription(
                 DockingStatusArray, names.DOCKING_STATUS,
-                lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)), 50,
+                lambda m: obs.on_status(m, common.time_to_sec(m.header.stamp)),
+                common.STATUS_QOS,
                 event_callbacks=ev),
             names.CONNECTIONS: node.create_subscription(
                 ConnectionArray, names.CONNECTIONS, obs.on_connections, common.LATCHED_QOS,
