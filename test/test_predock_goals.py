@@ -30,7 +30,7 @@ import random
 
 from bench.bench_targets import make_scenario
 from closed_loop import dock_in_world
-from smores_assembly.errors import PlanningError
+from random_plans import bench_plans
 from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, clear_predock
@@ -105,15 +105,8 @@ def test_predock_goal_can_turn_with_flush_neighbours_off_by_tenths_of_mm():
     is clear whenever a clear pose with a free slide exists on the axis."""
     nav = NavSettings()
     rng = random.Random(7)
-    gen = random.Random(42)
     bad, checked = [], 0
-    for _ in range(100):
-        data = make_scenario(gen.randint(5, 12), gen.randrange(1 << 30))
-        sc = scenario_from_dict(data)
-        try:
-            plan = with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
+    for sc, plan in bench_plans(100, 42):
         checked += 1
         bad += [(sc.name,) + b for b in _bad_goals(sc, plan, rng, 0.0005, nav)]
     assert checked >= 90
@@ -173,15 +166,8 @@ def test_docks_slide_in_from_far_predock_goals_along_walls():
     """Random targets of the bench's generator: every dock whose pre-dock goal lies far out
     (a lane along a wall) docks from there without a collision or a retry."""
     nav = NavSettings()
-    gen = random.Random(43)
     bad, runs = [], 0
-    for _ in range(80):
-        data = make_scenario(gen.randint(6, 12), gen.randrange(1 << 30))
-        sc = scenario_from_dict(data)
-        try:
-            plan = with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
+    for sc, plan in bench_plans(80, 43, (6, 12)):
         for poses, a in _far_docks(sc, plan, nav):
             runs += 1
             ok, coll, retries = _dock_from(poses, a)

@@ -18,11 +18,11 @@ modules standing at their staging poses keep the staging rules instead (``test_s
 from __future__ import annotations
 
 import math
-import random
 
 from bench.bench_targets import make_scenario
+from random_plans import bench_plans
 from smores_assembly.docking import DockingSettings
-from smores_assembly.errors import NavigationError, PlanningError
+from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, point_segment_distance, predock_pose
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings
@@ -81,15 +81,7 @@ def _slide_violations(plan, k: int, poses: dict[str, Pose2D], targets) -> list[t
 
 
 def _plans(count: int, seed: int):
-    rng = random.Random(seed)
-    for _ in range(count):
-        data = make_scenario(rng.randint(5, 12), rng.randrange(1 << 30))
-        sc = scenario_from_dict(data)
-        try:
-            plan = with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
-        yield sc, plan
+    return bench_plans(count, seed)
 
 
 def _run(sc, plan, nav: NavSettings):

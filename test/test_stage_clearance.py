@@ -20,10 +20,10 @@ is not judged against modules that do not move.
 from __future__ import annotations
 
 import math
-import random
 
 from bench.bench_targets import make_scenario
-from smores_assembly.errors import NavigationError, PlanningError
+from random_plans import bench_plans
+from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, carried_predock
@@ -154,13 +154,7 @@ def test_bodies_keep_clear_along_stage_plans_random_targets():
     nav = NavSettings()
     checked = 0
     for seed, count in ((11, 30), (5, 40)):
-        rng = random.Random(seed)
-        for _ in range(count):
-            sc = scenario_from_dict(make_scenario(rng.randint(5, 12), rng.randrange(1 << 30)))
-            try:
-                plan = with_schedule(plan_assembly(sc), "pipelined")
-            except PlanningError:
-                continue
+        for sc, plan in bench_plans(count, seed):
             for k, poses, sp in _stage_plans(sc, plan, nav):
                 bad = _violations(sp, poses)
                 assert not bad, (sc.name, k, bad)

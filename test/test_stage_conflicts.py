@@ -17,11 +17,10 @@ checked it, ``_plans(100, 11)`` had random_9_677052670 (0.040 m) and random_11_8
 """
 from __future__ import annotations
 
-import random
 
 from bench.bench_targets import make_scenario
+from random_plans import bench_plans
 from smores_assembly.docking import DockingSettings
-from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import point_segment_distance, predock_pose
 from smores_assembly.navigation.stage import carried_predock
 from smores_assembly.planning import plan_assembly, with_schedule
@@ -35,15 +34,7 @@ NEAR = DockingSettings().obstacle_clearance + 0.01
 
 
 def _plans(count: int, seed: int, sizes: tuple[int, int] = (4, 12)):
-    rng = random.Random(seed)
-    for _ in range(count):
-        data = make_scenario(rng.randint(*sizes), rng.randrange(1 << 30))
-        sc = scenario_from_dict(data)
-        try:
-            plan = with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
-        yield sc, plan
+    return bench_plans(count, seed, sizes)
 
 
 def _slide(plan, a, targets):

@@ -1,0 +1,26 @@
+"""Random targets of bench_targets' generator, planned as a run plans them (pipelined):
+the shared input of the tests that judge plans by geometry or by the kinematic world."""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from bench.bench_targets import make_scenario
+from smores_assembly.errors import PlanningError
+from smores_assembly.planning import plan_assembly, with_schedule
+from smores_assembly.scenario import Scenario, scenario_from_dict
+
+
+def bench_plans(count: int, seed: int, sizes: tuple[int, int] = (5, 12)
+                ) -> Iterator[tuple[Scenario, object]]:
+    """``count`` random targets (node counts in ``sizes``, inclusive) drawn with ``seed``;
+    yields (scenario, pipelined plan) for each one the planner accepts (the refused ones
+    are skipped; the draws do not depend on the planner)."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        sc = scenario_from_dict(make_scenario(rng.randint(*sizes), rng.randrange(1 << 30)))
+        try:
+            plan = with_schedule(plan_assembly(sc), "pipelined")
+        except PlanningError:
+            continue
+        yield sc, plan
