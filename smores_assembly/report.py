@@ -257,7 +257,7 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
                   stage_labels: Sequence[str] | None = None,
                   staging: Sequence[Sequence[tuple[float, float]]] | None = None,
                   helping: Sequence[Sequence[tuple[float, float]]] | None = None,
-                  ended: str = "") -> None:
+                  ended: str = "", ended_at: float | None = None) -> None:
     """One row per docking (or undocking) action, coloured by phase, time on x [s].
 
     Args:
@@ -279,6 +279,9 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
         ended: how a run that did not finish ended (e.g. ``"interrupted"``, ``"failed"``;
             "" when it finished): a red line marks the last recorded moment and the title
             says "<ended> at <t> s" (an interrupted run looked like a finished one).
+        ended_at: the time [s] of that moment, as the report gives it (the run's
+            ``assembly_time_s``), so the picture and the report say the same number; by
+            default the last end of any drawn interval.
 
     Raises:
         ValueError: ``groups``, ``staging`` or ``helping`` does not have one entry per row.
@@ -361,9 +364,10 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     ax.set_xlabel("time [s] (simulated)")
     title = title or "docking actions by phase"
     if ended:
-        t_end = max([iv.end for _, ivs in rows for iv in ivs]
-                    + [hi for moves in (*(staging or []), *(helping or [])) for _, hi in moves]
-                    + [hi for _, hi in stage_bounds or []] or [0.0])
+        t_end = ended_at if ended_at is not None else max(
+            [iv.end for _, ivs in rows for iv in ivs]
+            + [hi for moves in (*(staging or []), *(helping or [])) for _, hi in moves]
+            + [hi for _, hi in stage_bounds or []] or [0.0])
         ax.axvline(t_end, color="#c0392b", lw=1.5, ls="--", zorder=3)
         title += f"\n{ended} at {t_end:.1f} s"
     ax.set_title(title)

@@ -255,6 +255,13 @@ def test_a_run_that_did_not_finish_is_marked_on_its_timeline(tmp_path, saved_fig
     plot_timeline(tmp_path / "l.png", rows, [(0.0, 9.0), (9.0, 14.0)], title="t")
     ax = saved_figures[-1].axes[0]
     assert ax.get_title() == "t" and len(ax.lines) == 0
+    # the report's time when given: the picture and report.json say the same number
+    # (fresh-user finding: 20.9 s on the timeline, 21.0 s in the report)
+    plot_timeline(tmp_path / "l.png", rows, [(0.0, 9.0), (9.0, 14.0)], title="t",
+                  ended="interrupted", ended_at=14.96)
+    ax = saved_figures[-1].axes[0]
+    assert ax.get_title() == "t\ninterrupted at 15.0 s"
+    assert [tuple(ln.get_xdata()) for ln in ax.lines] == [(14.96, 14.96)]
 
 
 def test_the_run_names_an_assignment_the_measured_poses_changed():

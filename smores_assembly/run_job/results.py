@@ -194,10 +194,12 @@ def helper_rows(plan) -> list[tuple[str, list[str]]]:
     return [(h, ms) for h, ms in carried.items() if ms]
 
 
-def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
+def draw_pictures(out: Path, scenario, plan, obs, ended: str = "",
+                  ended_at: float | None = None) -> None:
     """``trajectories.png`` and ``timeline.png``; a plotting problem is only a warning.
     ``ended``: how a run that did not finish ended ("interrupted", "failed"; "" when it
-    finished): the timeline marks the moment and both titles say so."""
+    finished): the timeline marks the moment and both titles say so; ``ended_at``: that
+    moment [s] as the report gives it (``assembly_time_s``), default the last interval's end."""
     recorder = obs.recorder
     goals = plan.goals
     edges = [(a.module, a.parent_module) for a in plan.actions]
@@ -250,7 +252,7 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "") -> None:
                                else f"{len(plan.actions)} docking actions") + " by phase"
                             + ("" if any(iv.phase is not Phase.IDLE for _, ivs in rows
                                          for iv in ivs) else " (nothing ran)"),
-                      ended=ended,
+                      ended=ended, ended_at=ended_at,
                       stage_labels=[
                           f"stage {k + 1}" + (" (undock)" if k < getattr(
                               plan, "num_undock_stages", 0) else "")
@@ -268,7 +270,8 @@ def write_up(out: Path, scenario, result, verdict: Verdict, wall: float, obs, co
     write_json(out / "report.json", report)
     draw_pictures(out, scenario, verdict.plan, obs,
                   ended=("interrupted" if verdict.interrupted else
-                         "" if verdict.success or verdict.declined else "failed"))
+                         "" if verdict.success or verdict.declined else "failed"),
+                  ended_at=report["assembly_time_s"])
     formed, expected, error = verdict.formed, verdict.expected, verdict.error
     verdict_word = ("ASSEMBLED" if verdict.success else
                     "INTERRUPTED" if verdict.interrupted else
