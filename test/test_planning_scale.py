@@ -269,3 +269,60 @@ def test_multilevel_warm_start_is_exercised(monkeypatch):
     cost, g, mods = _instance(np.random.default_rng(5), n, n + 70, "clustered")
     planning.solve_assignment(cost, g, mods)
     assert calls == [n, (n + 1) // 2, ((n + 1) // 2 + 1) // 2]
+
+
+def test_acyclic_equals_networkx_on_the_root_search_graphs():
+    """The root search's cycle check (Kahn's algorithm over plain dicts) gives networkx's
+    answer on the precedence graphs it checks (random planar trees of 20-120 nodes, every
+    third node as the root, corridors from the unfolding as in ``ordered_roots``) and on
+    random digraphs with duplicate edges and self-free cycles of every length."""
+    import networkx as nx
+
+    from smores_assembly.corridors import blockers
+    from smores_assembly.planning import _acyclic, _precedence_edges, _precedence_graph
+    from smores_assembly.topology import random_planar_tree, rooted_edges
+    seen = {True: 0, False: 0}
+    for seed in range(12):
+        nodes, edges = random_planar_tree(20 + 9 * seed, seed=seed)
+        for root in nodes[::3]:
+            poses = unfold(nodes, edges, root, Pose2D(0.0, 0.0, 0.0))
+            cells = {v: grid_cell(p, Pose2D(0.0, 0.0, 0.0)) for v, p in poses.items()}
+            oriented = rooted_edges(nodes, edges, root)
+            corr = [dock_corridor(v, e.parent, cells, e.child_face.is_wheel, 0.06, 0.08)
+                    for v, e in oriented.items()]
+            blocked_by = blockers(corr, cells)
+            want = nx.is_directed_acyclic_graph(
+                _precedence_graph(oriented, nodes, root, blocked_by))
+            assert _acyclic(_precedence_edges(oriented, root, blocked_by)) == want
+            seen[want] += 1
+    rng = random.Random(3)
+    for _ in range(400):
+        k = rng.randint(1, 12)
+        es = [(f"v{rng.randrange(k)}", f"v{rng.randrange(k)}", "x")
+              for _ in range(rng.randint(0, 2 * k))]
+        es = [e for e in es if e[0] != e[1]]
+        es += es[: rng.randint(0, len(es))]  # duplicates: one edge in a DiGraph
+        g = nx.DiGraph()
+        g.add_edges_from((u, v) for u, v, _ in es)
+        assert _acyclic(iter(es)) == nx.is_directed_acyclic_graph(g), es
+        seen[nx.is_directed_acyclic_graph(g)] += 1
+    assert min(seen.values()) > 50  # both answers exercised
+
+
+def test_finite_check_fast_path_names_the_entry_and_passes_huge_finite_poses():
+    """check_finite_poses' sum shortcut: +inf in one pose and -inf in another (their sum
+    is nan), nan beside huge values, every field: the entry is named; finite poses whose
+    sum overflows (1e308 + 1e308) are not refused."""
+    from smores_assembly.errors import PlanningError
+    from smores_assembly.planning import check_finite_poses
+    huge = {f"m{i}": Pose2D(1e308, -1e308 if i % 2 else 1e308, 1e308) for i in range(6)}
+    check_finite_poses(huge, "modules")  # finite: no error
+    for bad, field, value in [("m2", "x", math.inf), ("m5", "yaw", -math.inf),
+                              ("m0", "y", math.nan), ("m3", "x", -math.inf)]:
+        vals = dict(zip(("x", "y", "yaw"), huge[bad].as_tuple()))
+        vals[field] = value
+        poses = {**huge, bad: Pose2D(**vals)}
+        if value == -math.inf:  # and a +inf later on: the two cancel to nan in the sum
+            poses["m9"] = Pose2D(0.0, math.inf, 0.0)
+        with pytest.raises(PlanningError, match=rf"modules\.{bad}\.{field}: non-finite"):
+            check_finite_poses(poses, "modules")
