@@ -4,10 +4,14 @@ controller: the docking task's commands drive the world, the world's poses feed 
 """
 from __future__ import annotations
 
+import math
+
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
-from smores_assembly.docking.task import PoseSample
+from smores_assembly.docking.control import TimedPath
+from smores_assembly.docking.task import PathFollower, PoseSample
 from smores_assembly.geometry import Pose2D
 from smores_assembly.sim import Connection, SimWorld
+from smores_assembly.vocabulary import Phase
 
 #: obstacles the task is told about: modules within this distance [m] of the moving one
 OBSTACLE_RANGE = 0.6
@@ -43,3 +47,72 @@ def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0
             world.set_magnets(m, set(faces))
         collisions += sum(ev.kind == "collision" for ev in world.step(DT))
     return want in world.connections(), collisions, task.retries, world.t
+
+
+def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
+                   path_delay: float = 0.04, t_max: float = 20.0
+                   ) -> tuple[list[tuple[float, str, str]], dict[str, float]]:
+    """Run one stage closed loop in a SimWorld of ``poses``, as the docking controller
+    node does: one DockingTask per action of ``actions`` (plan order; one helper serves
+    its actions one after the other), a PathFollower for every other module with a path.
+    The navigation's ``paths`` (module -> ``[(t [s from stage start], Pose2D), ...]``,
+    a StagePlan's) reach the controller ``path_delay`` s after the stage started, as
+    they do in a run (the controller ticks before the navigation has answered).
+
+    Returns:
+        (collision events ``(t, a, b)``, each module's largest distance [m] from its
+        path's reference position while it followed the path).
+    """
+    s = DockingSettings()
+    world = SimWorld(poses, helpers=tuple(helpers))
+    tasks = [DockingTask(DockingSpec(a.module, a.parent_module, a.parent_face, a.child_face,
+                                     a.helper or ""), s) for a in actions]
+    timed = {m: TimedPath(tuple((t + path_delay, p.x, p.y) for t, p in pts))
+             for m, pts in paths.items()}
+    driven = {t.driven for t in tasks} | {t.spec.module for t in tasks}
+    followers = {m: PathFollower(m, tp, s) for m, tp in timed.items() if m not in driven}
+    lag = {m: 0.0 for m in timed}
+    delivered = False
+    events = []
+    while world.t < t_max and not all(t.done for t in tasks):
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        new = not delivered and t >= path_delay
+        delivered = delivered or new
+        busy: set[str] = set()
+        cmds: dict[str, tuple[float, float]] = {}
+        for task in tasks:
+            if task.uses_helper:
+                if task.driven in busy:
+                    continue
+                if not task.helper_free:
+                    busy.add(task.driven)
+            p = timed.get(task.driven) if new else None
+            me = world.pose(task.driven)
+            skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
+            obs = [(q.x, q.y) for m, q in world.poses().items()
+                   if m not in skip and q.distance_to(me) <= OBSTACLE_RANGE]
+            out = task.tick(t, samples, False, p, obs)
+            for m, c in out.cmd.items():
+                if m not in cmds or c != (0.0, 0.0):
+                    cmds[m] = c
+            for m, faces in out.magnets.items():
+                world.set_magnets(m, set(faces))
+            for hc in out.helper_commands:
+                world.helper_command(hc.helper, hc.command, hc.module, hc.carry_yaw)
+            if (task.phase in (Phase.NAVIGATE, Phase.WAIT_HELPER) and task.driven in timed
+                    and t <= timed[task.driven].end_time):
+                x, y = timed[task.driven].reference(t)
+                lag[task.driven] = max(lag[task.driven], math.hypot(me.x - x, me.y - y))
+        if delivered:
+            for m, f in followers.items():
+                cmds[m] = f.tick(t, samples[m])
+                if t <= f.path.end_time:
+                    x, y = f.path.reference(t)
+                    q = world.pose(m)
+                    lag[m] = max(lag[m], math.hypot(q.x - x, q.y - y))
+        for m, (v, om) in cmds.items():
+            world.set_cmd_vel(m, v, om)
+        events += [(round(world.t, 2), *ev.modules) for ev in world.step(DT)
+                   if ev.kind == "collision"]
+    return events, lag

@@ -834,8 +834,12 @@ class FetchPath(PhaseStep):
         v, om, finished = track_timed_path(helper, ctx.path, ctx.t, s, s.v_max)
         # Close to the module the direct moves take over (they keep the pick-up
         # clearance and go round it): a path may end right against the module, and
-        # following it there at an angle runs a corner into the module.
-        near = math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
+        # following it there at an angle runs a corner into the module. Not before the
+        # path's last leg: a wait on the way is the plan's (another module passes the
+        # pick-up pose first; random_12_338215987: h0 went on at once, into m0).
+        pts = ctx.path.points
+        near = (math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
+                and ctx.t >= pts[max(0, len(pts) - 2)][0])
         if finished or near or ctx.t > ctx.path.end_time + s.nav_timeout_margin_s:
             ctx.path = None
             wh.rechoose()   # the side, from where the path ended
@@ -941,8 +945,10 @@ class Lift(PhaseStep):
 class WaitHelper(PhaseStep):
     """Wheel-face docks: the helper fetches and lifts the module (sub-steps
     :class:`FetchPath`, :class:`FetchGoto`, :class:`FetchApproach`, :class:`Lift`) ->
-    NAVIGATE, carrying it. Each choice of the pick-up side (:func:`pickup_axis`) starts
-    with :class:`FetchGoto` (or :class:`FetchPath` while a path is pending); no lift within
+    NAVIGATE, carrying it. The helper first waits up to ``path_wait_timeout_s`` for the
+    navigation's path (as NAVIGATE does). Each choice of the pick-up side
+    (:func:`pickup_axis`) starts with :class:`FetchGoto`, which gives way to
+    :class:`FetchPath` whenever a path not followed yet is there; no lift within
     ``helper_timeout_s`` ends the task."""
 
     phase = Phase.WAIT_HELPER
@@ -977,12 +983,20 @@ class WaitHelper(PhaseStep):
         m, helper = ctx.module_est, ctx.body_obs.est
         if m is None or helper is None:
             return None
+        if self.sub is None and ctx.path is None and not ctx.no_path \
+                and ctx.elapsed < s.path_wait_timeout_s:
+            # the navigation's path comes a tick or two after the stage starts: a direct
+            # move begun meanwhile ignored it (bench_targets random_4_130174667: h0 drove
+            # straight, in reverse, across the row m1's path used: contact)
+            return None
         if self.axis is None:
             self.axis = pickup_axis(m, helper, ctx.obstacles_for_body(), s.module_width,
                                     s.standoff)
             self.go(ctx, FetchGoto())
         self.sub.elapsed += ctx.dt
-        if isinstance(self.sub, FetchGoto) and ctx.path is not None and self.sub.reg is None:
+        if isinstance(self.sub, FetchGoto) and ctx.path is not None:
+            # a path not followed yet (FetchPath drops the one it ends): the navigation
+            # planned it against every other module's path, a direct move is not
             self.go(ctx, FetchPath())
         return self.sub.tick(ctx)
 
@@ -1013,9 +1027,10 @@ class DockingTask:
     (:meth:`_on_failure`), where the one retry loop lives. A wheel-face dock without a
     helper starts in FAILED with ``ErrorCode.NO_HELPER``.
 
-    WAIT_HELPER (wheel-face docks, :class:`WaitHelper`): the helper follows its path if one
-    is given (until its end, or until it comes within ``obstacle_clearance`` of the
-    module), picks the module face whose pick-up pose (helper TOP face towards it) is
+    WAIT_HELPER (wheel-face docks, :class:`WaitHelper`): the helper waits up to
+    ``path_wait_timeout_s`` for its path and follows it if one is given (until its end,
+    or until it comes within ``obstacle_clearance`` of the module on the path's last leg),
+    picks the module face whose pick-up pose (helper TOP face towards it) is
     nearest and clear of other modules (:func:`pickup_axis`), regulates to ``standoff`` in
     front of it, approaches to ``helper_pickup_gap``, sends ``LIFT`` once and waits until
     the module's measured pose is the carried pose; a LIFT that does not show within
