@@ -326,3 +326,22 @@ def test_finite_check_fast_path_names_the_entry_and_passes_huge_finite_poses():
             poses["m9"] = Pose2D(0.0, math.inf, 0.0)
         with pytest.raises(PlanningError, match=rf"modules\.{bad}\.{field}: non-finite"):
             check_finite_poses(poses, "modules")
+
+
+@pytest.mark.parametrize("kind", ["clustered", "one_side", "grid", "uniform"])
+def test_outside_in_row_order_gives_the_optimum_of_every_row(kind):
+    """The solver's row order (goals farthest from the centroid first) is mapped back:
+    ``cols[i]`` is row i's column, a permutation whose total is scipy's optimum on the
+    matrix in its own order (unique optimum: the same columns), dummy rows included."""
+    from smores_assembly.planning import _solve_outside_in, radial_goal_duals
+    rng = np.random.default_rng(len(kind))
+    for n, extra in [(1, 0), (7, 3), (60, 15), (200, 0)]:
+        cost, g, mods = _instance(rng, n, n + extra, kind)
+        red, _ = reduced_matrix(cost, radial_goal_duals(g))
+        cols = _solve_outside_in(red, g)
+        assert sorted(cols.tolist()) == list(range(n + extra))
+        r0, c0 = linear_sum_assignment(red)
+        assert red[np.arange(n + extra), cols].sum() == pytest.approx(
+            red[r0, c0].sum(), rel=1e-12, abs=1e-9)
+        if kind in ("clustered", "one_side"):  # no ties: the same goal columns
+            assert cols[:n].tolist() == c0[:n].tolist()
