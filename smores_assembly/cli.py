@@ -229,9 +229,10 @@ def plan_notes(plan, scenario) -> list[str]:
 
 def full_reason(scenario, asked_full: bool = False) -> str:
     """Why a reconfiguration plan of ``scenario`` takes everything apart: the flag, no
-    common part of the start structures and the target, or keeping one estimated slower
-    (or refused) than the full disassembly (:func:`~smores_assembly.reconfigure.
-    plan_reconfiguration` chooses by estimated time)."""
+    common part of the start structures and the target, or keeping one (or a single
+    module in place) estimated slower (or refused) than the full disassembly
+    (:func:`~smores_assembly.reconfigure.plan_reconfiguration` chooses by estimated
+    time)."""
     from smores_assembly.reconfigure import common_parts
     if asked_full:
         return "--full-disassembly"
@@ -239,9 +240,10 @@ def full_reason(scenario, asked_full: bool = False) -> str:
                         scenario.edges, exclude=scenario.helpers):
         return ("no part of the start structure is kept because none is a part of the "
                 "target: no start connection joins two modules at the faces of a target "
-                "edge")
-    return ("keeping a common part of the start structure and the target was estimated "
-            "slower than taking everything apart, or could not be planned")
+                "edge (and keeping one module in place was estimated no faster)")
+    return ("keeping a common part of the start structure and the target, or one module "
+            "in place, was estimated slower than taking everything apart, or could not be "
+            "planned")
 
 
 def format_plan(plan, scenario=None, asked_full: bool = False) -> str:
@@ -261,6 +263,8 @@ def format_plan(plan, scenario=None, asked_full: bool = False) -> str:
         how = (f"full disassembly, then assembly ({full_reason(scenario, asked_full)})"
                if plan.method == "full" and scenario is not None else
                "full disassembly, then assembly" if plan.method == "full" else
+               f"keeps {plan.kept[0]} in place (the target is built round it)"
+               if len(plan.kept) == 1 else
                f"keeps {', '.join(plan.kept) if plan.kept else 'nothing'} docked")
         lines.append(f"reconfiguration ({plan.method}): {how}; "
                      f"{counted(len(plan.undocks), 'undocking action')} "

@@ -31,8 +31,10 @@ Steps of :func:`plan_reconfiguration`:
    nodes are assigned by Kuhn-Munkres to the modules at their poses after the disassembly,
    and the parallel schedule runs after the undocking stages.
 
-A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`), and
-the full disassembly's plan too; the one with the shortest :func:`estimated_time` is kept
+A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`), for
+a few single modules kept in place as the target's root (:func:`single_parts`, up to
+:data:`MAX_SINGLES`: the nodes with the fewest wheel-face docks), and the full
+disassembly's plan too; the one with the shortest :func:`estimated_time` is kept
 (then the fewest stages, the fewest actions, the larger part, full disassembly last), so
 ``method="reuse"`` keeps a part only when that is estimated faster. The kept part decides
 more than how many docks are saved: every other edge is docked away from it, so it also
@@ -58,13 +60,14 @@ from smores_assembly.geometry import Face, Pose2D, child_pose, wrap_angle
 from smores_assembly.planning import (Plan, UndockAction, assign_modules, build_schedule,
                                       check_finite_poses, plan_assembly)
 from smores_assembly.scenario import INITIAL_POSE_TOLERANCE_M, Scenario
-from smores_assembly.topology import tree_centroid, unfold
+from smores_assembly.topology import rooted_edges, tree_centroid, unfold
 
 if TYPE_CHECKING:
     from smores_assembly.navigation.stage import NavSettings
 
 __all__ = ["ReconfigurationSettings", "common_parts", "estimated_time", "plan_disassembly",
-           "plan_reconfiguration", "stage_ends", "with_kept_goals", "METHODS"]
+           "plan_reconfiguration", "single_parts", "stage_ends", "with_kept_goals",
+           "METHODS"]
 
 #: ``reuse``: keep a common part (the shortest estimated time among the largest); ``full``:
 #: the paper's full disassembly.
@@ -73,6 +76,10 @@ METHODS = ("reuse", "full")
 #: How many common parts (largest first) a reuse plan is built for; the one with the
 #: shortest :func:`estimated_time` is kept.
 MAX_PARTS = 16
+
+#: How many single modules kept in place (:func:`single_parts`) a reuse plan is also built
+#: for; the one with the shortest :func:`estimated_time` of all plans is kept.
+MAX_SINGLES = 6
 
 
 @dataclass(frozen=True)
@@ -188,6 +195,56 @@ def common_parts(connections: Sequence[Connection], nodes: Sequence[str],
                 out.append(dict(module_of))
     out.sort(key=lambda d: (-len(d), sorted(d.items())))
     return out
+
+
+def single_parts(modules: Mapping[str, Pose2D], nodes: Sequence[str], edges: Sequence[Edge],
+                 width: float, exclude: Iterable[str] = (), limit: int = MAX_SINGLES
+                 ) -> list[dict[str, str]]:
+    """One module kept in place as the target's root: the candidates worth planning.
+
+    A common part (:func:`common_parts`) fixes where the target stands and which side
+    every other edge is docked from; so does a single module left where it stands (its
+    neighbours undock from it) with the target unfolded round it. That choice decides
+    which docks present a wheel face (a helper fetches and carries those, one after
+    another), which the full disassembly's root rule
+    (:func:`~smores_assembly.planning.select_root_module`) does not weigh, and keeps
+    the target where the modules are. bench_reconfig seeds 2 and 3: keeping one module
+    was estimated faster than every common part for 4 of 8 pairs (reconf_10_140722156:
+    134 s against 159 s, 2 carried docks instead of 3).
+
+    Candidates: the nodes with the fewest wheel-face docks when the tree is docked away
+    from them (:func:`~smores_assembly.topology.rooted_edges`), each with every module
+    not in ``exclude``; ranked by the Kuhn-Munkres cost (summed distance [m],
+    :func:`~smores_assembly.planning.assign_modules`) of the other nodes' goals, unfolded
+    at that module's pose, against the other modules' poses; the first ``limit``.
+
+    Args:
+        modules: module -> pose (``world``; start structures made exact,
+            :func:`snap_structures`).
+        nodes, edges: the target tree; width: module width [m].
+        exclude: modules never kept (reserved helpers).
+
+    Returns:
+        ``{node: module}`` maps of one item, best first.
+    """
+    skip = set(exclude)
+    pool = {m: p for m, p in sorted(modules.items()) if m not in skip}
+    if len(pool) < len(nodes) or len(nodes) < 2:
+        return []
+    wheel = {n: sum(e.child_face.is_wheel for e in rooted_edges(nodes, edges, n).values())
+             for n in nodes}
+    fewest = min(wheel.values())
+    ranked: list[tuple[float, str, str]] = []
+    for n in nodes:
+        if wheel[n] != fewest:
+            continue
+        for m, p in pool.items():
+            goals = unfold(nodes, edges, n, p, width)
+            rest = {k: g for k, g in goals.items() if k != n}
+            _, cost = assign_modules(rest, {k: q for k, q in pool.items() if k != m})
+            ranked.append((cost, n, m))
+    ranked.sort()
+    return [{n: m} for _, n, m in ranked[:limit]]
 
 
 # --------------------------------------------------------------------- geometry helpers
@@ -473,12 +530,17 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
         return _plan_full(scenario, conns, mods, s)
     # every reuse plan and the full disassembly, by estimated time (helper fetches and
     # carries, drives, as the navigation plans them), then the fewest stages (each stage
-    # waits for its slowest action), the fewest actions, the larger part (list order),
-    # full disassembly last
+    # waits for its slowest action), the fewest actions, then rank: the common parts
+    # (larger first, list order), the full disassembly, the single modules kept in place
+    # (a tie with the full disassembly, e.g. a two-module piece, is the full one)
     best: tuple[tuple, Plan] | None = None
-    parts = common_parts(conns, scenario.nodes, scenario.edges,
-                         exclude=scenario.helpers)[:MAX_PARTS]
-    for k, part in enumerate(parts):
+    common = common_parts(conns, scenario.nodes, scenario.edges,
+                          exclude=scenario.helpers)[:MAX_PARTS]
+    singles = single_parts(mods, scenario.nodes, scenario.edges, scenario.module_width,
+                           exclude=scenario.helpers)
+    ranked = list(enumerate(common)) + [(len(common) + 1 + j, part)
+                                        for j, part in enumerate(singles)]
+    for k, part in ranked:
         try:
             plan = _plan_with_kept(scenario, conns, mods, part, s)
         except PlanningError as exc:
@@ -500,7 +562,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
     if best is None:
         return full
     key = (estimated_time(full, mods, s), len(full.stages),
-           len(full.undocks) + len(full.actions), len(parts))
+           len(full.undocks) + len(full.actions), len(common))
     return full if key < best[0] else best[1]
 
 

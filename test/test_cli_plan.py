@@ -350,14 +350,23 @@ def test_a_reconfiguration_with_nothing_to_undock_says_so(tmp_path):
 
 
 def test_a_full_reconfiguration_says_why_it_is_full(tmp_path):
-    """m0.TOP-m1.LEFT joins no target edge's faces: no common part, so full disassembly
-    without --full-disassembly; the line says why (and names the flag when given)."""
+    """m0.TOP-m1.LEFT joins no target edge's faces: no common part; a full disassembly's
+    line says why (and names the flag when given). Without the flag the planner keeps m0
+    in place (estimated faster: the target is built round it, m1 undocks and docks back
+    at m0.TOP) and says so."""
+    from smores_assembly.cli import format_plan
+    from smores_assembly.reconfigure import plan_reconfiguration
+
     p = tmp_path / "r_undock.yaml"
     p.write_text(RECONF.format(name="r_undock", yaw=1.5707963, face="LEFT"))
-    out = run_cli("plan", str(p)).stdout.splitlines()
+    sc = load_scenario(p)
+    out = format_plan(plan_reconfiguration(sc, method="full"), sc).splitlines()
     assert out[2].startswith("reconfiguration (full): full disassembly, then assembly (no "
                              "part of the start structure is kept because none is a part "
                              "of the target: ")
+    out = run_cli("plan", str(p)).stdout.splitlines()
+    assert out[2] == ("reconfiguration (reuse): keeps m0 in place (the target is built round "
+                      "it); 1 undocking action in 1 stage")
     out = run_cli("plan", str(p), "--full-disassembly").stdout.splitlines()
     assert out[2].startswith("reconfiguration (full): full disassembly, then assembly "
                              "(--full-disassembly); 1 undocking action")

@@ -327,36 +327,91 @@ def test_reuse_never_undocks_more_than_full_disassembly():
 
 def test_reuse_keeps_the_common_part_with_the_shortest_estimate():
     """Every common part's reuse plan is built (brute force over the parts the planner may
-    consider) and the full disassembly's: the chosen plan has the shortest estimated time
-    of them all (helper fetches and carries included) and, among those, the fewest stages;
-    a full disassembly is chosen only when it is estimated faster than every reuse
-    plan."""
+    consider), every single module's kept in place that the planner considers
+    (``single_parts``), and the full disassembly's: the chosen plan has the shortest
+    estimated time of them all (helper fetches and carries included) and, among those,
+    the fewest stages; so never longer than every common part's and the full
+    disassembly's; a full disassembly is chosen only when it is estimated faster than
+    every common part's plan (no slower than a single module's)."""
     from smores_assembly import reconfigure as rc
 
     rng = random.Random(21)
     methods = set()
+    kept_one = 0
     for trial in range(15):
         s = _random_pair(rng, rng.randint(6, 10))
         plan = plan_reconfiguration(s, method="reuse")
         conns = sorted(s.initial_connections)
         mods = snap_structures(conns, s.modules, s.module_width)
-        keys = []
+        keys, single_keys = [], []
         for part in common_parts(conns, s.nodes, s.edges)[:rc.MAX_PARTS]:
             try:
                 p = rc._plan_with_kept(s, conns, mods, part, rc.ReconfigurationSettings())
             except PlanningError:
                 continue
             keys.append((rc.estimated_time(p, mods), len(p.stages)))
+        for part in rc.single_parts(mods, s.nodes, s.edges, s.module_width, s.helpers):
+            try:
+                p = rc._plan_with_kept(s, conns, mods, part, rc.ReconfigurationSettings())
+            except PlanningError:
+                continue
+            single_keys.append((rc.estimated_time(p, mods), len(p.stages)))
         full = plan_reconfiguration(s, method="full")
         full_key = (rc.estimated_time(full, mods), len(full.stages))
         got = (rc.estimated_time(plan, mods), len(plan.stages))
         methods.add(plan.method)
-        assert got == min(keys + [full_key]), (trial, got, keys, full_key)
+        kept_one += len(plan.kept) == 1
+        assert got == min(keys + single_keys + [full_key]), (trial, got, keys, full_key)
+        assert got <= min(keys + [full_key]), trial
         if plan.method == "full":
             assert not keys or full_key < min(keys), trial
+            assert not single_keys or full_key <= min(single_keys), trial
         else:
             assert plan.method == "reuse" and got <= full_key, trial
     assert "reuse" in methods
+    assert kept_one, "no trial kept a single module: the candidates were not exercised"
+
+
+def _wheel_docks_oracle(nodes, edges, root) -> int:
+    """Oracle: target edges that dock a wheel face when every edge is docked by its end
+    farther from ``root`` (networkx shortest paths)."""
+    import networkx as nx
+    dist = nx.single_source_shortest_path_length(
+        nx.Graph([(e.parent, e.child) for e in edges]), root)
+    return sum((e.child_face if dist[e.child] > dist[e.parent] else e.parent_face).is_wheel
+               for e in edges)
+
+
+def test_single_parts_root_at_the_fewest_wheel_face_docks():
+    """Random pairs: every single module kept in place that the planner considers stands
+    for a node whose tree, docked away from it, has the fewest wheel-face docks of all
+    nodes (networkx oracle); never a helper; ranked by the summed distance of the other
+    modules to the other nodes' goals unfolded round it, which equals the brute-force
+    minimum over every one-to-one choice (permutations, 6-module pairs)."""
+    import itertools
+
+    from smores_assembly import reconfigure as rc
+    from smores_assembly.topology import unfold
+
+    rng = random.Random(5)
+    for trial in range(6):
+        s = _random_pair(rng, 6)
+        mods = snap_structures(sorted(s.initial_connections), s.modules, s.module_width)
+        got = rc.single_parts(mods, s.nodes, s.edges, s.module_width, s.helpers)
+        assert 0 < len(got) <= rc.MAX_SINGLES, trial
+        wheel = {n: _wheel_docks_oracle(s.nodes, s.edges, n) for n in s.nodes}
+        costs = []
+        for part in got:
+            (n, m), = part.items()
+            assert wheel[n] == min(wheel.values()), (trial, n, wheel)
+            assert m not in s.helpers and m in mods, (trial, m)
+            goals = unfold(s.nodes, s.edges, n, mods[m], s.module_width)
+            rest = [k for k in s.nodes if k != n]
+            pool = [k for k in mods if k != m and k not in s.helpers]
+            costs.append(min(
+                sum(goals[k].distance_to(mods[q]) for k, q in zip(rest, perm))
+                for perm in itertools.permutations(pool, len(rest))))
+        assert all(a <= b + 1e-9 for a, b in zip(costs, costs[1:])), (trial, costs)
 
 
 def _carried_docks_brute_force(s) -> dict[frozenset, int]:
