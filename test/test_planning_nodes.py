@@ -20,6 +20,7 @@ pytest.importorskip("rclpy")
 from builtin_interfaces.msg import Time  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 
 from smores_assembly.msg import (AssemblyPlan, ModuleState, ModuleStateArray,  # noqa: E402
                                  RootSelection, TargetTopology)
@@ -87,9 +88,11 @@ def test_states_conversion_and_target_validation():
 class Harness:
     """The two planning nodes plus a test node, spun by one executor."""
 
-    def __init__(self, ctx, **task_assignment_kwargs):
-        self.nodes = [RootSearchNode(context=ctx),
-                      TaskAssignmentNode(context=ctx, **task_assignment_kwargs)]
+    def __init__(self, ctx, sim_time: bool = False, **task_assignment_kwargs):
+        sim = {"parameter_overrides": [Parameter("use_sim_time", value=True)]} \
+            if sim_time else {}
+        self.nodes = [RootSearchNode(context=ctx, **sim),
+                      TaskAssignmentNode(context=ctx, **sim, **task_assignment_kwargs)]
         self.io = Node("planning_test_io", context=ctx)
         self.nodes.append(self.io)
         self.target_pub = self.io.create_publisher(TargetTopology, names.TARGET, LATCHED_QOS)
@@ -155,6 +158,32 @@ def test_nodes_publish_root_and_plan_equal_to_core(harness):
     # the node plans in its `schedule` parameter's mode (default pipelined)
     assert plan == with_schedule(plan_assembly(sc), DEFAULT_SCHEDULE)
     assert "m9" not in plan.assignment.values() and "m9" not in plan.idle
+
+
+@pytest.mark.ros
+def test_planning_nodes_with_sim_time_take_no_clock_and_still_plan(ros_context):
+    """With ``use_sim_time`` (the fake stack) the planning nodes subscribe to no
+    ``/clock`` (they never read their clock; it was ~2/3 of their wake-ups while idle,
+    issue 10), unlike a plain node with ``use_sim_time``, and plan as before."""
+    h = Harness(ros_context, sim_time=True)
+    plain = Node("plain_sim_time", context=ros_context,
+                 parameter_overrides=[Parameter("use_sim_time", value=True)])
+    try:
+        def clock_subs(n):
+            return [s.topic_name for s in n.subscriptions if s.topic_name == "/clock"]
+        assert clock_subs(plain) == ["/clock"]   # rclpy's time source subscribes
+        for n in h.nodes[:2]:
+            assert n.get_parameter("use_sim_time").value is True
+            assert clock_subs(n) == [], n.get_name()
+        sc = load_scenario(SCENARIOS / "mobile_manipulator.yaml")
+        h.states = states_msg(sc.modules)
+        h.target_pub.publish(scenario_to_target_msg(sc))
+        h.spin_until(lambda: h.roots and plan_for(h, sc.name))
+        plan = msg_to_plan(plan_for(h, sc.name)[-1])
+        assert plan == with_schedule(plan_assembly(sc), DEFAULT_SCHEDULE)
+    finally:
+        plain.destroy_node()
+        h.close()
 
 
 @pytest.mark.ros

@@ -57,14 +57,38 @@ STATES_PUB_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
 #: Subscription of a node that needs the poses only now and then: it subscribes when it
 #: needs them (and receives the latest states at once) and unsubscribes afterwards.
 STATES_ON_DEMAND_QOS = STATES_PUB_QOS
+def drop_clock_subscription(node: Node) -> None:
+    """Take no ``/clock`` for ``node`` (with ``use_sim_time``): destroy the subscription
+    that rclpy's time source made, so that ``/clock`` messages no longer wake the node.
+
+    For a node that never reads its clock (the planning nodes: their stamps are the
+    target's), or whose clock is set otherwise (a lockstep participant: its turns set it).
+    Its ROS clock then keeps its last value (zero if no ``/clock`` came). Setting
+    ``use_sim_time`` again subscribes anew (rclpy's time source)."""
+    ts = node._time_source
+    if ts._clock_sub is not None:
+        node.destroy_subscription(ts._clock_sub)
+        ts._clock_sub = None
+
+
 class StatesOnDemandNode(Node):
     """A planning node that decodes the module states only while it needs them (issue
     10): :meth:`_want_states` subscribes to ``names.STATES`` (fresh samples only,
     :data:`STATES_ON_DEMAND_QOS`) or drops the subscription. Subclasses define
-    ``_on_states(msg)``; the latest sample is ``self._states`` (None until one arrives)."""
+    ``_on_states(msg)``; the latest sample is ``self._states`` (None until one arrives).
+
+    It takes no ``/clock`` (:meth:`_no_clock`, called by the subclasses): it never reads
+    its clock (its outputs carry the target's stamp, its timing is wall time) and the
+    simulated clock (10 Hz in lockstep) was ~2/3 of an idle planning node's wake-ups (issue
+    10). A subclass that comes to need its clock (a timer on ROS time, a stamp of now)
+    must not call it."""
 
     _states: Any = None
     _states_sub: Any = None
+
+    def _no_clock(self) -> None:
+        """No ``/clock`` subscription (see the class docstring)."""
+        drop_clock_subscription(self)
 
     def _on_states(self, msg: Any) -> None:
         raise NotImplementedError

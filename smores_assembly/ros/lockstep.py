@@ -281,11 +281,9 @@ class LockstepParticipant:
             return
         if not node.get_parameter("use_sim_time").value:
             raise ValueError("lockstep: needs use_sim_time:=true (the turns set the clock)")
-        ts = node._time_source
-        if ts._clock_sub is not None:  # the turns are this node's clock, not /clock
-            node.destroy_subscription(ts._clock_sub)
-            ts._clock_sub = None
-        self._time_source = ts
+        from smores_assembly.ros.common import drop_clock_subscription  # noqa: PLC0415
+        drop_clock_subscription(node)   # the turns are this node's clock, not /clock
+        self._time_source = node._time_source
         # turns and answers as CDR bytes (ros/wire.py): ~130 of each per simulated second
         self._ack_pub = node.create_publisher(LockstepAck, TOPIC_ACK, ACK_PUB_QOS,
                                               event_callbacks=NO_EVENTS_PUB)

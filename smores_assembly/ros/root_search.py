@@ -44,6 +44,7 @@ class RootSearchNode(StatesOnDemandNode):
 
     def __init__(self, **kwargs):
         super().__init__("root_search", **node_kwargs(kwargs))
+        self._no_clock()   # never read: no /clock wake-ups (issue 10)
         settings, = node_settings("root_search")
         self.settings: PlanningNodeSettings = declare_dataclass_params(self, settings)
         self._target: TargetTopology | None = None

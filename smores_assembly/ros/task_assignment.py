@@ -55,6 +55,7 @@ class TaskAssignmentNode(StatesOnDemandNode):
 
     def __init__(self, **kwargs):
         super().__init__("task_assignment", **node_kwargs(kwargs))
+        self._no_clock()   # never read: no /clock wake-ups (issue 10)
         settings, = node_settings("task_assignment")
         self.settings: PlanningNodeSettings = declare_dataclass_params(self, settings)
         self._target: TargetTopology | None = None

@@ -168,7 +168,11 @@ class ObserverNode:
         self.mcap = None
         if record_path is not None:
             from smores_assembly.record import McapRecorder
-            self.mcap = McapRecorder(node, record_path)
+            self.mcap = McapRecorder(node, record_path)   # log times: this node's clock
+        else:
+            # nothing else reads this node's clock (the report's times are the messages'
+            # stamps): no wake-up per /clock message (issue 10)
+            common.drop_clock_subscription(node)
         from std_srvs.srv import Trigger
         # made now so that it is discovered while the stack runs
         self._trace_cli: Client[Trigger.Request, Trigger.Response] = node.create_client(
