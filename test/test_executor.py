@@ -264,3 +264,48 @@ def test_slow_lane_is_served_while_busy(ros_context):
         node.destroy_timer(busy)
     finally:
         ex.shutdown(timeout_sec=1.0)
+
+
+
+def test_a_coroutine_waiting_on_a_pending_future_is_not_resumed_per_wake_up(executor,
+                                                                          ros_context):
+    """A coroutine suspended in ``await fut`` (directly or through another coroutine) goes
+    on once ``fut`` is done, with its value, under both executors; LeanExecutor does not
+    resume it at the ~40 wake-ups before (rclpy does: its ``Future.__await__`` polls the
+    future at every resume, counted here)."""
+    from rclpy.task import Future
+
+    class CountingFuture(Future):
+        polls = 0
+
+        def _pending(self) -> bool:   # Future.__await__ asks this at every resume
+            CountingFuture.polls += 1
+            return super()._pending()
+
+    node = _node(ros_context, "lean_exec_polls")
+    executor.add_node(node)
+    fut: Future = CountingFuture()
+    steps, ticks = [], []
+
+    async def inner():
+        steps.append("inner")
+        return await fut
+
+    async def outer():
+        value = await inner()
+        steps.append(value)
+        return value
+
+    task = executor.create_task(outer)
+    node.create_timer(0.005, lambda: ticks.append(1))
+    _spin_until(executor, lambda: len(ticks) >= 40)   # wake-ups while fut is pending
+    assert steps == ["inner"] and not task.done()
+    polls = CountingFuture.polls
+    if type(executor).__name__ == "LeanExecutor":
+        assert polls <= 2, polls
+    else:
+        assert polls >= 20, polls   # rclpy's executor polls: the bound above can fail
+    fut.set_result(7)
+    _spin_until(executor, task.done)
+    assert task.result() == 7 and steps == ["inner", 7]
+    node.destroy_node()
