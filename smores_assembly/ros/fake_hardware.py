@@ -159,6 +159,7 @@ class FakeHardwareNode(Node):
         self._cmd_time = np.full(n, -math.inf)
         self._cmd_active = np.zeros(n, dtype=bool)
         self._next_expiry = math.inf
+        self._expiry_stale = False   # a cmd_vel came: _next_expiry is recomputed at the step
 
         # publishers
         # per-module endpoints without the default QoS-event handlers: each handler is a
@@ -538,6 +539,8 @@ class FakeHardwareNode(Node):
         """Advance the world by ``dt`` [s] and publish what is due."""
         world = self.world
         t = world.t
+        if self._expiry_stale:   # once per step, not per command (issue 10)
+            self._update_expiry()
         if t >= self._next_expiry - 1e-9:
             self._expire_commands(t)
         events = world.step(dt)
@@ -584,6 +587,7 @@ class FakeHardwareNode(Node):
         self._update_expiry()
 
     def _update_expiry(self) -> None:
+        self._expiry_stale = False
         if self._cmd_active.any():
             self._next_expiry = float(self._cmd_time[self._cmd_active].min()
                                       + self.settings.cmd_vel_timeout_s)
@@ -695,7 +699,7 @@ class FakeHardwareNode(Node):
         self._step_cmds.append(struct.pack("<Bidd", 0, i, v, w))
         self._cmd_time[i] = self.world.t
         self._cmd_active[i] = v != 0.0 or w != 0.0
-        self._update_expiry()
+        self._expiry_stale = True
 
     def _on_joints(self, i: int, msg: JointState) -> None:
         m = self.ids[i]
