@@ -154,5 +154,10 @@ def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, p
     finally:
         for p in (proc, decoder):
             p.terminate()
-            p.wait(timeout=10)
+        for p in (proc, decoder):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:   # a loaded machine: the asserts are done
+                p.kill()
+                p.wait(timeout=10)
         io.destroy_node()
