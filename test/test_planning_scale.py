@@ -345,3 +345,37 @@ def test_outside_in_row_order_gives_the_optimum_of_every_row(kind):
             red[r0, c0].sum(), rel=1e-12, abs=1e-9)
         if kind in ("clustered", "one_side"):  # no ties: the same goal columns
             assert cols[:n].tolist() == c0[:n].tolist()
+
+
+def test_precedence_dicts_equal_networkx():
+    """The schedule's dict-based precedence graph answers as the networkx DiGraph it
+    replaced: successors, predecessors, the reason kept for a pair added twice, and
+    has_path for every ordered pair, on random digraphs grown edge by edge (as the
+    enclosure precedences are added)."""
+    import networkx as nx
+
+    from smores_assembly.planning import _Precedence
+    rng = random.Random(21)
+    paths = {True: 0, False: 0}
+    for _ in range(150):
+        k = rng.randint(1, 9)
+        nodes = [f"v{i}" for i in range(k)]
+        es = [(rng.choice(nodes), rng.choice(nodes), rng.choice(["parent", "corridor"]))
+              for _ in range(rng.randint(0, 2 * k))]
+        g = nx.DiGraph()
+        g.add_nodes_from(nodes)
+        for u, v, why in es[: len(es) // 2]:
+            g.add_edge(u, v, why=why)
+        p = _Precedence(nodes, es[: len(es) // 2])
+        for u, v, why in es[len(es) // 2:]:  # added later, as add_edge does
+            g.add_edge(u, v, why=why)
+            p.add_edge(u, v, why)
+        for a in nodes:
+            assert list(p.successors(a)) == list(g.successors(a))
+            assert list(p.predecessors(a)) == list(g.predecessors(a))
+            assert {b: p.succ[a][b] for b in p.succ[a]} == {b: g.edges[a, b]["why"]
+                                                             for b in g.successors(a)}
+            for b in nodes:
+                assert p.has_path(a, b) == nx.has_path(g, a, b), (es, a, b)
+                paths[nx.has_path(g, a, b)] += 1
+    assert min(paths.values()) > 200
