@@ -99,10 +99,13 @@ def dock_corridor(node: str, parent: str, cells: Mapping[str, Cell], helper: boo
         raise InputError(f"cells: {node!r} at {cells[node]} is not next to its parent "
                          f"{parent!r} at {cells[parent]}")
     k = corridor_length(standoff, width, helper)
-    corridor = tuple((ci + n[0] * s, cj + n[1] * s) for s in range(1, k + 1))
-    t = (-n[1], n[0])
-    beside = tuple((x + t[0] * side, y + t[1] * side)
-                   for x, y in ((ci, cj),) + corridor for side in (1, -1))
+    nx_, ny_ = n
+    # list comprehensions, not generators (a 1,000-node plan builds every corridor; the
+    # root search one per edge it turns round): the same cells in the same order
+    corridor = tuple([(ci + nx_ * s, cj + ny_ * s) for s in range(1, k + 1)])
+    tx, ty = -ny_, nx_
+    beside = tuple([c for x, y in ((ci, cj),) + corridor
+                    for c in ((x + tx, y + ty), (x - tx, y - ty))])
     return DockCorridor(node=node, parent=parent, cell=(ci, cj), normal=n,
                         corridor=corridor, beside=beside)
 

@@ -379,3 +379,28 @@ def test_precedence_dicts_equal_networkx():
                 assert p.has_path(a, b) == nx.has_path(g, a, b), (es, a, b)
                 paths[nx.has_path(g, a, b)] += 1
     assert min(paths.values()) > 200
+
+
+def test_dock_corridor_cells_equal_the_stepwise_definition():
+    """dock_corridor's cells, in order, against the definition written out step by step:
+    k cells out along the normal (corridor_length), then both lateral neighbours of the
+    final cell and of each corridor cell (+t first), for every normal, helper or not,
+    standoffs from 0 to 4 widths."""
+    from smores_assembly.corridors import corridor_length
+    rng = random.Random(4)
+    for _ in range(400):
+        p = (rng.randint(-20, 20), rng.randint(-20, 20))
+        n = rng.choice([(1, 0), (-1, 0), (0, 1), (0, -1)])
+        c = (p[0] + n[0], p[1] + n[1])
+        helper = rng.random() < 0.5
+        standoff = rng.choice([0.0, 0.03, 0.06, 0.08, 0.081, 0.3 * rng.random()])
+        d = dock_corridor("c", "p", {"c": c, "p": p}, helper, standoff, 0.08)
+        k = corridor_length(standoff, 0.08, helper)
+        want = []
+        for s in range(1, k + 1):
+            want.append((c[0] + s * n[0], c[1] + s * n[1]))
+        beside = []
+        for x, y in [c] + want:
+            beside.append((x - n[1], y + n[0]))
+            beside.append((x + n[1], y - n[0]))
+        assert (d.cell, d.normal, d.corridor, d.beside) == (c, n, tuple(want), tuple(beside))
