@@ -29,7 +29,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 from smores_assembly.corridors import (DEFAULT_STANDOFF, Cell, DockCorridor, corridor_halo,
-                                       dock_corridor, enclosure, lane_entry)
+                                       LaneEntry, dock_corridor, enclosure, lane_entry)
 from smores_assembly.corridors import blockers as corridor_blockers
 from smores_assembly.docking.control import (PICKUP_CLEARANCE_WIDTHS, STAGING_LIMIT,
                                              DockingSettings, dock_axis, free_pickup_faces)
@@ -37,7 +37,7 @@ from smores_assembly.edge import Edge
 from smores_assembly.errors import InputError, ParamsError, PlanningError
 from smores_assembly.geometry import MODULE_WIDTH, Face, Pose2D
 from smores_assembly.params import check_ranges, param_field
-from smores_assembly.navigation.stage import NavSettings, carry_clearance
+from smores_assembly.navigation.stage import NavSettings, carry_clearance, turn_clearance
 from smores_assembly.scenario import Scenario
 from smores_assembly.staging import DEFAULT_SCHEDULE, StagingSettings, check_schedule
 from smores_assembly.topology import (grid_cell, root_candidates, rooted_edges,
@@ -865,7 +865,9 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
        stage (:func:`smores_assembly.corridors.conflict`), that needs a helper when
        all ``len(helper_pool)`` helpers are taken, or whose slide and a module waiting to
        be carried in the stage are closer than the navigation's ``slide_clearance``
-       (:func:`_waits_beside_slide`); skipped actions go to later stages.
+       (:class:`_StageSlides`), or whose lane out to a turning spot beyond its pre-dock
+       pose runs beside another dock of the stage (:class:`_StageLanes`); skipped actions
+       go to later stages.
     4. An action whose moving face (``child_face``) is LEFT or RIGHT needs a helper.
        Inside a stage, helpers are matched to actions by Kuhn–Munkres on the distance from
        the helper's initial pose to the carried module's initial pose; the first
@@ -1031,6 +1033,7 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
         chosen: list[str] = []
         halo: set[Cell] = set()  # cells a dock of this stage may not sweep (conflict())
         slides = _StageSlides(corr, acts, geo)
+        lanes = _StageLanes(corr, acts, geo, occupied, cells)
         helped = 0
         for v in ready:
             if key[v] != kmin:
@@ -1041,11 +1044,15 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
                 continue
             if slides.conflicts(v):
                 continue
+            if lanes.conflicts(v):
+                continue
             chosen.append(v)
             halo.update(corridor_halo(corr[v]))
             slides.add(v)
+            lanes.add(v)
             helped += acts[v].needs_helper
-        _check_reachable(chosen, corr, acts, cells, placed_now, occupied, bounds, geo)
+        _check_reachable(chosen, corr, acts, cells, placed_now, occupied, bounds, geo,
+                         lanes.entries)
         stage_actions = [acts[v] for v in chosen]
         need = [a for a in stage_actions if a.needs_helper]
         if need:
@@ -1176,6 +1183,156 @@ class _StageSlides:
             self.waiting.append(v)
 
 
+def _lane_params(a: DockAction, geo: _Geometry) -> tuple[float, float]:
+    """``(start, clearance)`` [widths] of dock ``a``'s driven body for
+    :func:`~smores_assembly.corridors.lane_entry`: its centre at the pre-dock pose (the
+    helper's one width behind the carried module) and the centre distance it needs to
+    turn in place (the docking controller's ``obstacle_clearance``; a helper carrying its
+    module: one width more, at least :func:`carry_clearance`)."""
+    w = geo.width
+    clearance = DockingSettings().obstacle_clearance
+    if a.needs_helper:
+        clearance = max(clearance + w, carry_clearance(w))
+    return geo.standoff / w + (1.0 if a.needs_helper else 0.0), clearance / w
+
+
+class _StageLanes:
+    """The lanes of the docks chosen for one stage (rule 3 of :func:`build_schedule`;
+    issue 11): where modules stand beside a dock's pre-dock pose, its driven body turns
+    onto the docking axis farther out (:func:`~smores_assembly.corridors.lane_entry`,
+    the navigation's :func:`~smores_assembly.navigation.stage.clear_predock`) and slides
+    in from there. That turning spot and the lane to it are not in the dock's corridor
+    cells, so :func:`~smores_assembly.corridors.conflict` does not see another dock of the
+    stage beside them (bench_targets random_11_68252793 stage 4: m2 turned 0.265 m out,
+    0.08 m beside m4's slide).
+
+    A dock's *lane* is the segment of its axis from its final cell's centre out to its
+    turning spot (at least its corridor); the spot is found among the nodes placed before
+    the stage and the docks chosen so far (a later choice that stands near a lane moves
+    its spot out: found again). Two docks conflict when one turns beyond its pre-dock pose
+    and their lanes come within one width (side by side, or crossing), or a turning spot
+    lies closer than :func:`~smores_assembly.navigation.stage.turn_clearance` to the
+    other's lane (it turns while the other slides past). Docks turning at their pre-dock
+    poses keep the corridor rule alone. O(stage) per dock."""
+
+    def __init__(self, corr: Mapping[str, DockCorridor], acts: Mapping[str, DockAction],
+                 geo: _Geometry, occupied: Mapping[Cell, str], cells: Mapping[str, Cell]):
+        self.corr, self.acts, self.geo, self.cells = corr, acts, geo, cells
+        self.still = dict(occupied)
+        self.turn = turn_clearance(geo.width) / geo.width
+        self.limit = STAGING_LIMIT / geo.width
+        #: lane boxes farther apart than this [widths] never interact: the turning
+        #: clearance of two bodies, or the lane search's clearance (a helper's, the
+        #: larger), plus a width
+        self.margin = max(self.turn, (carry_clearance(geo.width) + geo.width) / geo.width,
+                          (DockingSettings().obstacle_clearance + geo.width) / geo.width
+                          ) + 1.0
+        #: chosen dock -> its lane among the placed nodes and the docks chosen so far
+        self.entries: dict[str, LaneEntry] = {}
+        #: chosen dock -> (moved out, lane box x0, x1, y0, y1, spot x, spot y)
+        self.lanes: dict[str, tuple] = {}
+        self._params: dict[str, tuple[float, float]] = {}
+        self._last: tuple[str, dict[str, LaneEntry]] | None = None  # conflicts()' lanes
+
+    def _entry(self, v: str, still: Mapping[Cell, str]) -> LaneEntry:
+        got = self._params.get(v)
+        if got is None:
+            got = self._params[v] = _lane_params(self.acts[v], self.geo)
+        return lane_entry(self.corr[v], still, start=got[0], clearance=got[1],
+                          limit=self.limit)
+
+    def _record(self, v: str, lane: LaneEntry) -> tuple:
+        """(moved out, the lane's box ``x0, x1, y0, y1`` [widths], its turning spot ``x,
+        y``, a spot found, the spot's axial position)."""
+        d = self.corr[v]
+        start = self._params[v][0]
+        spot = start + (lane.extra or 0.0)
+        far = max(spot, float(len(d.corridor)))
+        (cx, cy), (nx_, ny_) = d.cell, d.normal
+        ex, ey = cx + far * nx_, cy + far * ny_
+        return (spot > start + 1e-9, min(cx, ex), max(cx, ex), min(cy, ey), max(cy, ey),
+                cx + spot * nx_, cy + spot * ny_, lane.extra is not None, spot)
+
+    def _moves(self, u: str, ru: tuple, cell: Cell) -> bool:
+        """A node standing at ``cell`` changes ``u``'s lane (record ``ru``): it stands
+        within the turning clearance of ``u``'s spot, or on ``u``'s axis before the spot's
+        far side (every spot nearer in was taken already; a node farther away leaves the
+        spot as it is). Without a spot, any node near the axis out to the staging limit
+        (the refusal names the nodes)."""
+        (cx, cy), (nx_, ny_) = self.corr[u].cell, self.corr[u].normal
+        start, clearance = self._params[u]
+        dx, dy = cell[0] - cx, cell[1] - cy
+        along, lat = dx * nx_ + dy * ny_, dx * ny_ - dy * nx_
+        if ru[7]:
+            return (math.hypot(cell[0] - ru[5], cell[1] - ru[6]) < clearance
+                    or (lat == 0 and 0 < along <= ru[8] + 1.0 + 1e-9))
+        t = min(start + self.limit, max(0.0, along))
+        return math.hypot(along - t, lat) < clearance + 1.0
+
+    def _pair(self, ru: tuple, rv: tuple) -> bool:
+        """Conflict of two lanes (records of :meth:`_record`; class docstring)."""
+        mu, ux0, ux1, uy0, uy1, usx, usy = ru[:7]
+        mv, vx0, vx1, vy0, vy1, vsx, vsy = rv[:7]
+        if not (mu or mv):
+            return False
+        gx = max(0.0, vx0 - ux1, ux0 - vx1)
+        gy = max(0.0, vy0 - uy1, uy0 - vy1)
+        if gx * gx + gy * gy <= 1.0 + 1e-9:
+            return True   # side by side or crossing
+        if mu:
+            gx = max(0.0, vx0 - usx, usx - vx1)
+            gy = max(0.0, vy0 - usy, usy - vy1)
+            if math.hypot(gx, gy) < self.turn:
+                return True   # u turns beside v's lane
+        if mv:
+            gx = max(0.0, ux0 - vsx, vsx - ux1)
+            gy = max(0.0, uy0 - vsy, vsy - uy1)
+            if math.hypot(gx, gy) < self.turn:
+                return True
+        return False
+
+    def conflicts(self, v: str) -> bool:
+        """True when dock ``v`` may not join the docks chosen so far."""
+        cell = self.cells[v]
+        still = self.still
+        still[cell] = v   # for the lanes looked at here; taken out again below
+        try:
+            new = {v: self._entry(v, still)}
+            self._last = (v, new)
+            rv = self._record(v, new[v])
+            _, vx0, vx1, vy0, vy1 = rv[:5]
+            margin = self.margin
+            for u, ru in self.lanes.items():
+                # far apart (box gap, Chebyshev): neither a conflict nor a moved spot
+                if ru[7] and (ru[1] - vx1 > margin or vx0 - ru[2] > margin or ru[3] - vy1 > margin
+                        or vy0 - ru[4] > margin):
+                    continue
+                if self._moves(u, ru, cell):
+                    # v standing near u's lane moves u's spot out
+                    new[u] = self._entry(u, still)
+                    ru = self._record(u, new[u])
+                if self._pair(ru, rv):
+                    return True
+            return False
+        finally:
+            del still[cell]
+
+    def add(self, v: str) -> None:
+        """Add dock ``v`` (just passed by :meth:`conflicts`) to the stage."""
+        cell = self.cells[v]
+        self.still[cell] = v
+        if self._last is not None and self._last[0] == v:
+            new = self._last[1]
+        else:
+            new = {v: self._entry(v, self.still)}
+            new.update((u, self._entry(u, self.still)) for u, ru in self.lanes.items()
+                       if self._moves(u, ru, cell))
+        self._last = None
+        for u, lane in new.items():
+            self.entries[u] = lane
+            self.lanes[u] = self._record(u, lane)
+
+
 def _pickup_neighbours(acts: Mapping[str, DockAction], nodes: Sequence[str],
                        goals: Mapping[str, Pose2D], assignment: Mapping[str, str],
                        poses: Mapping[str, Pose2D], width: float, standoff: float
@@ -1201,7 +1358,8 @@ def _pickup_neighbours(acts: Mapping[str, DockAction], nodes: Sequence[str],
 def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
                      acts: Mapping[str, DockAction], cells: Mapping[str, tuple[int, int]],
                      placed: Collection[str], occupied: Mapping[Cell, str],
-                     bounds: tuple[int, int, int, int], geo: _Geometry) -> None:
+                     bounds: tuple[int, int, int, int], geo: _Geometry,
+                     lanes: Mapping[str, LaneEntry] | None = None) -> None:
     """:class:`_Enclosed` when a dock of the stage ``chosen`` cannot reach its pre-dock
     pose (issue 11), naming the nodes that stand in the way ("walls"):
 
@@ -1221,7 +1379,8 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
 
     ``occupied`` (cell -> node) and ``bounds`` (its cells' ``min x, max x, min y, max y``)
     are those of ``placed``, kept by the caller: a stage's checks cost O(stage), not
-    O(placed nodes)."""
+    O(placed nodes). ``lanes``: the docks' :class:`~smores_assembly.corridors.LaneEntry`
+    among the same nodes when the caller has them (:class:`_StageLanes`)."""
     ds = DockingSettings()
     w = geo.width
     # lane_entry skips the dock's own cell: one map of the stage serves all its docks
@@ -1240,8 +1399,11 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
         clearance = ds.obstacle_clearance
         if a.needs_helper:
             clearance = max(clearance + w, carry_clearance(w))
-        lane = lane_entry(corr[v], still, start=geo.standoff / w + (1 if a.needs_helper else 0),
-                          clearance=clearance / w, limit=STAGING_LIMIT / w)
+        lane = lanes.get(v) if lanes is not None else None
+        if lane is None:
+            lane = lane_entry(corr[v], still,
+                              start=geo.standoff / w + (1 if a.needs_helper else 0),
+                              clearance=clearance / w, limit=STAGING_LIMIT / w)
         if lane.extra is None:
             walls = list(lane.blocking) + [u for u in lane.beside if u not in lane.blocking]
             body = "the helper carrying it" if a.needs_helper else "the module"
