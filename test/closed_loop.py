@@ -9,9 +9,9 @@ import math
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
 from smores_assembly.docking.control import TimedPath
 from smores_assembly.docking.task import PathFollower, PoseSample
-from smores_assembly.geometry import Pose2D
+from smores_assembly.geometry import Pose2D, wrap_angle
 from smores_assembly.sim import Connection, SimWorld
-from smores_assembly.vocabulary import Phase
+from smores_assembly.vocabulary import HelperOp, Phase
 
 #: obstacles the task is told about: modules within this distance [m] of the moving one
 OBSTACLE_RANGE = 0.6
@@ -19,32 +19,53 @@ OBSTACLE_RANGE = 0.6
 DT = 0.02
 
 
-def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0
-                  ) -> tuple[bool, int, int, float]:
+def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,
+                  carried_by: Pose2D | None = None) -> tuple[bool, int, int, float]:
     """Run ``act``'s DockingTask (no path: it starts where its module stands in ``poses``)
     in a SimWorld of ``poses`` until done or ``t_max`` [s] simulated.
+
+    ``carried_by``: a wheel-face dock starts lifted, its helper ``act.helper`` at this
+    pose carrying the module one width ahead (``carry_yaw``), the task as
+    :class:`~smores_assembly.docking.task.Lift` leaves it (NAVIGATE, carrying; no path:
+    the pair moves directly from there). The module's and the helper's poses in ``poses``
+    are ignored.
 
     Returns:
         (connected, collision events, retries, simulated time at the end [s]).
     """
-    world = SimWorld(poses)
-    task = DockingTask(DockingSpec(act.module, act.parent_module, act.parent_face,
-                                   act.child_face), DockingSettings())
+    helper = act.helper if carried_by is not None else ""
+    spec = DockingSpec(act.module, act.parent_module, act.parent_face, act.child_face, helper)
+    task = DockingTask(spec, DockingSettings())
+    if carried_by is not None:
+        carry_yaw = wrap_angle(-act.child_face.angle)
+        poses = dict(poses)
+        poses[helper] = carried_by
+        poses[act.module] = carried_by.compose(DockingSettings().module_width, 0.0, carry_yaw)
+        world = SimWorld(poses, helpers=[helper])
+        world.helper_command(helper, HelperOp.LIFT, act.module, carry_yaw)
+        task.tick(0.0, {m: PoseSample(p, 0.0) for m, p in world.poses().items()})
+        task.ctx.lifted = True
+        task._go(Phase.NAVIGATE)
+    else:
+        world = SimWorld(poses)
     task.path_unavailable()
     want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
+    driven = helper or act.module
     collisions = 0
     while world.t < t_max and not task.done:
         t = world.t
         samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
-        me = world.pose(act.module)
+        me = world.pose(driven)
         obs = [(p.x, p.y) for m, p in world.poses().items()
-               if m not in (act.module, act.parent_module)
+               if m not in (act.module, act.parent_module, helper)
                and p.distance_to(me) <= OBSTACLE_RANGE]
         out = task.tick(t, samples, want in world.connections(), None, obs)
         for m, (v, om) in out.cmd.items():
             world.set_cmd_vel(m, v, om)
         for m, faces in out.magnets.items():
             world.set_magnets(m, set(faces))
+        for r in out.helper_commands:
+            world.helper_command(r.helper, r.command, r.module, r.carry_yaw)
         collisions += sum(ev.kind == "collision" for ev in world.step(DT))
     return want in world.connections(), collisions, task.retries, world.t
 

@@ -498,8 +498,14 @@ def pair_turn_clearance(width: float) -> float:
     """Centre distance [m] from a helper's centre that another module must keep so that
     the helper, carrying a module one width ahead, can turn in place without touching it:
     the pair's farthest corner (``hypot(1.5 w, 0.5 w)``) plus the other module's corner
-    radius ``w / sqrt 2`` (the navigation's ``carry_clearance`` less its 2 mm margin)."""
+    radius ``w / sqrt 2`` (the navigation's ``carry_clearance`` less its
+    ``PAIR_TURN_MARGIN``)."""
     return math.hypot(1.5 * width, 0.5 * width) + width / math.sqrt(2.0)
+
+
+#: Margin [m] on :func:`pair_turn_clearance` where a pair is sent to turn (its pre-dock
+#: goal or staging pose, the navigation's ``carry_clearance``): the pose error it stops with.
+PAIR_TURN_MARGIN = 0.002
 
 
 def pair_clearance(helper: Pose2D, point: tuple[float, float], width: float) -> float:

@@ -29,7 +29,8 @@ from typing import Mapping, Sequence
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
                                              StallMonitor, dock_axis, lane_neighbours,
-                                             on_approach_line, pair_turn_shift, pickup_axis,
+                                             PAIR_TURN_MARGIN, on_approach_line,
+                                             pair_turn_clearance, pair_turn_shift, pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
                                              virtual_pose)
@@ -398,6 +399,16 @@ class DockingContext:
         extra = self.s.module_width if (self.uses_helper and self.lifted) else 0.0
         return self.s.obstacle_clearance + extra
 
+    def turn_clearance(self) -> float:
+        """Centre clearance [m] from every other module of a pose where the body may turn
+        in place (a staging pose on its axis): ``obstacle_clearance``; for a lifted pair
+        its sweep, :func:`~smores_assembly.docking.control.pair_turn_clearance` plus
+        ``PAIR_TURN_MARGIN`` (the navigation's ``carry_clearance``, the rule of the pair's
+        pre-dock goal, :func:`~smores_assembly.navigation.stage.clear_carried_predock`)."""
+        if self.uses_helper and self.lifted:
+            return pair_turn_clearance(self.s.module_width) + PAIR_TURN_MARGIN
+        return self.s.obstacle_clearance
+
     def speed_limit(self, body_v: Pose2D, axis: DockAxis) -> float:
         """``near_structure_speed`` once the moving face is within ``slow_down_distance``
         of the target face, else ``v_max``."""
@@ -620,9 +631,13 @@ class PoseAdjust(PhaseStep):
                 or abs(wrap_angle(self.goal_key.yaw - goal.yaw)) > math.radians(0.2)):
             # (re)plan on a target that moved: keep the detour progress and sub-step
             if self.reg is None:
+                # a lifted pair turns only where its sweep is clear, lane neighbours or
+                # not (random_9_932154232: staged with the direct-move clearance, 0.3 m
+                # out, the detour there swept the carried m1 into the idle m0)
+                pair = ctx.uses_helper and ctx.lifted
                 self.extra = (staging_extra(ax, ctx.face_offset, s.standoff, obs,
-                                            ctx.clearance(), width=s.module_width)
-                              if neigh else 0.0)
+                                            ctx.turn_clearance(), width=s.module_width)
+                              if neigh or pair else 0.0)
                 self.staging = self.extra > 0.0 and not in_lane
                 aim = ax.body_pose(ctx.face_offset, s.standoff + self.extra) \
                     if self.staging else goal

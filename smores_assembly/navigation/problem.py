@@ -10,8 +10,10 @@ Per action of the active stage (not docked yet):
   its axis beyond the pre-dock pose (a pipelined plan's staging pose,
   :func:`smores_assembly.staging.staging_problem`'s ``direct``: no path, it slides in);
 * with helper: the helper moves to its pick-up pose, or, once the module is carried
-  (phase NAVIGATE), the pair to its pre-dock pose (``carried``); the carried module is a
-  fixed obstacle.
+  (phase NAVIGATE), the pair to its pre-dock pose moved out along the axis until the pair
+  can turn there clear of the placed modules
+  (:func:`~smores_assembly.navigation.stage.clear_carried_predock`; ``carried``); the
+  carried module is a fixed obstacle.
 
 Every dock of the active stage has a **slide**: the segment of its docking axis from the
 docked position out to where the moving body starts sliding (the pre-dock goal, the
@@ -31,7 +33,7 @@ from typing import Collection, Mapping
 
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.geometry import Pose2D, point_segment_distance
-from smores_assembly.navigation.stage import (NavSettings, Segment, carried_predock,
+from smores_assembly.navigation.stage import (NavSettings, Segment, clear_carried_predock,
                                               clear_predock, turn_clearance)
 from smores_assembly.reconfigure import with_kept_goals
 from smores_assembly.staging import (Rect, StagingSettings, carry_staging_poses,
@@ -141,6 +143,9 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
     helper_targets: dict[str, str] = {}
     carried: dict[str, tuple[Pose2D, Pose2D, str]] = {}
     slides: dict[str, Segment] = {}
+    # what a carried pair's pre-dock goal must clear: the modules that stay where they are
+    # while it docks (placed, and the stage's modules waiting to be carried)
+    waiting = {a.module for a in plan.actions if a.stage == k and a.needs_helper}
     for a in plan.actions:
         if a.stage != k or a.module in docked:
             continue
@@ -149,8 +154,10 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
             h = a.helper
             if not h:
                 continue  # the planner refuses such plans; nothing to drive
-            pre = carried_predock(a.goal, a.child_face.angle, s.predock_standoff,
-                                  s.module_width)
+            placed = [(p.x, p.y) for m, p in poses.items()
+                      if (m in fixed or m in waiting) and m not in (h, a.module)]
+            pre = clear_carried_predock(a.goal, a.child_face.angle, s.predock_standoff,
+                                        placed, width=s.module_width)
             slides[a.module] = _slide(a.goal, pre)
             if h in helper_targets:
                 continue  # this helper first serves an earlier action

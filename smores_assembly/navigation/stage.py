@@ -239,12 +239,41 @@ def carried_predock(goal: Pose2D, face_angle: float, standoff: float,
     return Pose2D(goal.x - d * math.cos(a), goal.y - d * math.sin(a), wrap_angle(a))
 
 
+def clear_carried_predock(goal: Pose2D, face_angle: float, standoff: float,
+                          others: Collection[tuple[float, float]],
+                          limit: float = 0.4, width: float = MODULE_WIDTH) -> Pose2D:
+    """The pre-dock goal of a helper carrying a module (:func:`carried_predock`), moved
+    out along the dock axis until the pair can turn there (issue 11: a carried pair going
+    into a slot or a corner).
+
+    The rule of :func:`clear_predock` for the pair: the helper's centre ``width +
+    standoff + e`` [m] out from the goal, the smallest ``e`` (5 mm steps, at most
+    ``limit``) whose centre is :func:`carry_clearance` from every centre in ``others``
+    (the pair's sweep turning in place, module ahead and helper behind: the docking
+    controller turns a lifted pair only at such a pose and slides it in along the axis,
+    ``DockingContext.turn_clearance``), never past a module standing in the lane the
+    pair slides along. Heading: along the axis, towards the parent.
+
+    Args:
+        goal: the carried module's docked pose; face_angle: its docking face's angle in
+            the module frame [rad].
+        others: centres [m] (``world``) of the modules the pair must clear: the placed
+            ones (idle modules near the goal are moved aside by :func:`plan_carried`).
+    """
+    p = clear_predock(goal, face_angle, standoff + width, others, carry_clearance(width),
+                      limit=limit, width=width)
+    return Pose2D(p.x, p.y, wrap_angle(goal.yaw + face_angle))
+
+
 def carry_clearance(width: float = MODULE_WIDTH) -> float:
     """Centre clearance [m] of a helper carrying a module (a two-cell footprint): the
     farthest corner of the pair from the helper's centre (``hypot(1.5 w, 0.5 w)``) plus
     the corner radius ``w / sqrt(2)`` of another module, plus 2 mm: turning in place
-    anywhere on its path, the pair touches no module standing on a blocked cell."""
-    return math.hypot(1.5 * width, 0.5 * width) + width / math.sqrt(2.0) + 0.002
+    anywhere on its path, the pair touches no module standing on a blocked cell
+    (:func:`~smores_assembly.docking.control.pair_turn_clearance` plus
+    :data:`~smores_assembly.docking.control.PAIR_TURN_MARGIN`)."""
+    from smores_assembly.docking.control import PAIR_TURN_MARGIN, pair_turn_clearance
+    return pair_turn_clearance(width) + PAIR_TURN_MARGIN
 
 
 def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[str, Pose2D],
@@ -265,7 +294,7 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
 
     Args:
         helper: the helper's id; start: its pose (carrying); goal: its pre-dock pose
-            (:func:`carried_predock`).
+            (:func:`clear_carried_predock`).
         obstacles: every other module but the carried one -> pose (``world``).
         settings, fixed, clock, keep_clear, slides: as in :func:`plan_stage`.
 

@@ -21,12 +21,14 @@ plans for every action of stage ``k``:
   serving several actions of one stage goes to the first one (in plan order) whose module
   is not docked yet, and is replanned when it docks;
 * once that module is carried (its docking status NAVIGATE), the helper again, now with the
-  pair's two-cell footprint (:func:`plan_carried`), to its pre-dock pose
-  (:func:`carried_predock`): idle modules are passed at the pair's clearance or moved
-  aside (issue 11: the pair used to drive straight at the pre-dock pose and ran into an
-  idle module). The pairs are planned first and the staging moves of the same plan are
-  kept out of the area they pass (:func:`smores_assembly.staging.plan_stage_carrying`;
-  a staging module drove into a pair planned apart from it).
+  pair's two-cell footprint (:func:`plan_carried`), to its pre-dock pose moved out along
+  the dock axis until the pair can turn there clear of the placed modules
+  (:func:`clear_carried_predock`; a slot or a corner): idle modules are passed at the
+  pair's clearance or moved aside (issue 11: the pair used to drive straight at the
+  pre-dock pose and ran into an idle module). The pairs are planned first and the
+  staging moves of the same plan are kept out of the area they pass
+  (:func:`smores_assembly.staging.plan_stage_carrying`; a staging module drove into a
+  pair planned apart from it).
 
 Pipelined plans (``AssemblyPlan.schedule == "pipelined"``, :mod:`smores_assembly.staging`):
 the modules of later stages that have a staging pose and stand outside the active stage's
