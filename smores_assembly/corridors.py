@@ -25,6 +25,7 @@ No ROS imports; cells are integer ``(i, j)`` in units of ``w`` along the root's 
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -182,6 +183,23 @@ def enclosure(start: Cell, occupied: Mapping[Cell, str],
     return seen, sorted(walls)
 
 
+@functools.lru_cache(maxsize=256)
+def _lane_offsets(normal: Cell, lo: int, hi: int, half: int, last: int
+                  ) -> tuple[tuple[tuple[int, int, int, int], ...],
+                             tuple[tuple[int, int, int], ...]]:
+    """The cells :func:`lane_entry` looks up, as grid offsets from the dock's final cell
+    (the same for every dock with this ``normal`` and these bounds: worked out once):
+    ``(a, lat, dx, dy)`` for axial positions ``lo..hi`` and lateral offsets
+    ``-half..half``, axial first, the final cell itself left out; and ``(a, dx, dy)`` on the
+    axis for ``a = 1..last``."""
+    nx_, ny_ = normal
+    tx, ty = -ny_, nx_
+    near = tuple((a, lat, a * nx_ + lat * tx, a * ny_ + lat * ty)
+                 for a in range(lo, hi + 1) for lat in range(-half, half + 1) if a or lat)
+    axis = tuple((a, a * nx_, a * ny_) for a in range(1, last + 1))
+    return near, axis
+
+
 @dataclass(frozen=True)
 class LaneEntry:
     """Where a dock's driven body can turn onto its docking axis (:func:`lane_entry`).
@@ -239,23 +257,33 @@ def lane_entry(d: DockCorridor, occupied: Mapping[Cell, str], start: float, clea
     # the axis never stops a turn; a node on the axis beyond start + limit + 1 never ends
     # the searched lane (the body's front stays behind it).
     half = math.ceil(clearance) - 1  # the largest |lateral offset| < clearance
-    lats = [(lat, lat * tx, lat * ty) for lat in range(-half, half + 1)]
-    near = []
-    for a in range(math.floor(start - clearance), math.ceil(start + limit + clearance) + 1):
-        bx, by = cx + a * nx_, cy + a * ny_
-        for lat, dx, dy in lats:
-            v = get((bx + dx, by + dy))
-            if v is not None and (a or lat):
-                near.append((a, lat, v))
-    block = next(((a, v) for a in range(1, math.ceil(start + limit + 1) + 1)
-                  if (v := get((cx + a * nx_, cy + a * ny_))) is not None), None)
+    near_offs, axis_offs = _lane_offsets(d.normal, math.floor(start - clearance),
+                                         math.ceil(start + limit + clearance), half,
+                                         math.ceil(start + limit + 1))
+    near = [(a, lat, v) for a, lat, dx, dy in near_offs
+            if (v := get((cx + dx, cy + dy))) is not None]
+    block = next(((a, v) for a, dx, dy in axis_offs
+                  if (v := get((cx + dx, cy + dy))) is not None), None)
     k = 0
+    # `near` is sorted by axial position a and u only grows: a cell with u - a >= clearance
+    # is out of reach for good (dropped from the front), and the first cell with
+    # a - u >= clearance ends the search for this u (hypot(a - u, lat) >= |a - u|): the
+    # same first hit as a scan of every cell, fewer cells looked at
+    first, count = 0, len(near)
     while k * step <= limit + 1e-9:
         u = start + k * step
         if block is not None and u + 0.5 > block[0] - 0.5 + 1e-9:
             break  # the body would overlap the module that ends the lane
-        hit = next(((a, lat) for a, lat, _ in near
-                    if math.hypot(a - u, lat) < clearance - 1e-9), None)
+        while first < count and u - near[first][0] >= clearance:
+            first += 1
+        hit = None
+        for j in range(first, count):
+            a, lat, _ = near[j]
+            if a - u >= clearance:
+                break
+            if math.hypot(a - u, lat) < clearance - 1e-9:
+                hit = (a, lat)
+                break
         if hit is None:
             return LaneEntry(extra=k * step)
         # every spot short of the far side of the hit cell's clearance disc is taken too:
