@@ -90,6 +90,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                                      a.helper or ""), s) for a in actions]
     timed = {m: TimedPath(tuple((t + path_delay, p.x, p.y) for t, p in pts))
              for m, pts in paths.items()}
+    wants = [Connection.make(a.module, a.child_face, a.parent_module, a.parent_face)
+             for a in actions]
     driven = {t.driven for t in tasks} | {t.spec.module for t in tasks}
     followers = {m: PathFollower(m, tp, s) for m, tp in timed.items() if m not in driven}
     lag = {m: 0.0 for m in timed}
@@ -102,7 +104,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
         delivered = delivered or new
         busy: set[str] = set()
         cmds: dict[str, tuple[float, float]] = {}
-        for task in tasks:
+        conns = world.connections()
+        for task, want in zip(tasks, wants):
             if task.uses_helper:
                 if task.driven in busy:
                     continue
@@ -113,7 +116,7 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
             skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
             obs = [(q.x, q.y) for m, q in world.poses().items()
                    if m not in skip and q.distance_to(me) <= OBSTACLE_RANGE]
-            out = task.tick(t, samples, False, p, obs)
+            out = task.tick(t, samples, want in conns, p, obs)
             for m, c in out.cmd.items():
                 if m not in cmds or c != (0.0, 0.0):
                     cmds[m] = c
