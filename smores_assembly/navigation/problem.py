@@ -28,13 +28,14 @@ DOCKED, modules waiting to be carried, direct modules, a reconfiguration's kept 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Collection, Mapping
 
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.geometry import Pose2D, point_segment_distance
-from smores_assembly.navigation.stage import (NavSettings, Segment, clear_carried_predock,
-                                              clear_predock, turn_clearance)
+from smores_assembly.navigation.stage import (NavSettings, Segment, StagePlan,
+                                              clear_carried_predock, clear_predock, pose_at,
+                                              turn_clearance)
 from smores_assembly.reconfigure import with_kept_goals
 from smores_assembly.staging import (Rect, StagingSettings, carry_staging_poses,
                                     footprint_to_build, staging_poses, staging_problem)
@@ -57,6 +58,9 @@ class NavProblem:
         helper_targets: helper -> the module it serves now.
         keep_clear: the footprint still to be built (with ``clear_footprint``), else {}.
         slides: module -> its dock's slide ``((x0, y0), (x1, y1))`` (module docstring).
+        backoffs: helper -> (where it stands, where its back-off ends) for every helper
+            still backing off from a hand-over (:func:`backing_off`); the problem has it
+            where its back-off ends (:func:`wait_for_backoffs` times the plan).
     """
 
     moving: dict[str, tuple[Pose2D, Pose2D]]
@@ -70,6 +74,7 @@ class NavProblem:
     helper_targets: dict[str, str] = field(default_factory=dict)
     keep_clear: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     slides: dict[str, Segment] = field(default_factory=dict)
+    backoffs: dict[str, tuple[Pose2D, Pose2D]] = field(default_factory=dict)
 
     def blockers(self, settings: NavSettings) -> set[str]:
         """Obstacles that must be moved aside for the slides (closer than
@@ -109,6 +114,97 @@ def _extension(seg: Segment, standoff: float, eps: float = 1e-3) -> Segment | No
     return ((x0 + f * (x1 - x0), y0 + f * (y1 - y0)), (x1, y1))
 
 
+def backing_off(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],
+                backoff: float, width: float) -> dict[str, tuple[Pose2D, Pose2D]]:
+    """Helper -> (its pose, where its back-off ends) for every helper still backing off
+    from its last hand-over.
+
+    After a hand-over the docking controller backs the helper straight off ``backoff``
+    [m] before it follows any path (``docking.task``'s DOCKED step; turning flush against
+    the module swept its corners into it). A helper counts as still backing off when the
+    module it carried last (an action of an earlier stage, or one reported docked) lies
+    ahead of it on its heading, less than ``width / 2`` beside it and less than
+    ``width + backoff`` ahead (by more than 1 mm): its back-off ends ``width + backoff``
+    behind that module's centre, heading kept.
+    """
+    done = {a.module for a in plan.actions if a.stage < stage} | set(docked)
+    last: dict[str, str] = {}
+    for a in sorted(plan.actions, key=lambda a: a.stage):
+        if a.needs_helper and a.helper and a.module in done:
+            last[a.helper] = a.module
+    out: dict[str, tuple[Pose2D, Pose2D]] = {}
+    for h, m in sorted(last.items()):
+        if h not in poses or m not in poses:
+            continue
+        hp, mp = poses[h], poses[m]
+        c, sn = math.cos(hp.yaw), math.sin(hp.yaw)
+        ahead = (mp.x - hp.x) * c + (mp.y - hp.y) * sn
+        beside = abs(-(mp.x - hp.x) * sn + (mp.y - hp.y) * c)
+        back = width + backoff - ahead
+        if ahead > 0.0 and beside < 0.5 * width and back > 1e-3:
+            out[h] = (hp, Pose2D(hp.x - back * c, hp.y - back * sn, hp.yaw))
+    return out
+
+
+def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D]],
+                      speed: float, width: float, margin_s: float = 0.5,
+                      dt: float = 0.05) -> StagePlan:
+    """The stage plan ``sp`` (planned with each helper of ``backoffs`` where its back-off
+    ends, :func:`nav_problem`) timed for the back-offs (issue 11: 5 of 305 hand-overs of
+    random bench targets had a module planned through the space behind the helper while
+    it backed off, which the navigation did not know of).
+
+    The back-off is a planned motion: while it lasts (its length at ``speed`` [m/s] plus
+    ``margin_s``, the wheels' ramp), the space it sweeps is the helper's. When a path of
+    another module comes closer than two corner radii (``turn_clearance``) to a back-off
+    segment within that time (and closer than where it starts), every path of the plan
+    waits that long at its start (one delay for all: the plan's paths stay conflict-free
+    among themselves) and the helper's path starts with its back-off; otherwise ``sp`` is
+    returned as it is. Planning the helper from where its back-off ends alone opened the
+    spot it still stood on to the other paths (2 of 297 hand-overs).
+
+    Returns:
+        ``sp`` itself, or a copy with every path shifted by the wait.
+    """
+    if not backoffs or not sp.paths:
+        return sp
+    wait = max(start.distance_to(end) for start, end in backoffs.values()) / speed + margin_s
+    room = turn_clearance(width)
+    n = int(wait / dt) + 1
+    segs = [((a.x, a.y), (b.x, b.y)) for a, b in backoffs.values()]
+
+    def near(p: Pose2D) -> float:
+        return min(point_segment_distance((p.x, p.y), a, b) for a, b in segs)
+
+    conflict = False
+    for m, path in sp.paths.items():
+        if m in backoffs or not path:
+            continue
+        d0 = near(path[0][1])
+        for i in range(1, n + 1):
+            d = near(pose_at(path, i * dt))
+            # coming towards a back-off (one standing beside it already does not move
+            # closer by waiting)
+            if d < room and d < d0 - 1e-3:
+                conflict = True
+                break
+        if conflict:
+            break
+    if not conflict:
+        return sp
+    paths: dict[str, list[tuple[float, Pose2D]]] = {}
+    for m, path in sp.paths.items():
+        if not path:
+            paths[m] = path
+            continue
+        first = backoffs[m][0] if m in backoffs else path[0][1]
+        paths[m] = [(0.0, first)] + [(t + wait, p) for t, p in path]
+    stats = dict(sp.stats)
+    stats["t0_s"] = stats.get("t0_s", 0.0) + wait
+    stats["backoff_wait_s"] = wait
+    return replace(sp, paths=paths, stats=stats)
+
+
 def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],
                 phases: Mapping[str, Phase], settings: NavSettings | None = None,
                 staging_settings: StagingSettings | None = None,
@@ -134,6 +230,10 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
     st = staging_settings or StagingSettings()
     k = stage
     docked = set(docked)
+    # a helper still backing off from its hand-over is planned from where it ends
+    backoffs = backing_off(plan, k, poses, docked, s.helper_backoff, s.module_width)
+    if backoffs:
+        poses = {**poses, **{h: end for h, (_start, end) in backoffs.items()}}
     fixed = {plan.root_module} if plan.root_module else set()
     fixed |= set(plan.kept)
     fixed |= {a.module for a in plan.actions if a.stage < k}
@@ -260,7 +360,7 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
     obstacles = {m: p for m, p in poses.items() if m not in moving}
     fixed = {m for m in fixed if m in obstacles}
     return NavProblem(moving, obstacles, fixed, missing, staging, zones, direct, carried,
-                      helper_targets, keep_clear, slides)
+                      helper_targets, keep_clear, slides, backoffs)
 
 
-__all__ = ["NavProblem", "nav_problem"]
+__all__ = ["NavProblem", "backing_off", "nav_problem", "wait_for_backoffs"]

@@ -109,6 +109,12 @@ class NavSettings:
     predock_standoff: float = param_field(
         0.06, "distance of the pre-dock pose from the docked pose along the dock axis [m]",
         0.0, 1.0)
+    helper_backoff: float = param_field(
+        0.06, "how far a helper backs off straight after its hand-over before it follows "
+        "any path (the docking controller's helper_backoff) [m]", 0.0, 1.0)
+    helper_backoff_speed: float = param_field(
+        0.03, "speed of that back-off (the docking controller's near_structure_speed) "
+        "[m/s]", 0.001, 2.0)
     slide_clearance: float = param_field(
         0.15, "a module that may move (idle, staged, a later stage's) standing closer than "
         "this (centre distance) to an active dock's slide (its docking axis from the docked "

@@ -83,7 +83,7 @@ from smores_assembly import params
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.problem import NavProblem, nav_problem
+from smores_assembly.navigation.problem import NavProblem, nav_problem, wait_for_backoffs
 from smores_assembly.navigation.stage import NavSettings, StagePlan, WorkClock, pose_at
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
@@ -287,6 +287,9 @@ class NavigationNode(Node):
                                              width=self.settings.module_width,
                                              clock_factory=work, keep_clear=self._keep_clear,
                                              slides=prob.slides)
+            # a helper backing off from its hand-over: the back-off is its first move
+            sp = wait_for_backoffs(sp, prob.backoffs, self.settings.helper_backoff_speed,
+                                   self.settings.module_width)
         except (NavigationError, InputError) as exc:
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
@@ -322,6 +325,8 @@ class NavigationNode(Node):
             + (f", staging {staged}" if staged else "")
             + (f", straight in {sorted(direct)}" if direct else "")
             + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")
+            + (f", waiting {st['backoff_wait_s']:.1f} s for {sorted(prob.backoffs)} to back off"
+               if "backoff_wait_s" in st else "")
             + f" with {st['algorithm']}: cost {st['cost']}, makespan {st['makespan']} steps, "
             f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms")
         return True
