@@ -59,6 +59,16 @@ controller's status refresh is *quiet* (counted, wakes nobody) unless a phase ch
 executive's stage loop waits for a status instead of polling, and the observer spins at
 most 0.25 s: same trace, Task 1 wake-ups executive 1163 -> 254, navigation 612 -> 183,
 fake hardware 5124 -> 3821; 0.306 -> 0.254 CPU s per simulated s at load ~8.
+Then (third session; this bench's window now ends at the goal's end, see ``cpu/sim``;
+cProfile of the single-process run and per-process CPU and wake-ups from ``/proc``): the
+planning nodes and the run's observer take no ``/clock`` (they never read it: ~2/3 of the
+planning nodes' wake-ups, root_search 0.13 -> 0.03 CPU s per run); LeanExecutor no
+longer resumes a coroutine suspended on a pending future at every wake-up (the
+executive's goal coroutine ~7000 times per run in one process); the bridge reads its
+clock without a Time object per sample and keeps no rate bookkeeping in lockstep; the
+fake hardware's command watchdog is updated once per step; in one process the turns and
+answers are calls instead of DDS messages (``lockstep.register_local``: ~6300 of the
+~7700 executor waits of a single-process run were turn and answer hand-overs).
 Figures: docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations

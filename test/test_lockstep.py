@@ -2,6 +2,7 @@
 
 * Task 1 (mobile_manipulator) run twice with the same seed gives the same ``trace_sha256``
   (the SHA-256 of the ground-truth poses and the commands of every step);
+* Task 1 in one process (``--single-process``) gives the same ``trace_sha256`` and report;
 * Task 1 run while two busy-loop processes compete for the CPU assembles with the same
   ``trace_sha256`` as without them, and no action ever PAUSES on stale poses;
 * an idle planning node's CPU time over 10 s of 100 Hz module states stays under 0.2 s.
@@ -79,6 +80,21 @@ def test_same_seed_gives_the_same_trace(idle_run, tmp_path, ros_domain):
     assert again["trace_sha256"] == idle_run["trace_sha256"]
     assert again["trace_steps"] == idle_run["trace_steps"]
     assert _comparable(again) == _comparable(idle_run)
+
+
+def test_single_process_gives_the_same_trace(idle_run, tmp_path, ros_domain):
+    """``--single-process``: every node in one process, where turns and answers are calls
+    instead of DDS messages (lockstep.register_local), gives the run of one process per
+    node."""
+    single = _run_task1(tmp_path, "--single-process")
+    assert single["single_process"] is True and idle_run["single_process"] is False
+    assert single["trace_sha256"] == idle_run["trace_sha256"]
+    assert single["trace_steps"] == idle_run["trace_steps"]
+    assert single["node_exit_codes"] == {"container": 0}
+    assert set(idle_run["node_exit_codes"].values()) == {0}
+    own = ("single_process", "node_exit_codes")   # the processes differ, by design
+    assert ({k: v for k, v in _comparable(single).items() if k not in own}
+            == {k: v for k, v in _comparable(idle_run).items() if k not in own})
 
 
 def test_busy_machine_gives_the_same_trace_and_never_pauses(idle_run, tmp_path, ros_domain,

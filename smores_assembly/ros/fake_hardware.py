@@ -293,6 +293,9 @@ class FakeHardwareNode(Node):
         self._ack_sub = self.create_subscription(LockstepAck, lockstep.TOPIC_ACK,
                                                  self._on_ack, lockstep.ACK_SUB_QOS, raw=True,
                                                  event_callbacks=lockstep.NO_EVENTS_SUB)
+        # participants in this process answer by a call (lockstep.register_local)
+        lockstep.register_local(self, self._ack_sub.topic_name, self)
+        self._advancing = False   # inside _advance: an answer by a call goes on there
         self._last_poll = self._last_stray = 0.0
         # the connections published at start-up (before the schedule existed) count too:
         # every participant receives them (transient local)
@@ -324,7 +327,8 @@ class FakeHardwareNode(Node):
         t_ns = msg.stamp_ns
         if self._awaiting == (msg.node, t_ns):
             self._awaiting = None
-            self._advance()
+            if not self._advancing:   # else the turn was answered within _give_turn
+                self._advance()
 
     def _commands_complete(self) -> bool:
         """Every command that the answers announced has been taken (and queued for the next
@@ -375,17 +379,27 @@ class FakeHardwareNode(Node):
         sec, nsec = divmod(t_ns, 1_000_000_000)
         self._awaiting = (name, t_ns)
         self._awaiting_since = time.monotonic()
-        self._turn_pubs[name].publish(
-            write_turn(sec, nsec, tuple(expected), list(expected.values())))
+        raw = write_turn(sec, nsec, tuple(expected), list(expected.values()))
+        pub = self._turn_pubs[name]
+        local = lockstep.local_endpoint(self, pub.topic_name)
+        if local is not None:   # a participant in this process: a call (it may answer
+            local._on_turn(raw)  # at once, within this call, or later)
+        else:
+            pub.publish(raw)
 
     def _advance(self) -> None:
         """Lockstep: give the due turns, step when they are answered (see the module doc)."""
+        if self._advancing:
+            return
+        self._advancing = True
         try:
             self._advance_impl()
         except Exception:
             if not self.context.ok():
                 return
             raise
+        finally:
+            self._advancing = False
 
     def _advance_impl(self) -> None:
         now = time.monotonic()
@@ -415,7 +429,9 @@ class FakeHardwareNode(Node):
             name = sched.next_turn()
             if name is not None:
                 self._give_turn(name)
-                return
+                if self._awaiting is not None:   # answered later (its arrival goes on)
+                    return
+                continue   # answered within the call (a participant in this process)
             if not self._commands_complete():
                 return
             if rtf > 0:
