@@ -240,7 +240,7 @@ def full_reason(scenario, asked_full: bool = False) -> str:
                         scenario.edges, exclude=scenario.helpers):
         return ("no part of the start structure is kept because none is a part of the "
                 "target: no start connection joins two modules at the faces of a target "
-                "edge (and keeping one module in place was estimated no faster)")
+                "edge; keeping one module in place was not estimated clearly faster")
     return ("keeping a common part of the start structure and the target, or one module "
             "in place, was estimated slower than taking everything apart, or could not be "
             "planned")

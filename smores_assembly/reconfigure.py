@@ -33,9 +33,10 @@ Steps of :func:`plan_reconfiguration`:
 
 A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`), for
 a few single modules kept in place as the target's root (:func:`single_parts`, up to
-:data:`MAX_SINGLES`: the nodes with the fewest wheel-face docks), and the full
-disassembly's plan too; the one with the shortest :func:`estimated_time` is kept
-(then the fewest stages, the fewest actions, the larger part, full disassembly last), so
+:data:`MAX_SINGLES`: the nodes with the fewest wheel-face docks; chosen only when estimated
+``single_margin_s`` faster), and the full disassembly's plan too; the one with the shortest
+:func:`estimated_time` is kept (then the fewest stages, the fewest actions, the larger part,
+full disassembly last), so
 ``method="reuse"`` keeps a part only when that is estimated faster. The kept part decides
 more than how many docks are saved: every other edge is docked away from it, so it also
 decides which docks present a wheel face (LEFT/RIGHT child face: a helper fetches the
@@ -109,6 +110,13 @@ class ReconfigurationSettings:
             2.4-2.6 s, a helper's release 2.0-2.1 s), the others fitted (least squares)
             to the end of the undocking stages and the end of 16 runs of bench_reconfig
             seeds 2 and 3 (fake hardware, lockstep): RMS error 19 s on 104-297 s.
+        single_margin_s: a single module kept in place (:func:`single_parts`) is chosen
+            only when its plan is estimated at least this much [s] faster than the best
+            common part's and the full disassembly's: a common part saves an undock and a
+            dock for certain, a single's gain is estimated travel only (bench_reconfig
+            reconf_8_1018022223: the single m7, estimated 5 s faster than keeping m0 m1,
+            ran 314.1 s against 179.0 s; the singles chosen in the other pairs of seeds 2
+            and 3 were estimated 20-25 s faster and ran 50-75 s faster).
     """
 
     backoff_min: float = 0.06
@@ -126,6 +134,7 @@ class ReconfigurationSettings:
     release_s: float = 2.0
     travel_factor: float = 1.2
     fallback_speed: float = 0.02
+    single_margin_s: float = 10.0
 
 
 # --------------------------------------------------------------------- common part
@@ -532,7 +541,8 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
     # carries, drives, as the navigation plans them), then the fewest stages (each stage
     # waits for its slowest action), the fewest actions, then rank: the common parts
     # (larger first, list order), the full disassembly, the single modules kept in place
-    # (a tie with the full disassembly, e.g. a two-module piece, is the full one)
+    # (a tie with the full disassembly, e.g. a two-module piece, is the full one); a
+    # single's estimate counts single_margin_s more
     best: tuple[tuple, Plan] | None = None
     common = common_parts(conns, scenario.nodes, scenario.edges,
                           exclude=scenario.helpers)[:MAX_PARTS]
@@ -546,7 +556,8 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
         except PlanningError as exc:
             tried.append(f"keeping {sorted(part.values())}: {exc}")
             continue
-        key = (estimated_time(plan, mods, s), len(plan.stages),
+        margin = s.single_margin_s if k > len(common) else 0.0
+        key = (estimated_time(plan, mods, s) + margin, len(plan.stages),
                len(plan.undocks) + len(plan.actions), k)
         if best is None or key < best[0]:
             best = (key, plan)

@@ -349,24 +349,32 @@ def test_a_reconfiguration_with_nothing_to_undock_says_so(tmp_path):
     assert not any(ln.startswith("stage  module  undocks face") for ln in out)
 
 
-def test_a_full_reconfiguration_says_why_it_is_full(tmp_path):
-    """m0.TOP-m1.LEFT joins no target edge's faces: no common part; a full disassembly's
-    line says why (and names the flag when given). Without the flag the planner keeps m0
-    in place (estimated faster: the target is built round it, m1 undocks and docks back
-    at m0.TOP) and says so."""
+def test_a_reconfiguration_keeping_one_module_says_in_place(tmp_path):
+    """A reuse plan that keeps a single module (reconfigure.single_parts) says it stays in
+    place, not 'docked' (it has no connection)."""
+    import dataclasses
+
     from smores_assembly.cli import format_plan
     from smores_assembly.reconfigure import plan_reconfiguration
 
+    p = tmp_path / "r_ok.yaml"
+    p.write_text(RECONF.format(name="r_ok", yaw=0, face="BOTTOM"))
+    sc = load_scenario(p)
+    plan = dataclasses.replace(plan_reconfiguration(sc), kept=["m0"])
+    assert format_plan(plan, sc).splitlines()[2] == (
+        "reconfiguration (reuse): keeps m0 in place (the target is built round it); "
+        "0 undocking actions in 0 stages")
+
+
+def test_a_full_reconfiguration_says_why_it_is_full(tmp_path):
+    """m0.TOP-m1.LEFT joins no target edge's faces: no common part, so full disassembly
+    without --full-disassembly; the line says why (and names the flag when given)."""
     p = tmp_path / "r_undock.yaml"
     p.write_text(RECONF.format(name="r_undock", yaw=1.5707963, face="LEFT"))
-    sc = load_scenario(p)
-    out = format_plan(plan_reconfiguration(sc, method="full"), sc).splitlines()
+    out = run_cli("plan", str(p)).stdout.splitlines()
     assert out[2].startswith("reconfiguration (full): full disassembly, then assembly (no "
                              "part of the start structure is kept because none is a part "
                              "of the target: ")
-    out = run_cli("plan", str(p)).stdout.splitlines()
-    assert out[2] == ("reconfiguration (reuse): keeps m0 in place (the target is built round "
-                      "it); 1 undocking action in 1 stage")
     out = run_cli("plan", str(p), "--full-disassembly").stdout.splitlines()
     assert out[2].startswith("reconfiguration (full): full disassembly, then assembly "
                              "(--full-disassembly); 1 undocking action")
