@@ -19,7 +19,8 @@ parent's goal to the child's goal, pointing out of the structure):
   goal, ``standoff + e`` out with the smallest ``e >= 0`` (steps of ``step``, at most
   ``limit``) such that its body stays ``margin`` clear of the zone of every other dock that
   runs in its stage or before it, clear of every module placed before it (also along the
-  straight slide back to the pre-dock pose: flush is allowed), and its centre stays
+  straight slide back to the pre-dock pose: flush is allowed; and by its corner radius
+  plus ``TURN_MARGIN`` at the pose itself, where it turns in place), and its centre stays
   ``clearance`` from the pre-dock pose of every dock that runs before it or with it and
   from every staging pose chosen before, ``queue_clearance`` from such a pose that lies on
   its own axis with its heading (a queue: both slide straight on, neither turns there)
@@ -57,6 +58,9 @@ from smores_assembly.params import check_ranges, param_field
 #: Schedule modes of ``task_assignment`` (``schedule`` parameter, ``run --schedule``):
 #: one dock per stage; the paper's parallel stages; parallel stages with staging moves.
 SCHEDULES = ("sequential", "staged", "pipelined")
+#: Path error [m] added to the corner radius of a module turning in place at its staging
+#: pose (as :func:`~smores_assembly.navigation.stage.turn_clearance` adds it)
+TURN_MARGIN = 0.005
 DEFAULT_SCHEDULE = "pipelined"
 
 
@@ -237,6 +241,11 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
     predocks = {a.module: nominal_predock(a.goal, plan.goals[a.parent_module], standoff)
                 for a in plan.actions}
     half_diag = width / math.sqrt(2.0)
+    # the module turns in place at its staging pose (onto its axis, from its path): the
+    # disc it sweeps plus 5 mm of path error keeps off every body placed before its stage
+    # (bench_targets random_9_46370965: m4 staged 0.085 m from the root m0, its turn
+    # swept 17 mm into m0, 3 contacts)
+    turn_room = half_diag + TURN_MARGIN
     far = standoff + s.staging_limit + step
 
     def near(px: float, py: float, nx: float, ny: float, gx: float, gy: float,
@@ -255,7 +264,7 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
         gx, gy = a.goal.x, a.goal.y
         before = [m for m, k in stage_of.items() if k < a.stage
                   and near(plan.goals[m].x, plan.goals[m].y, nx, ny, gx, gy, 0.0,
-                           2 * half_diag)]
+                           half_diag + turn_room)]
         other_zones = [zones[b.module] for b in plan.actions
                        if b.stage <= a.stage and b.module != a.module
                        and near(zones[b.module].x, zones[b.module].y, nx, ny, gx, gy,
@@ -279,6 +288,7 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
                          0.5 * e + 0.5 * width, 0.5 * width)
             if (all(rect_overlap(sq, z.grown(s.staging_margin)) <= 0.0 for z in other_zones)
                     and all(rect_overlap(slide, b) <= 1e-9 for b in placed)
+                    and all(b.distance_to_point(p.x, p.y) >= turn_room for b in placed)
                     and all(math.hypot(p.x - q.x, p.y - q.y) >= (
                         s.staging_queue_clearance if _queued(q, a.goal, nx, ny)
                         else s.staging_clearance) for q in near_pre)):
