@@ -20,3 +20,25 @@ def spin_until(executor, predicate: Callable[[], bool], timeout: float,
             return True
         executor.spin_once(timeout_sec=period)
     return predicate()
+
+
+def spin_until_sim(executor, predicate: Callable[[], bool], sim_time: Callable[[], float],
+                   sim_limit: float, stall_s: float = 120.0, period: float = 0.02) -> bool:
+    """Spin ``executor`` until ``predicate()`` holds or ``sim_time()`` passes ``sim_limit``.
+
+    A wait bounded by **simulated** time [s]: a loaded machine only makes it longer, never
+    fails it. The only wall-clock bound is a stall guard: ``sim_time()`` not advancing for
+    ``stall_s`` wall seconds (a hung simulation) ends it. Returns the predicate's final value.
+    """
+    last, since = sim_time(), time.monotonic()
+    while not predicate():
+        t = sim_time()
+        if t > sim_limit:
+            return predicate()
+        now = time.monotonic()
+        if t != last:
+            last, since = t, now
+        elif now - since > stall_s:
+            return predicate()
+        executor.spin_once(timeout_sec=period)
+    return True
