@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from bench import SMORES_ASSEMBLE
+from bench import smores_assemble
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = ["mobile_manipulator", "holonomic_vehicle", "rc_car", "rc_car_two_helpers"]
@@ -42,7 +42,7 @@ def run_one(scenario: str, mode: str, out: Path, seed: int, domain: int | None =
     mode``; its report (``process_wall_s`` added; a failed start gives ``success: False``).
     ``domain`` None: the run draws a free ROS domain itself (``smores_assembly.ros.domain``),
     so runs can go side by side."""
-    cmd = [SMORES_ASSEMBLE, "run",
+    cmd = [*smores_assemble(), "run",
            str(REPO / "config" / "scenarios" / f"{scenario}.yaml"), "--out", str(out),
            "--schedule", mode, "--seed", str(seed), "--real-time-factor", str(rtf),
            "--timeout", str(timeout)]

@@ -82,7 +82,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import SMORES_ASSEMBLE
+from bench import smores_assemble
 
 import yaml
 
@@ -239,7 +239,7 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
     """One ``smores-assemble run`` of ``case`` in ``mode`` (multi | single) with CPU
     sampling; returns the measured numbers."""
     out = workdir / f"{case}_{mode}"
-    cmd = [SMORES_ASSEMBLE, "run",
+    cmd = [*smores_assemble(), "run",
            str(_scenario_path(case, workdir)), "--out", str(out), "--seed", "0",
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if mode == "single":

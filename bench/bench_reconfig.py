@@ -33,6 +33,7 @@ from pathlib import Path
 
 import yaml
 
+from bench import smores_assemble
 from smores_assembly.geometry import Pose2D
 from smores_assembly.topology import random_planar_tree, unfold
 
@@ -60,11 +61,8 @@ def make_pair(n: int, seed: int) -> dict:
 
 
 def _cli(*args: str, timeout: float, env: dict) -> subprocess.CompletedProcess:
-    # the installed command (the checkout root's package has no generated interfaces)
-    exe = Path(sys.prefix) / "bin" / "smores-assemble"
-    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "smores_assembly.cli"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=timeout)
+    return subprocess.run([*smores_assemble(), *args], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=timeout)
 
 
 def run_case(path: Path, out: Path, full: bool, rtf: float, timeout: float) -> dict:

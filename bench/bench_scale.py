@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from bench import SMORES_ASSEMBLE
+from bench import smores_assemble
 from bench.bench_lockstep import run_sampled
 from smores_assembly.errors import PlanningError
 from smores_assembly.planning import plan_assembly
@@ -130,7 +130,7 @@ def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0,
     start to the verdict), ``cpu_per_sim_s``, ``peak_rss_mb`` (largest sum of the
     processes' peak RSS seen), ``mapf_ms`` (stage -> summed MAPF search time of the
     navigation's plans of that stage, from ``nodes.log``)."""
-    cmd = [SMORES_ASSEMBLE, "run", str(path), "--out", str(out), "--seed", str(seed),
+    cmd = [*smores_assemble(), "run", str(path), "--out", str(out), "--seed", str(seed),
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if params_file is not None:
         cmd += ["--params-file", str(params_file)]

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import SMORES_ASSEMBLE
+from bench import smores_assemble
 
 import numpy as np
 import yaml
@@ -83,7 +83,7 @@ def make_scenario(n: int, seed: int) -> dict:
 
 
 def _cli(*args: str, timeout: float, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([SMORES_ASSEMBLE, *args],
+    return subprocess.run([*smores_assemble(), *args],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
 
 

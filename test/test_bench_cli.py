@@ -52,3 +52,32 @@ def test_every_bench_option_has_help(name, monkeypatch):
     undocumented = [a.option_strings or a.dest for a in seen["actions"]
                     if not a.help and a.help is not argparse.SUPPRESS]
     assert undocumented == []
+
+
+def test_benches_find_the_installed_cli_without_the_venvs_python(monkeypatch, tmp_path):
+    """A bare ``python -m bench.bench_targets`` (a python that is not the venv's) starts the
+    checkout's ``.venv/bin/smores-assemble``; without one, one clear error says what to do
+    (it crashed with FileNotFoundError on ``<sys.prefix>/bin/smores-assemble``)."""
+    import bench
+
+    other = tmp_path / "other_python" / "bin"
+    other.mkdir(parents=True)
+    monkeypatch.setattr(sys, "executable", str(other / "python3"))
+    monkeypatch.setattr(sys, "prefix", str(other.parent))
+    repo = tmp_path / "clone"
+    monkeypatch.setattr(bench, "REPO", repo)
+    with pytest.raises(SystemExit) as err:
+        bench.smores_assemble()
+    msg = str(err.value)
+    assert "make setup" in msg and ".venv/bin/python -m bench" in msg and str(repo) in msg
+    exe = repo / ".venv" / "bin" / "smores-assemble"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    assert bench.smores_assemble() == [str(exe)]
+    # the venv's own python (or an activated venv) takes the command next to it
+    mine = other / "smores-assemble"
+    mine.write_text("#!/bin/sh\n")
+    mine.chmod(0o755)
+    assert bench.smores_assemble() == [str(mine)]
+
