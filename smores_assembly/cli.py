@@ -116,9 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="start only these nodes here, comma-separated groups or node "
                          "names: hardware (fake_hardware, mocap_bridge), planning "
                          "(root_search, task_assignment, navigation, executive), control "
-                         "(docking_controller), pipeline (planning + control); the others "
-                         "run on other computers (README 'Running on several computers'; "
-                         "default: all)")
+                         "(docking_controller), pipeline (planning + control), none (only "
+                         "send the goal to a stack started elsewhere, e.g. by python -m "
+                         "smores_assembly.launch fake_assembly); the others run on other "
+                         "computers (README 'Running on several computers'; default: all)")
     pr.add_argument("--schedule", choices=SCHEDULES, default=None,
                     help="task_assignment's schedule mode: sequential (one dock per "
                          "stage), staged (the paper's parallel stages) or pipelined (also "

@@ -64,6 +64,8 @@ def test_select_nodes_takes_groups_and_node_names_in_launch_order():
     assert select_nodes("docking_controller, hardware") == (
         "fake_hardware", "mocap_bridge", "docking_controller")
     assert set(select_nodes("hardware,pipeline")) == set(ALL_NODES)
+    # none: the whole stack runs elsewhere (started by the launch runner); run sends the goal
+    assert select_nodes("none") == () == select_nodes(" none ")
     for bad in ("vision", "hardware,", ""):
         with pytest.raises(InputError, match="--nodes: unknown group or node"):
             select_nodes(bad)

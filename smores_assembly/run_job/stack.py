@@ -35,7 +35,9 @@ _NAMESPACE = re.compile(r"^/?([A-Za-z_][A-Za-z0-9_]*)(/[A-Za-z_][A-Za-z0-9_]*)*/
 def select_nodes(spec: str | None) -> tuple[str, ...]:
     """The nodes named by ``run --nodes``: a comma-separated list of groups
     (:data:`NODE_GROUPS`) and node names, e.g. ``"hardware"`` or ``"pipeline"`` or
-    ``"planning,docking_controller"``; None or ``"all"``: every node. Returned in launch
+    ``"planning,docking_controller"``; None or ``"all"``: every node; ``"none"``: no node
+    (the whole stack runs elsewhere, e.g. started with ``python -m smores_assembly.launch
+    fake_assembly``: ``run`` only sends the goal and writes the report). Returned in launch
     order.
 
     Raises:
@@ -44,6 +46,8 @@ def select_nodes(spec: str | None) -> tuple[str, ...]:
     """
     if spec is None or spec.strip() == "all":
         return ALL_NODES
+    if spec.strip() == "none":
+        return ()
     chosen: set[str] = set()
     for item in (s.strip() for s in spec.split(",")):
         if item in NODE_GROUPS:
@@ -53,7 +57,8 @@ def select_nodes(spec: str | None) -> tuple[str, ...]:
         else:
             raise InputError(
                 f"--nodes: unknown group or node {item!r} (groups: "
-                f"{', '.join(sorted(NODE_GROUPS))}, all; nodes: {', '.join(ALL_NODES)})",
+                f"{', '.join(sorted(NODE_GROUPS))}, all, none; nodes: "
+                f"{', '.join(ALL_NODES)})",
                 field="--nodes")
     return tuple(n for n in ALL_NODES if n in chosen)
 
