@@ -7,12 +7,14 @@ Instances (fixed seeds): a random planar tree grown on the grid
 validated through :func:`smores_assembly.scenario.scenario_from_dict` like a scenario file,
 with the modules (10 % spare, one reserved helper) scattered uniformly over a square whose
 side grows with sqrt(N). Reported: validation time (load), planning time (root search,
-unfolding, Kuhn–Munkres assignment, schedule) as median and max wall time over the repeats,
+unfolding, Kuhn–Munkres assignment, schedule) as median and max wall time over the repeats
+(``--repeats`` different instances of each size: seeds ``1000 * N + r``, r = 0 .. repeats-1),
 the median process CPU time of planning (the machine may be shared: CPU time is the fairer
-figure), the share of ``linear_sum_assignment`` in it, the number of stages and the summed
-travel, and how many targets were refused (no docking order: the corridors of
-``smores_assembly.corridors`` block each other, as for most random trees of 100+ nodes; a
-refusal is timed, it comes after the assignment). A comb of about the same size
+figure), the share of ``linear_sum_assignment`` in it, the median number of stages and
+median summed travel over the instances planned, and how many instances were refused (no
+docking order: the corridors of ``smores_assembly.corridors`` block each other, as for most
+random trees of 100+ nodes; a refusal is timed, it comes after the assignment). A comb of
+about the same size
 (``topology.comb_tree``, always plannable) is timed beside each random tree. Goal (issue 16):
 1,000 modules planned in < 0.1 s.
 """
@@ -73,10 +75,13 @@ def make_comb_dict(n_nodes: int, seed: int) -> dict:
 
 
 def _measure(make, n: int, repeats: int):
-    """Time ``repeats`` instances; a refused random tree (no docking order: its corridors
-    block each other) is timed up to the refusal, which comes after the assignment."""
+    """Time ``repeats`` instances (seeds ``1000 * n + r``); a refused random tree (no
+    docking order: its corridors block each other) is timed up to the refusal, which comes
+    after the assignment. Returns the last scenario, the stage counts and travels [m] of the
+    instances planned, the number refused and the per-instance times."""
     loads, plans, cpus, lsas = [], [], [], []
-    plan, refused, sc = None, 0, None
+    stages, travels = [], []
+    refused, sc = 0, None
     for r in range(repeats):
         data = make(n, 1000 * n + r)
         t0 = time.perf_counter()
@@ -85,6 +90,8 @@ def _measure(make, n: int, repeats: int):
         t1, c1 = time.perf_counter(), time.process_time()
         try:
             plan = plan_assembly(sc)
+            stages.append(len(plan.stages))
+            travels.append(plan.total_cost_m)
         except PlanningError:
             refused += 1
         t2, c2 = time.perf_counter(), time.process_time()
@@ -92,7 +99,7 @@ def _measure(make, n: int, repeats: int):
         plans.append(t2 - t1)
         cpus.append(c2 - c1)
         lsas.append(_LSA_TIME[0] / max(t2 - t1, 1e-9))
-    return sc, plan, refused, loads, plans, cpus, lsas
+    return sc, stages, travels, refused, loads, plans, cpus, lsas
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,19 +107,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000],
                     help="module counts of the random targets to plan (default: 10 100 1000)")
     ap.add_argument("--repeats", type=int, default=5,
-                    help="plans per target; the table gives median and max (default: 5)")
+                    help="instances per size and kind, each a different target (seed "
+                         "1000*N + r); the table gives median and max of the times, the "
+                         "median stages and travel of the instances planned and how many "
+                         "were refused (default: 5)")
     args = ap.parse_args(argv)
     print(f"{'target':>10} {'nodes':>6} {'modules':>8} {'load ms':>8} {'plan ms med':>12} "
           f"{'plan ms max':>12} {'plan cpu ms':>12} {'lsa %':>6} {'stages':>7} "
-          f"{'travel m':>9} {'refused':>8}")
+          f"{'travel m':>9} {'refused':>8}   (stages, travel m: medians over the instances "
+          f"planned)")
     worst_cpu = 0.0
     for n in args.sizes:
         for kind, make in (("random", make_scenario_dict), ("comb", make_comb_dict)):
-            sc, plan, refused, loads, plans, cpus, lsas = _measure(make, n, args.repeats)
+            sc, nstages, travels, refused, loads, plans, cpus, lsas = _measure(
+                make, n, args.repeats)
             if n >= 1000:
                 worst_cpu = max(worst_cpu, statistics.median(cpus))
-            stages = f"{len(plan.stages):>7}" if plan else f"{'-':>7}"
-            travel = f"{plan.total_cost_m:>9.2f}" if plan else f"{'-':>9}"
+            stages = f"{statistics.median(nstages):>7g}" if nstages else f"{'-':>7}"
+            travel = f"{statistics.median(travels):>9.2f}" if travels else f"{'-':>9}"
             print(f"{kind:>10} {len(sc.nodes):>6} {len(sc.modules):>8} "
                   f"{1e3 * statistics.median(loads):>8.1f} "
                   f"{1e3 * statistics.median(plans):>12.1f} {1e3 * max(plans):>12.1f} "
