@@ -257,7 +257,7 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
         raise _fail("module_width", f"must be > 0, got {width!r}")
     if width > MAX_MODULE_WIDTH_M:
         raise _fail("module_width", f"{width:g} m is more than {MAX_MODULE_WIDTH_M:g} m: "
-                                    f"widths are in metres (did you mean metres? {width:g} "
+                                    f"widths are in metres (given in millimetres? {width:g} "
                                     f"mm = {width / 1000:g} m)")
 
     target = data["target"]
@@ -332,7 +332,7 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
                 # REP-103: metres; 300 here is nearly always millimetres
                 raise _fail(f"{where}[{k}]", f"{'xy'[k]} {v:g} m is beyond the lab floor "
                                              f"(|x|, |y| <= {MAX_POSITION_M:g} m): positions "
-                                             f"are in metres (did you mean metres? {v:g} "
+                                             f"are in metres (given in millimetres? {v:g} "
                                              f"mm = {v / 1000:g} m)")
         modules[mid] = Pose2D(x, y, wrap_angle(yaw))
 

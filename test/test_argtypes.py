@@ -99,8 +99,12 @@ def test_run_ctrl_c_after_the_stack_stopped_does_not_claim_nothing_moved(monkeyp
     monkeypatch.setattr(run_job, "_run_stack", started_then_interrupted)
     monkeypatch.setattr(os, "environ", {**os.environ, "ROS_DOMAIN_ID": "77"})
     assert cli.main(["run", "config/scenarios/rc_car.yaml", "--out", str(tmp_path)]) == 130
-    err = capsys.readouterr().err
+    out = capsys.readouterr()
+    err = out.err
     assert err.startswith("smores-assemble: interrupted after the stack stopped")
+    # ROS_DOMAIN_ID given: no domain is picked, and the progress line does not claim it
+    first = out.out.splitlines()[0]
+    assert "starting the stack" in first and "picking a ROS domain" not in first
     assert "before any module moved" not in err and "Traceback" not in err
 
 

@@ -477,7 +477,7 @@ def test_a_module_width_in_millimetres_is_refused_with_the_metres(width, ok):
         assert scenario_from_dict(d).module_width == width <= MAX_MODULE_WIDTH_M
         return
     with pytest.raises(ScenarioError, match=r"^module_width: .* m is more than 1 m: widths "
-                                            r"are in metres \(did you mean metres\? "
+                                            r"are in metres \(given in millimetres\? "
                                             + f"{width:g} mm = {width / 1000:g} m"):
         scenario_from_dict(d)
 
@@ -496,5 +496,6 @@ def test_a_position_beyond_the_lab_floor_is_refused_as_probably_millimetres(k, v
         return
     with pytest.raises(ScenarioError, match=rf"^modules\.m1\[{k}\]: {'xy'[k]} {value:g} m is "
                                             r"beyond the lab floor \(\|x\|, \|y\| <= 50 m\)"
-                                            rf".*{value:g} mm = {value / 1000:g} m"):
+                                            r": positions are in metres \(given in "
+                                            rf"millimetres\? {value:g} mm = {value / 1000:g} m"):
         scenario_from_dict(d)

@@ -101,9 +101,12 @@ def run(args) -> int:
         say(f"removed the previous run's outputs from {out}/: {', '.join(stale)}")
     # the first line comes before the slow part (a free ROS domain, the stack's start-up:
     # seconds under load), so that the run is not silent meanwhile
-    say(f"planned {scenario.name}: picking a ROS domain and starting the stack ...")
     env = os.environ
     remote = tuple(n for n in ALL_NODES if n not in local)
+    picking = "ROS_DOMAIN_ID" not in env and not remote   # as below
+    say(f"planned {scenario.name}: "
+        + ("picking a ROS domain and starting the stack ..." if picking else
+           "starting the stack ..." if local else "waiting for the stack ..."))
     if remote:
         # The other nodes run on other computers: discover them the ROS way (the ROS
         # defaults unless the environment says otherwise: every host of the subnet,
