@@ -130,7 +130,10 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                 lag[task.driven] = max(lag[task.driven], math.hypot(me.x - x, me.y - y))
         if delivered:
             for m, f in followers.items():
-                cmds[m] = f.tick(t, samples[m])
+                me = world.pose(m)
+                near = [(q.x, q.y) for o, q in world.poses().items()
+                        if o != m and q.distance_to(me) <= OBSTACLE_RANGE]
+                cmds[m] = f.tick(t, samples[m], near)
                 if t <= f.path.end_time:
                     x, y = f.path.reference(t)
                     q = world.pose(m)

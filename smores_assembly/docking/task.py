@@ -448,7 +448,17 @@ class Escape:
     def step(self, ctx: DockingContext, body: Pose2D,
              obstacles: Sequence[tuple[float, float]]) -> bool:
         """Set the escape command; True while escaping (the caller re-plans afterwards)."""
-        s = ctx.s
+        cmd = self.command(ctx.s, body, obstacles)
+        if cmd is None:
+            return False
+        ctx.set_cmd(*cmd, virtual=False)
+        return True
+
+    def command(self, s: DockingSettings, body: Pose2D,
+                obstacles: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+        """The escape command ``(v [m/s], w [rad/s])`` of the body (world-frame pose, module
+        centres ``obstacles`` [m]), or None when it is clear (``escape_distance`` from every
+        obstacle) or moving on would bring it closer again."""
 
         def clearance(shift: float, heading: float = body.yaw) -> float:
             x = body.x + shift * math.cos(heading)
@@ -458,7 +468,7 @@ class Escape:
         now = clearance(0.0)
         if now >= s.escape_distance:
             self.sign = 0.0
-            return False
+            return None
         if not self.sign:
             step = max(0.05, s.escape_distance - now + 0.01)
             fwd, back = clearance(step), clearance(-step)
@@ -470,14 +480,12 @@ class Escape:
                 err = wrap_angle(best[1] - body.yaw)
                 if abs(err) > math.pi / 2:
                     err = wrap_angle(err + math.pi)
-                ctx.set_cmd(0.0, s.adjust_k_yaw * err, virtual=False)
-                return True
+                return saturate(0.0, s.adjust_k_yaw * err, s)
             self.sign = 1.0 if fwd >= back else -1.0
         elif clearance(self.sign * 0.005) < now:
             self.sign = 0.0
-            return False
-        ctx.set_cmd(self.sign * min(s.near_structure_speed, s.v_max), 0.0, virtual=False)
-        return True
+            return None
+        return saturate(self.sign * min(s.near_structure_speed, s.v_max), 0.0, s)
 
     def at_start(self, ctx: DockingContext, body: Pose2D) -> bool:
         """:meth:`step` only until the body was clear once (a planned path may
@@ -1337,10 +1345,18 @@ class PathFollower:
     and stops at its end (timed pure pursuit, forward only); with ``final_yaw`` [rad] it
     then regulates to the path's end point with that heading (turn-drive-turn within the
     POSE_ADJUST tolerances: a staging pose, so that the module's stage starts on its
-    docking axis)."""
+    docking axis).
+
+    A module that starts closer than ``escape_distance`` to another (flush between
+    neighbours) first drives straight away from them (:class:`Escape`), as a docking
+    module's NAVIGATE does: turning in place towards the path there swept its corners into
+    both neighbours (fresh-user finding: a module moved aside from between two flush
+    modules, 0.49 mm contacts). ``escape``: the escape state of the module's previous
+    follower (a new path of the same stage must not restart the escape halfway along).
+    """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
-                 final_yaw: float | None = None):
+                 final_yaw: float | None = None, escape: Escape | None = None):
         self.module = module
         self.path = path
         self.s = settings
@@ -1348,11 +1364,14 @@ class PathFollower:
         self.final_yaw = final_yaw
         self.reg: PoseRegulator | None = None
         self.obs = PoseObserver(settings.filter_alpha)
+        self.escape = escape if escape is not None else Escape()
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
 
-    def tick(self, t: float, sample: PoseSample | None) -> tuple[float, float]:
-        """``(v, w)`` for this tick; zero when stale or finished."""
+    def tick(self, t: float, sample: PoseSample | None,
+             obstacles: Sequence[tuple[float, float]] = ()) -> tuple[float, float]:
+        """``(v, w)`` for this tick; zero when stale or finished. ``obstacles``: centres
+        [m, world frame] of the other modules near this one (for the escape at the start)."""
         dt = 0.0 if self._t is None else max(0.0, min(0.5, t - self._t))
         self._t = t
         self.obs.predict(*self._cmd, dt, t)
@@ -1361,6 +1380,12 @@ class PathFollower:
             self._cmd = (0.0, 0.0)
             return self._cmd
         pose = self.obs.correct(sample)
+        if not self.escape.was_clear:
+            cmd = self.escape.command(self.s, pose, obstacles)
+            if cmd is not None:
+                self._cmd = cmd
+                return self._cmd
+            self.escape.was_clear = True
         if not self.finished:
             v, w, fin = track_timed_path(pose, self.path, t, self.s, self.s.v_max)
             self.finished = fin

@@ -302,8 +302,13 @@ class DockingControllerNode(Node):
     def _obstacles(self, task) -> list[tuple[float, float]]:
         if not isinstance(task, DockingTask):
             return []
-        skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
-        me = self._samples.get(task.driven)
+        return self._around(task.driven,
+                            {task.spec.module, task.spec.parent_module, task.spec.helper})
+
+    def _around(self, driven: str, skip: set[str]) -> list[tuple[float, float]]:
+        """Centres [m] of the tracked modules within ``obstacle_radius`` of ``driven``,
+        those in ``skip`` left out."""
+        me = self._samples.get(driven)
         r = self.node_settings.obstacle_radius
         out = []
         for m, smp in self._samples.items():
@@ -368,8 +373,11 @@ class DockingControllerNode(Node):
         busy = set(cmds)
         for m, p in new_paths.items():
             if m not in busy and p is not None:
+                old = self._followers.get(m)
                 self._followers[m] = PathFollower(m, p, self.settings,
-                                                  final_yaw=self._staging_yaw(m, p))
+                                                  final_yaw=self._staging_yaw(m, p),
+                                                  escape=(old.escape if old and not old.finished
+                                                          else None))
                 self._driven.add(m)
             elif m not in busy:
                 # an empty path: the navigation stops a module of an earlier plan where
@@ -379,7 +387,7 @@ class DockingControllerNode(Node):
             if m in busy:
                 del self._followers[m]
                 continue
-            cmds[m] = f.tick(now, self._samples.get(m))
+            cmds[m] = f.tick(now, self._samples.get(m), self._around(m, {m}))
         for m in self._driven:
             v, w = cmds.get(m, (0.0, 0.0))
             self._send_cmd(m, v, w)
