@@ -55,6 +55,24 @@ def _pair_goal(plan, a, poses, targets, nav: NavSettings) -> Pose2D | None:
     return next((g for _p, g, m in prob.carried.values() if m == a.module), None)
 
 
+def _carried_docks(n: int, seed: int, nav: NavSettings):
+    """Every carried dock of ``n`` random pipelined plans of bench_targets' generator
+    (``seed``) whose pair has a navigation goal: ``(scenario, plan, action, poses as its
+    stage starts, the pair's goal, the placed modules: the root and earlier stages)``."""
+    for sc, plan in bench_plans(n, seed):
+        targets = staging_poses(plan, STANDOFF)
+        for a in plan.actions:
+            if not a.needs_helper:
+                continue
+            poses = _placed_world(plan, sc, a.stage, targets)
+            goal = _pair_goal(plan, a, poses, targets, nav)
+            if goal is None:
+                continue
+            placed = {plan.root_module} | {b.module for b in plan.actions
+                                           if b.stage < a.stage}
+            yield sc, plan, a, poses, goal, placed
+
+
 def _sweep_touches(helper: Pose2D, carry_yaw: float, others: list[Pose2D]) -> bool:
     """The pair (helper square, carried square one width ahead) turning in place through
     a full turn at ``helper`` overlaps a square of ``others`` (every 0.5 deg)."""
@@ -75,38 +93,28 @@ def test_carried_goal_lets_the_pair_turn_where_the_axis_allows():
     on the axis."""
     nav = NavSettings()
     bad, checked = [], 0
-    for sc, plan in bench_plans(40, 42):
-        targets = staging_poses(plan, STANDOFF)
-        for a in plan.actions:
-            if not a.needs_helper:
-                continue
-            poses = _placed_world(plan, sc, a.stage, targets)
-            goal = _pair_goal(plan, a, poses, targets, nav)
-            if goal is None:
-                continue
-            placed = {plan.root_module} | {b.module for b in plan.actions
-                                           if b.stage < a.stage}
-            placed |= {b.module for b in plan.actions
-                       if b.stage == a.stage and b.needs_helper and b.module != a.module}
-            others = [poses[m] for m in placed if m in poses]
-            carry = wrap_angle(-a.child_face.angle)
-            checked += 1
-            if not _sweep_touches(goal, carry, others):
-                continue
-            ang = a.goal.yaw + a.child_face.angle
-            ca, sa = math.cos(ang), math.sin(ang)
-            for i in range(int(LIMIT / 0.005) + 1):
-                d = W + STANDOFF + 0.005 * i
-                p = Pose2D(a.goal.x - d * ca, a.goal.y - d * sa, ang)
-                # a placed module on the axis ahead of the pair's back ends the search
-                if any(abs(-(q.x - a.goal.x) * sa + (q.y - a.goal.y) * ca) < W
-                       and 0.0 < -((q.x - a.goal.x) * ca + (q.y - a.goal.y) * sa) < d + W
-                       for q in others):
-                    break
-                if not _sweep_touches(p, carry, others):
-                    bad.append((sc.name, a.stage, a.module,
-                                round(goal.distance_to(a.goal), 3), round(d, 3)))
-                    break
+    for sc, plan, a, poses, goal, placed in _carried_docks(40, 42, nav):
+        placed |= {b.module for b in plan.actions
+                   if b.stage == a.stage and b.needs_helper and b.module != a.module}
+        others = [poses[m] for m in placed if m in poses]
+        carry = wrap_angle(-a.child_face.angle)
+        checked += 1
+        if not _sweep_touches(goal, carry, others):
+            continue
+        ang = a.goal.yaw + a.child_face.angle
+        ca, sa = math.cos(ang), math.sin(ang)
+        for i in range(int(LIMIT / 0.005) + 1):
+            d = W + STANDOFF + 0.005 * i
+            p = Pose2D(a.goal.x - d * ca, a.goal.y - d * sa, ang)
+            # a placed module on the axis ahead of the pair's back ends the search
+            if any(abs(-(q.x - a.goal.x) * sa + (q.y - a.goal.y) * ca) < W
+                   and 0.0 < -((q.x - a.goal.x) * ca + (q.y - a.goal.y) * sa) < d + W
+                   for q in others):
+                break
+            if not _sweep_touches(p, carry, others):
+                bad.append((sc.name, a.stage, a.module,
+                            round(goal.distance_to(a.goal), 3), round(d, 3)))
+                break
     assert checked >= 60
     assert not bad, bad
 
@@ -136,32 +144,22 @@ def test_carried_pair_docks_from_its_goal_with_a_heading_error():
     rng = random.Random(5)
     cc = carry_clearance(W)
     bad, runs = [], 0
-    for sc, plan in bench_plans(40, 42):
-        targets = staging_poses(plan, STANDOFF)
-        for a in plan.actions:
-            if not a.needs_helper:
+    for sc, plan, a, poses, goal, placed in _carried_docks(40, 42, nav):
+        world = {m: p for m, p in poses.items() if m in placed}
+        for m, p in poses.items():
+            if m in world or m in (a.module, a.helper):
                 continue
-            poses = _placed_world(plan, sc, a.stage, targets)
-            goal = _pair_goal(plan, a, poses, targets, nav)
-            if goal is None:
-                continue
-            placed = {plan.root_module} | {b.module for b in plan.actions
-                                           if b.stage < a.stage}
-            world = {m: p for m, p in poses.items() if m in placed}
-            for m, p in poses.items():
-                if m in world or m in (a.module, a.helper):
-                    continue
-                if math.hypot(p.x - goal.x, p.y - goal.y) < cc or any(
-                        square_overlap((p.x, p.y, p.yaw), (q.x, q.y, q.yaw), W) > -0.002
-                        for q in world.values()):
-                    continue   # moved aside by the navigation / not a reachable stand
-                world[m] = p
-            carry = wrap_angle(-a.child_face.angle)
-            for deg, start in _heading_errors(rng, goal, carry, list(world.values())):
-                runs += 1
-                ok, coll, retries, t = dock_in_world(world, a, 90.0, carried_by=start)
-                if not ok or coll or retries:
-                    bad.append((sc.name, a.stage, a.module, deg, ok, coll, retries, t))
+            if math.hypot(p.x - goal.x, p.y - goal.y) < cc or any(
+                    square_overlap((p.x, p.y, p.yaw), (q.x, q.y, q.yaw), W) > -0.002
+                    for q in world.values()):
+                continue   # moved aside by the navigation / not a reachable stand
+            world[m] = p
+        carry = wrap_angle(-a.child_face.angle)
+        for deg, start in _heading_errors(rng, goal, carry, list(world.values())):
+            runs += 1
+            ok, coll, retries, t = dock_in_world(world, a, 90.0, carried_by=start)
+            if not ok or coll or retries:
+                bad.append((sc.name, a.stage, a.module, deg, ok, coll, retries, t))
     assert runs >= 200
     assert not bad, bad
 
