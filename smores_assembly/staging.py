@@ -257,6 +257,7 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
         return math.hypot(px - gx - t * nx, py - gy - t * ny) < radius + 1e-3
 
     chosen: dict[str, Pose2D] = {}
+    first = min((a.stage for a in plan.actions), default=0)
     for a in sorted(plan.actions, key=lambda a: (a.stage, a.node)):
         if a.needs_helper:
             continue
@@ -271,11 +272,18 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
                                 standoff, half_diag
                                 + math.hypot(zones[b.module].hx + s.staging_margin,
                                              zones[b.module].hy + s.staging_margin))]
-        near_pre = [predocks[b.module] for b in plan.actions
+        # (pose, may queue): a pre-dock pose is a queue's place only when its module slides
+        # to it straight from a staging pose (chosen before, a dock after the first stage:
+        # nothing stages before that one); a module that navigates there drives in off the
+        # axis and turns there (issue 11, bench_targets random_4_280080820: m1 staged
+        # 0.125 m out on m2's axis, m2 of the first stage came in past it to its pre-dock
+        # pose and touched it, 0.10 mm)
+        near_pre = [(predocks[b.module], b.stage > first and b.module in chosen)
+                    for b in plan.actions
                     if b.stage <= a.stage and b.module != a.module
                     and near(predocks[b.module].x, predocks[b.module].y, nx, ny, gx, gy,
                              standoff, s.staging_clearance)]
-        near_pre += [q for q in chosen.values()
+        near_pre += [(q, True) for q in chosen.values()
                      if near(q.x, q.y, nx, ny, gx, gy, standoff, s.staging_clearance)]
         placed = [body(plan.goals[m], width) for m in before]
         e = 0.0
@@ -290,8 +298,8 @@ def staging_poses(plan, standoff: float, settings: StagingSettings | None = None
                     and all(rect_overlap(slide, b) <= 1e-9 for b in placed)
                     and all(b.distance_to_point(p.x, p.y) >= turn_room for b in placed)
                     and all(math.hypot(p.x - q.x, p.y - q.y) >= (
-                        s.staging_queue_clearance if _queued(q, a.goal, nx, ny)
-                        else s.staging_clearance) for q in near_pre)):
+                        s.staging_queue_clearance if queue and _queued(q, a.goal, nx, ny)
+                        else s.staging_clearance) for q, queue in near_pre)):
                 chosen[a.module] = p
                 break
             e += step

@@ -617,3 +617,41 @@ def test_staging_poses_leave_room_to_turn_random_bench_targets():
                         < W / math.sqrt(2.0)]
     assert staged >= 1000, staged
     assert not bad, bad
+
+
+def test_staging_poses_keep_clear_of_a_predock_pose_reached_by_navigation():
+    """A module that navigates to its pre-dock pose (a dock of the first stage, a carried
+    pair, a dock with no staging pose) drives in off its axis and turns there: every staging
+    pose of its stage or later keeps the navigation's ``predock_clearance`` (the room
+    ``clear_predock`` gives a pre-dock goal) from that pre-dock pose, also on the same axis
+    further out (a later dock of the same chain: no queue, the module does not slide in from
+    beyond). Issue 11, bench_targets random_4_280080820: m1 staged 0.125 m out on m2's axis,
+    m2 came in past it to its pre-dock pose and touched it (0.10 mm). Distances computed
+    here from the plan's goals."""
+    from random_plans import bench_plans
+
+    need = NavSettings().predock_clearance
+    bad, checked, same_axis = [], 0, 0
+    for seed in (5, 11):
+        for sc, plan in bench_plans(200, seed):
+            poses = staging_poses(plan, STANDOFF)
+            first = min(a.stage for a in plan.actions)
+            for b in plan.actions:
+                if not (b.stage == first or b.needs_helper or b.module not in poses):
+                    continue   # b slides in straight from its own staging pose
+                par = plan.goals[b.parent_module]
+                nx, ny = (b.goal.x - par.x) / W, (b.goal.y - par.y) / W
+                pre = (b.goal.x + STANDOFF * nx, b.goal.y + STANDOFF * ny)
+                for a in plan.actions:
+                    if (a.module == b.module or a.module not in poses or a.stage < b.stage
+                            or a.stage == first):   # (the first stage never stages)
+                        continue
+                    p = poses[a.module]
+                    d = math.hypot(p.x - pre[0], p.y - pre[1])
+                    checked += 1
+                    on_axis = abs(-(p.x - pre[0]) * ny + (p.y - pre[1]) * nx) < 1e-6
+                    same_axis += on_axis and d < 0.2
+                    if d < need - 1e-9:
+                        bad.append((sc.name, a.module, b.module, round(d, 4), on_axis))
+    assert checked > 1000 and same_axis > 5, (checked, same_axis)
+    assert not bad, bad
