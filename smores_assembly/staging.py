@@ -23,8 +23,10 @@ parent's goal to the child's goal, pointing out of the structure):
   plus ``TURN_MARGIN`` at the pose itself, where it turns in place), and its centre stays
   ``clearance`` from the pre-dock pose of every dock that runs before it or with it and
   from every staging pose chosen before, ``queue_clearance`` from such a pose that lies on
-  its own axis with its heading (a queue: both slide straight on, neither turns there)
-  (:func:`staging_poses`; docks in stage order).
+  its own axis with its heading (a queue: both slide straight on, neither turns there;
+  a pre-dock pose only when its module slides in from its own staging pose, not one a
+  module of the first stage, a carried pair or an unstaged module navigates to and turns
+  at) (:func:`staging_poses`; docks in stage order).
   Helper (wheel-face) docks get their own kind of staging pose
   (:func:`carry_staging_poses`, pre-staged carried modules): the carried module drives by
   itself to a pose on its own dock axis, heading as its goal, where the same rules hold
