@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from smores_assembly.errors import InputError, ParamsError, SmoresError
@@ -199,12 +201,18 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         observer.close_recording()
         # the observer goes first, while the stack's participants are still up: destroyed
         # after them, Fast DDS once hung for good deleting its publishers (a writer's timer
-        # unregistration racing the removal of the remote participants; no report written)
-        observer.destroy()
+        # unregistration racing the removal of the remote participants; no report written).
+        # The same race hung rclpy's shutdown once more (deleting the /rosout writer in
+        # rcl_logging_fini, holonomic_vehicle sequential, after the assembly succeeded):
+        # both are bounded, so the report is written and the run ends whatever DDS does.
+        hung = not bounded_call(observer.destroy, TEARDOWN_TIMEOUT_S)
         codes = runner.shutdown()
-        rclpy.try_shutdown()
+        hung = not bounded_call(rclpy.try_shutdown, TEARDOWN_TIMEOUT_S) or hung
         log.close()
         signals.restore()
+        if hung:
+            say(f"warning: the ROS middleware did not shut down within {TEARDOWN_TIMEOUT_S:.0f} s "
+                "(a Fast DDS teardown hang); the results are written and the run ends anyway")
 
     wall = time.monotonic() - t_wall0
     verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario,
@@ -221,6 +229,43 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
                 "remote_nodes": list(remote)}
     write_up(out, scenario, outcome.result, verdict, wall, observer.obs, codes,
              recorded=bool(args.record), extra=run_info)
+    code = _exit_code(signals, exited, out, verdict, outcome)
+    if hung:
+        # a DDS thread still holds its locks: the interpreter's own exit would wait on it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+#: how long [s] a teardown step of the run's own ROS participant may take before the run
+#: goes on without it (normally well under a second)
+TEARDOWN_TIMEOUT_S = 30.0
+
+
+def bounded_call(fn: Callable[[], object], timeout: float) -> bool:
+    """Call ``fn()`` in a daemon thread and wait at most ``timeout`` [s] for it; True when it
+    returned (or raised: its exception is dropped, a teardown step must not hide the
+    results), False when it is still running (e.g. blocked inside the middleware)."""
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - a teardown step's error must not end the run
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True, name="bounded-teardown").start()
+    return done.wait(timeout)
+
+
+def _exit_code(signals, exited, out: Path, verdict, outcome) -> int:
+    """The run's exit code (130 interrupted, 2 a node refused its configuration, 3 not
+    approved, 1 not assembled, 0 assembled)."""
+    from smores_assembly.run_job.stack import StackExited
+
     if signals.interrupted.is_set():
         return 130
     early = StackExited(exited, out / "nodes.log")
