@@ -24,3 +24,18 @@ def bench_plans(count: int, seed: int, sizes: tuple[int, int] = (5, 12)
         except PlanningError:
             continue
         yield sc, plan
+
+
+def stage_start_world(plan, sc: Scenario, k: int, targets: dict) -> dict:
+    """Poses (module -> Pose2D) as stage ``k`` of ``plan`` starts: the root and the modules
+    of earlier stages at their goals, those of stage ``k`` and later at their staging
+    poses ``targets`` (:func:`smores_assembly.staging.staging_poses`) when they have one,
+    every other module where ``sc`` starts it."""
+    poses = dict(sc.modules)
+    poses[plan.root_module] = plan.goals[plan.root_module]
+    for a in plan.actions:
+        if a.stage < k:
+            poses[a.module] = plan.goals[a.module]
+        elif a.module in targets:
+            poses[a.module] = targets[a.module]
+    return poses

@@ -23,7 +23,7 @@ import math
 import random
 
 from closed_loop import dock_in_world
-from random_plans import bench_plans
+from random_plans import bench_plans, stage_start_world
 from smores_assembly.geometry import Pose2D, square_overlap, wrap_angle
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, carry_clearance
@@ -33,19 +33,6 @@ from smores_assembly.vocabulary import Phase
 W = 0.08
 STANDOFF = 0.06
 LIMIT = 0.4          # the search limit beyond the pre-dock pose [m]
-
-
-def _placed_world(plan, sc, k: int, targets) -> dict[str, Pose2D]:
-    """Poses as stage ``k`` starts: earlier stages docked at their goals, later stages'
-    modules at their staging poses or starts."""
-    poses = dict(sc.modules)
-    poses[plan.root_module] = plan.goals[plan.root_module]
-    for a in plan.actions:
-        if a.stage < k:
-            poses[a.module] = a.goal
-        elif a.module in targets:
-            poses[a.module] = targets[a.module]
-    return poses
 
 
 def _pair_goal(plan, a, poses, targets, nav: NavSettings) -> Pose2D | None:
@@ -64,7 +51,7 @@ def _carried_docks(n: int, seed: int, nav: NavSettings):
         for a in plan.actions:
             if not a.needs_helper:
                 continue
-            poses = _placed_world(plan, sc, a.stage, targets)
+            poses = stage_start_world(plan, sc, a.stage, targets)
             goal = _pair_goal(plan, a, poses, targets, nav)
             if goal is None:
                 continue

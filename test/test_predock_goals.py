@@ -30,7 +30,7 @@ import random
 
 from bench.bench_targets import make_scenario
 from closed_loop import dock_in_world
-from random_plans import bench_plans
+from random_plans import bench_plans, stage_start_world
 from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, clear_predock
@@ -47,15 +47,12 @@ PENETRATION = 0.002  # more than this is not a flush pass
 
 def _world(plan, sc, k: int, targets, rng: random.Random, error: float) -> dict[str, Pose2D]:
     """Poses as stage ``k`` starts; docked modules off their goals by up to ``error``."""
-    poses = dict(sc.modules)
-    poses[plan.root_module] = plan.goals[plan.root_module]
+    poses = stage_start_world(plan, sc, k, targets)
     for a in plan.actions:
         if a.stage < k:
             g = a.goal
             poses[a.module] = Pose2D(g.x + rng.uniform(-error, error),
                                      g.y + rng.uniform(-error, error), g.yaw)
-        elif a.module in targets:
-            poses[a.module] = targets[a.module]
     return poses
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from bench.bench_targets import make_scenario
-from random_plans import bench_plans
+from random_plans import bench_plans, stage_start_world
 from smores_assembly.docking import DockingSettings
 from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, point_segment_distance, predock_pose
@@ -35,19 +35,6 @@ W = 0.08
 STANDOFF = 0.06
 #: the docking controller's clearance of direct moves, plus 1 cm of pose error
 NEAR = DockingSettings().obstacle_clearance + 0.01
-
-
-def _world_at(plan, sc, k: int, targets) -> dict[str, Pose2D]:
-    """Poses as stage ``k`` starts: placed modules at their goals, staging modules at
-    their staging poses (the active stage's too), everyone else where it started."""
-    poses = dict(sc.modules)
-    poses[plan.root_module] = plan.goals[plan.root_module]
-    for a in plan.actions:
-        if a.stage < k:
-            poses[a.module] = plan.goals[a.module]
-        elif a.module in targets:
-            poses[a.module] = targets[a.module]
-    return poses
 
 
 def _slide_violations(plan, k: int, poses: dict[str, Pose2D], targets) -> list[tuple]:
@@ -90,7 +77,7 @@ def _run(sc, plan, nav: NavSettings):
     # pre-staged carried modules (issue 14) keep the staging rules too
     staged_at = dict(targets, **carry_staging_poses(plan, STANDOFF, others=targets))
     for k in range(len(plan.stages)):
-        poses = _world_at(plan, sc, k, targets)
+        poses = stage_start_world(plan, sc, k, targets)
         before = _slide_violations(plan, k, poses, staged_at)
         prob = nav_problem(plan, k, poses, set(), {}, nav, staging_targets=targets)
         try:
@@ -145,7 +132,7 @@ def test_a_module_crosswise_on_its_axis_is_navigated_not_slid_in():
     plan = with_schedule(plan_assembly(sc), "pipelined")
     targets = staging_poses(plan, STANDOFF)
     k = next(a.stage for a in plan.actions if a.module == "m7")
-    poses = _world_at(plan, sc, k, targets)
+    poses = stage_start_world(plan, sc, k, targets)
     prob = nav_problem(plan, k, poses, set(), {}, NavSettings(), staging_targets=targets)
     assert "m7" in prob.direct and "m7" not in prob.moving
     poses["m7"] = Pose2D(0.225, 0.225, 0.0)      # ground truth at the stage's start
@@ -226,7 +213,7 @@ def test_a_helper_past_its_path_is_never_moved_aside():
         for a in plan.actions:
             if not a.needs_helper:
                 continue
-            poses = _world_at(plan, sc, a.stage, targets)
+            poses = stage_start_world(plan, sc, a.stage, targets)
             # the pair at its pre-dock pose, sliding in
             from smores_assembly.navigation.stage import carried_predock
             hp = carried_predock(a.goal, a.child_face.angle, STANDOFF, W)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from bench.bench_targets import make_scenario
-from random_plans import bench_plans
+from random_plans import bench_plans, stage_start_world
 from smores_assembly.docking import DockingSettings
 from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, square_overlap
@@ -43,13 +43,7 @@ def _world_at(plan, sc, k: int, targets) -> dict[str, Pose2D]:
     """Poses as stage ``k`` starts: placed modules at their goals, modules of the stage
     and later ones at their staging poses (else where they started), and the helper of
     the last wheel-face dock of stage ``k - 1`` flush behind the module it handed over."""
-    poses = dict(sc.modules)
-    poses[plan.root_module] = plan.goals[plan.root_module]
-    for a in plan.actions:
-        if a.stage < k:
-            poses[a.module] = plan.goals[a.module]
-        elif a.module in targets:
-            poses[a.module] = targets[a.module]
+    poses = stage_start_world(plan, sc, k, targets)
     handed = [a for a in plan.actions if a.stage == k - 1 and a.needs_helper and a.helper]
     if handed:
         a = handed[-1]

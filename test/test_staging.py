@@ -552,18 +552,13 @@ def test_a_staged_module_slides_straight_in_only_when_its_lane_is_clear():
     goal by the grid-point oracle (undecided within 1-3 mm of the lane's edge: skipped).
     issue 15 bench reconf_8_455736430: the helper that had just docked the parent stood
     in the lane, the slide timed out in POSE_ADJUST (fails before: always direct)."""
+    from random_plans import stage_start_world
     rng = random.Random(8)
     checked = blocked = 0
     for sc, plan in _random_plans(30, (4, 9), 700, schedule="pipelined"):
         targets = staging_poses(plan, STANDOFF)
         for k in range(len(plan.stages)):
-            poses = dict(sc.modules)
-            poses[plan.root_module] = plan.goals[plan.root_module]
-            for a in plan.actions:
-                if a.stage < k:
-                    poses[a.module] = a.goal
-                elif a.module in targets:
-                    poses[a.module] = targets[a.module]
+            poses = stage_start_world(plan, sc, k, targets)
             done = {a.module for a in plan.actions if a.stage < k}
             for a in plan.actions:
                 if a.stage != k or a.needs_helper or a.module not in targets:
