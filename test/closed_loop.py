@@ -132,7 +132,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
             for m, f in followers.items():
                 me = world.pose(m)
                 near = [(q.x, q.y) for o, q in world.poses().items()
-                        if o != m and q.distance_to(me) <= OBSTACLE_RANGE]
+                        if o != m and q.distance_to(me) <= OBSTACLE_RANGE
+                        ] if not f.escape.was_clear else []
                 cmds[m] = f.tick(t, samples[m], near)
                 if t <= f.path.end_time:
                     x, y = f.path.reference(t)

@@ -387,7 +387,10 @@ class DockingControllerNode(Node):
             if m in busy:
                 del self._followers[m]
                 continue
-            cmds[m] = f.tick(now, self._samples.get(m), self._around(m, {m}))
+            # the neighbours matter only until the follower's start escape is done (a
+            # scan of every module per follower and tick otherwise)
+            near = self._around(m, {m}) if not f.escape.was_clear else []
+            cmds[m] = f.tick(now, self._samples.get(m), near)
         for m in self._driven:
             v, w = cmds.get(m, (0.0, 0.0))
             self._send_cmd(m, v, w)
