@@ -69,6 +69,14 @@ clock without a Time object per sample and keeps no rate bookkeeping in lockstep
 fake hardware's command watchdog is updated once per step; in one process the turns and
 answers are calls instead of DDS messages (``lockstep.register_local``: ~6300 of the
 ~7700 executor waits of a single-process run were turn and answer hand-overs).
+Then (fourth session; cProfile of every node with process CPU time, and a two-process
+micro-benchmark of rclpy publishing bytes: a reliable, transient-local message cost ~0.1 ms
+of CPU to publish and ~0.05 ms to receive at load ~20, whatever its size, and a Task 1 run
+sent ~30 000 of them): the fake stack's mocap is one frame per sample
+(``mocap_format: frame``, a ModuleStateArray of the bodies seen, the bridge's ``frame``
+source) instead of one PoseStamped per body (~10 500 -> ~1 500 messages), and in lockstep
+the docking controller sends a turn's cmd_vel commands as one ``CmdVelArray`` instead of
+one Twist per module (~4 900 -> ~1 500); same samples, commands and trace.
 Figures: docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations

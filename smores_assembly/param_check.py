@@ -164,8 +164,10 @@ PINNED_HINTS = {
     "lockstep": "use run --free-running (launch argument lockstep:=false); every node "
                 "of the stack must agree",
     "use_sim_time": "the fake stack runs on the fake hardware's simulated time",
-    "source": "the fake hardware publishes vicon-style poses (real modules: "
-              "assembly.launch.yaml mocap_source:=)",
+    "source": "the bridge reads what the fake hardware publishes (fake_assembly.launch.yaml "
+              "mocap_format:=frame|vicon; real modules: assembly.launch.yaml mocap_source:=)",
+    "mocap_format": "fake_assembly.launch.yaml mocap_format:=frame|vicon (the bridge's "
+                    "source follows it)",
 }
 
 

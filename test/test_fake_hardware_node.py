@@ -606,3 +606,115 @@ def test_wheel_effect_parameters_reach_the_world(ros_context, tmp_path):
         assert node.world.params.wheel_slip == 0.0
     finally:
         node.destroy_node()
+
+
+def test_mocap_frames_carry_the_numbers_of_the_per_body_samples(ros_context, tmp_path):
+    """``mocap_format: frame`` (the fake stack's, issue 10: one message per sample instead
+    of one per body) publishes, for random poses, noise and dropouts, exactly the samples
+    of the per-body PoseStamped format with the same seed: per sample instant the same
+    bodies with the same stamp, position and quaternion (the oracle: the vicon format,
+    read by rclpy-independent wire code checked against rclpy in test_wire)."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from smores_assembly.msg import ModuleStateArray
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+    from smores_assembly.ros.wire import read_mocap_frame, read_pose_stamped
+
+    rng = np.random.default_rng(11)
+    cells = rng.choice(36, size=5, replace=False)
+    poses = {f"m{k}": (float(c % 6) * 3 * W, float(c // 6) * 3 * W,
+                       float(rng.uniform(-math.pi, math.pi)))
+             for k, c in enumerate(cells)}
+    scen = write_scenario(tmp_path, poses)
+    common_params = [Parameter("scenario", value=scen), Parameter("real_time_factor", value=1e-3),
+                     Parameter("mocap_rate_hz", value=50.0),
+                     Parameter("mocap_noise_std_m", value=0.002),
+                     Parameter("mocap_noise_std_rad", value=0.01),
+                     Parameter("dropout_probability", value=0.3),
+                     Parameter("random_seed", value=int(rng.integers(1 << 30)))]
+    vicon = FakeHardwareNode(context=ros_context, namespace="/vicon_fmt",
+                             parameter_overrides=common_params)
+    frame = FakeHardwareNode(context=ros_context, namespace="/frame_fmt",
+                             parameter_overrides=[*common_params,
+                                                  Parameter("mocap_format", value="frame")])
+    probe = rclpy.create_node("probe_frames", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    for n in (vicon, frame, probe):
+        ex.add_node(n)
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
+    per_body: list = []
+    frames: list = []
+    for m in poses:
+        probe.create_subscription(
+            PoseStamped, f"/vicon_fmt/vicon/{m}/{m}",
+            lambda raw, m=m: per_body.append((m, *read_pose_stamped(raw))), qos, raw=True)
+    probe.create_subscription(ModuleStateArray, "/frame_fmt/fake_hardware/mocap",
+                              lambda raw: frames.append(read_mocap_frame(raw)), qos, raw=True)
+    try:
+        assert spin_until(ex, lambda: frame.count_subscribers(
+            "/frame_fmt/fake_hardware/mocap") > 0 and all(
+            vicon.count_subscribers(f"/vicon_fmt/vicon/{m}/{m}") > 0 for m in poses), 10)
+        assert not vicon._mocap_frame and frame._mocap_frame
+        for _ in range(60):                      # 0.6 s: 30 samples of 5 bodies
+            vicon.step_once(0.01)
+            frame.step_once(0.01)
+        seen = int(vicon.mocap_published.sum())
+        assert 0 < seen < 30 * len(poses)       # some dropped
+        assert spin_until(ex, lambda: len(per_body) >= seen and len(frames) >= 30, 10)
+        assert len(frames) == 30 == frame.mocap_samples
+        from_frames = sorted((m, stamp, pos, quat) for _, bodies in frames
+                             for m, stamp, pos, quat in bodies)
+        assert from_frames == sorted(per_body)
+        assert [stamp for stamp, _ in frames] == pytest.approx(
+            [0.02 * (k + 1) for k in range(30)])
+    finally:
+        ex.shutdown()
+        probe.destroy_node()
+        frame.destroy_node()
+        vicon.destroy_node()
+
+
+def test_a_cmd_vel_batch_is_applied_as_the_per_module_twists(ros_context, tmp_path):
+    """Lockstep: a CmdVelArray (the docking controller's commands of a turn in one message,
+    issue 10) moves the world and enters the trace exactly as the same commands sent as
+    one Twist per module in that order (the oracle: the per-module path), for random
+    modules, repeats and speeds over random steps."""
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros.fake_hardware import BATCH, FakeHardwareNode
+    from smores_assembly.ros.wire import write_cmd_vel_array, write_twist
+
+    rng = np.random.default_rng(23)
+    cells = rng.choice(49, size=4, replace=False)
+    poses = {f"m{k}": (float(c % 7) * 4 * W, float(c // 7) * 4 * W,
+                       float(rng.uniform(-math.pi, math.pi))) for k, c in enumerate(cells)}
+    scen = write_scenario(tmp_path, poses)
+    params = [Parameter("scenario", value=scen), Parameter("lockstep", value=True),
+              Parameter("real_time_factor", value=0.0)]
+    single = FakeHardwareNode(context=ros_context, namespace="/per_module",
+                              parameter_overrides=params)
+    batched = FakeHardwareNode(context=ros_context, namespace="/batched",
+                               parameter_overrides=params)
+    try:
+        ids = single.ids
+        for _ in range(40):
+            n = int(rng.integers(0, 6))
+            cmds = [(ids[int(rng.integers(len(ids)))], float(rng.uniform(-0.05, 0.05)),
+                     float(rng.uniform(-0.5, 0.5))) for _ in range(n)]
+            for m, v, w in cmds:
+                single._queue_command(0, ids.index(m), write_twist(v, w))
+            if cmds:
+                batched._queue_command(BATCH, -1, write_cmd_vel_array(*zip(*cmds)))
+            for fake in (single, batched):
+                fake._apply_commands()
+                fake.step_once(0.01)
+        assert batched._trace.hexdigest() == single._trace.hexdigest()
+        assert np.array_equal(batched.world.pose_array(), single.world.pose_array())
+        assert single.world.pose_array().tolist() != [list(p) for p in poses.values()]
+    finally:
+        batched.destroy_node()
+        single.destroy_node()

@@ -242,9 +242,11 @@ def test_refused_configurations(ros_context):
         node.destroy_node()
 
 
-def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path):
-    """The chain the stack runs on: fake_hardware (vicon topics, /clock) -> mocap_bridge
-    (use_sim_time) -> /modules/states equal to the ground truth when there is no noise."""
+@pytest.mark.parametrize("fmt", ["vicon", "frame"])
+def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path, fmt):
+    """The chain the stack runs on: fake_hardware (vicon topics or, ``frame``, one mocap
+    frame per sample; /clock) -> mocap_bridge (use_sim_time, the matching source) ->
+    /modules/states equal to the ground truth when there is no noise."""
     import rclpy
     import yaml
     from rclpy.executors import SingleThreadedExecutor
@@ -260,9 +262,11 @@ def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path):
     scen.write_text(yaml.safe_dump({"name": "t", "target": {"nodes": ["n"], "edges": []},
                                     "modules": poses, "helpers": ["h0"]}))
     fake = FakeHardwareNode(context=ros_context, parameter_overrides=[
-        Parameter("scenario", value=str(scen)), Parameter("real_time_factor", value=5.0)])
+        Parameter("scenario", value=str(scen)), Parameter("real_time_factor", value=5.0),
+        Parameter("mocap_format", value=fmt)])
     bridge = MocapBridgeNode(context=ros_context, parameter_overrides=[
         Parameter("scenario", value=str(scen)), Parameter("use_sim_time", value=True),
+        Parameter("source", value=fmt),
         Parameter("marker_offset", value=[0.0, 0.0, -0.04, 0.0, 0.0, 0.0])])
     probe = rclpy.create_node("probe_chain", context=ros_context)
     ex = SingleThreadedExecutor(context=ros_context)

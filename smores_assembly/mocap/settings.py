@@ -12,15 +12,17 @@ from smores_assembly.params import check_ranges, param_field
 from smores_assembly.ros import names
 
 #: Supported mocap drivers.
-SOURCES = ("vicon", "vrpn", "mocap4r2")
+SOURCES = ("vicon", "vrpn", "mocap4r2", "frame")
 
 
 @dataclass
 class BridgeSettings:
     """Tunables of the mocap bridge node (besides the filter's)."""
 
-    source: str = param_field("vicon", "mocap driver: vicon | vrpn | mocap4r2",
-                              start_only=True)
+    source: str = param_field(
+        "vicon", "mocap driver: vicon | vrpn | mocap4r2 | frame (the fake hardware's "
+        "mocap_format frame: one ModuleStateArray per capture frame on frame_topic)",
+        start_only=True)
     vicon_topic_format: str = param_field(
         names.VICON_FORMAT, "vicon_receiver PoseStamped topic; {id} = module id (relative: "
         "in the node's namespace)",
@@ -30,6 +32,9 @@ class BridgeSettings:
         start_only=True)
     mocap4r2_topic: str = param_field(names.MOCAP4R2, "mocap4r2 RigidBodies topic",
                                       start_only=True)
+    frame_topic: str = param_field(
+        names.MOCAP_FRAME, "source frame: topic of the ModuleStateArray mocap frames",
+        start_only=True)
     mocap_to_world: list = param_field(
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
         "T_world_mocap as [x, y, z, roll, pitch, yaw] [m, rad] (static x-y-z axes)")

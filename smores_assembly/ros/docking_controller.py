@@ -26,7 +26,8 @@ Subscribes:
 
 Publishes ``/<id>/cmd_vel`` (Twist) at ``control_rate_hz`` for every module it drives (zero
 while the module's pose is stale or the stage is -1; a zero command only when it becomes
-zero and then every ``stop_refresh_s``), ``/<id>/magnets`` (MagnetCommand) on
+zero and then every ``stop_refresh_s``; in lockstep the commands of a turn go to the fake
+hardware as one ``fake_hardware/cmd_vel`` CmdVelArray instead), ``/<id>/magnets`` (MagnetCommand) on
 change and every ``magnet_refresh_s``, ``/<id>/helper_command`` (HelperCommand),
 ``/<id>/joint_commands`` (JointState ``pan``, ``tilt`` = 0 for modules docking a TOP face,
 so that the face is vertical) and ``/assembly/docking_status`` (DockingStatusArray,
@@ -55,7 +56,7 @@ from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, 
 from smores_assembly.docking.settings import DockingNodeSettings
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face
-from smores_assembly.msg import (AssemblyPlan, ConnectionArray, DockingStatus,
+from smores_assembly.msg import (AssemblyPlan, CmdVelArray, ConnectionArray, DockingStatus,
                                  DockingStatusArray, HelperCommand, MagnetCommand,
                                  ModuleStateArray)
 from smores_assembly.ros import common, lockstep, names
@@ -64,7 +65,7 @@ from smores_assembly.ros.convert import (action_msg_to_spec, connections_from_ms
                                          path_msg_to_timed, refused_action_status,
                                          states_raw_to_samples, task_status_to_msg,
                                          undock_msg_to_spec)
-from smores_assembly.ros.wire import write_twist
+from smores_assembly.ros.wire import write_cmd_vel_array, write_twist
 from smores_assembly.staging import next_carry
 from smores_assembly.vocabulary import Phase, counted
 
@@ -121,6 +122,14 @@ class DockingControllerNode(Node):
         self._status_pub = lp.create_publisher(
             DockingStatusArray, names.DOCKING_STATUS, common.STATUS_QOS)
         self._status_key: tuple | None = None   # stage and phases of the last status
+        # lockstep: a turn's cmd_vel commands go to the fake hardware as one CmdVelArray
+        # (published before the answer) instead of one Twist per module (issue 10)
+        self._cmd_batch: list[tuple[str, float, float]] | None = None
+        if lp.enabled:
+            self._cmd_batch = []
+            self._batch_pub = lp.create_publisher(CmdVelArray, names.CMD_VEL_BATCH,
+                                                  common.COMMAND_QOS)
+            lp.before_answer(self._flush_cmds)
         self._control_timer = self._status_timer = None
         self._make_timers()
         self.get_logger().info(
@@ -289,8 +298,22 @@ class DockingControllerNode(Node):
             self._zero_sent[module] = now
         else:
             self._zero_sent.pop(module, None)
+        if self._cmd_batch is not None:
+            self._cmd_batch.append((module, v, w))
+            if not self.lockstep.in_turn:   # not expected: a command outside a turn
+                self._flush_cmds()
+            return
         # the serialised Twist (ros/wire.py): no Python message per command
         self._pub(module, names.CMD_VEL, Twist).publish(write_twist(v, w))
+
+    def _flush_cmds(self) -> None:
+        """Lockstep: publish the cmd_vel commands collected since the last flush as one
+        CmdVelArray (in the order they were sent)."""
+        batch = self._cmd_batch
+        if batch:
+            mods, vs, ws = zip(*batch)
+            batch.clear()
+            self._batch_pub.publish(write_cmd_vel_array(mods, vs, ws))
 
     def _connected(self, spec) -> bool:
         if isinstance(spec, DockingSpec):

@@ -32,6 +32,9 @@ Subscribes (per module ``<id>`` of the scenario):
 
 * ``/<id>/cmd_vel`` (geometry_msgs/Twist): ``linear.x`` [m/s], ``angular.z`` [rad/s]; a
   command older than ``cmd_vel_timeout_s`` (simulated time) is replaced by zero (watchdog).
+  In lockstep also ``fake_hardware/cmd_vel`` (smores_assembly/CmdVelArray): the docking
+  controller's commands of a turn in one message, each entry applied as that module's
+  cmd_vel.
 * ``/<id>/joint_commands`` (sensor_msgs/JointState): ``pan`` / ``tilt`` positions [rad]
   (by name; without names, positions are ``[pan, tilt]``).
 * ``/<id>/magnets`` (smores_assembly/MagnetCommand): magnet per face.
@@ -47,7 +50,12 @@ Publishes:
   ``mocap_rate_hz`` with Gaussian noise (``mocap_noise_std_m`` on x, y, z;
   ``mocap_noise_std_rad`` on yaw), dropouts (no message, probability
   ``dropout_probability`` per sample) and ``latency_s`` (the sample is published that much
-  later; its stamp is the capture time). Sensor QoS.
+  later; its stamp is the capture time). Sensor QoS. With ``mocap_format: frame`` (the fake
+  stack's launch) instead one ``smores_assembly/ModuleStateArray`` per sample on
+  ``mocap_frame_topic`` (default ``fake_hardware/mocap``): the bodies seen, each with the
+  position and quaternion of its PoseStamped (``x``, ``y``, ``yaw``: the same planar pose,
+  ``tracked`` true, ``stamp`` the capture time), as a driver that sends whole capture frames
+  (mocap4r2's RigidBodies); read by the bridge's ``frame`` source.
 * ``/<id>/joint_states`` (sensor_msgs/JointState ``pan``, ``tilt``) at ``joint_state_rate_hz``.
 * ``/fake_hardware/connections`` (ConnectionArray, latched): on start and on every change.
 * ``/fake_hardware/collisions`` (CollisionEvent, reliable) + a warning log per contact start.
@@ -83,19 +91,23 @@ from std_srvs.srv import Trigger
 
 from smores_assembly import params
 from smores_assembly.errors import InputError, ParamsError
-from smores_assembly.msg import (CollisionEvent, ConnectionArray, HelperCommand,
+from smores_assembly.msg import (CmdVelArray, CollisionEvent, ConnectionArray, HelperCommand,
                                  LockstepAck, LockstepTurn, MagnetCommand, ModuleStateArray)
 from smores_assembly.ros import common, executor, lockstep, names
 from smores_assembly.ros.convert import (connections_to_msg, helper_msg_to_op,
                                          magnet_msg_to_faces)
-from smores_assembly.ros.wire import (PoseStampedWriter, read_ack, read_twist,
-                                     write_module_states, write_turn)
+from smores_assembly.ros.wire import (PoseStampedWriter, read_ack, read_cmd_vel_array,
+                                     read_twist, write_module_states, write_turn)
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
 from smores_assembly.sim.lockstep import LockstepSchedule
 from smores_assembly.sim.settings import FakeHardwareSettings
 
 
+
+#: Command kind of a CmdVelArray (the lockstep batch of cmd_vel commands) in the command
+#: subscriptions' bookkeeping (the others: 0 cmd_vel, 1 joints, 2 magnets, 3 helper).
+BATCH = -1
 
 #: Lockstep: how often commands from outside the lockstep (not announced by a participant)
 #: are taken from the parked command subscriptions [s, wall].
@@ -167,10 +179,17 @@ class FakeHardwareNode(Node):
         pev = PublisherEventCallbacks(use_default_callbacks=False)
         sev = SubscriptionEventCallbacks(use_default_callbacks=False)
         mocap_qos = lockstep.counted(common.SENSOR_QOS) if s.lockstep else common.SENSOR_QOS
-        self._mocap_pubs = [self.create_publisher(
+        # vicon: one PoseStamped per body and sample; frame: one ModuleStateArray per sample
+        # with the bodies seen (a Task 1 run: ~1500 messages instead of ~10 500; each
+        # message between processes costs ~0.1 ms of CPU in DDS on this machine, issue 10)
+        self._mocap_frame = s.mocap_format == "frame"
+        self._mocap_pubs = [] if self._mocap_frame else [self.create_publisher(
             PoseStamped, names.mocap_topic(s.mocap_topic_format, m), mocap_qos,
             event_callbacks=pev) for m in self.ids]
         self._mocap_topics = [p.topic_name for p in self._mocap_pubs]
+        self._frame_pub = self.create_publisher(
+            ModuleStateArray, s.mocap_frame_topic, mocap_qos,
+            event_callbacks=pev) if self._mocap_frame else None
         self._joint_pubs = [self.create_publisher(
             JointState, names.module_topic(m, names.JOINT_STATES), 10, event_callbacks=pev)
             for m in self.ids]
@@ -225,6 +244,18 @@ class FakeHardwareNode(Node):
                     self._cmd_subs[sub.topic_name] = (sub, kind, i)
                     executor.park(sub)
             self._cmd_topics.append(topics)
+        self._index = {m: i for i, m in enumerate(self.ids)}
+        if s.lockstep:
+            # the docking controller's cmd_vel commands of a turn in one message (kind
+            # BATCH: one queued cmd_vel per entry, as if each had come on <id>/cmd_vel)
+            sub = self.create_subscription(
+                CmdVelArray, names.CMD_VEL_BATCH,
+                lambda msg: self._on_command(BATCH, -1, msg), cmd_qos, event_callbacks=sev,
+                raw=True)
+            self._cmd_received[sub.topic_name] = 0
+            self._batch_topic = sub.topic_name
+            self._cmd_subs[sub.topic_name] = (sub, BATCH, -1)
+            executor.park(sub)
         self._trace = hashlib.sha256()
         dump = os.environ.get("SMORES_TRACE_DUMP")  # debugging: every step's trace input
         self._trace_dump = open(dump, "w") if dump else None
@@ -254,7 +285,9 @@ class FakeHardwareNode(Node):
         self.get_logger().info(
             f"fake hardware: {n} modules ({', '.join(self.ids)}), helpers "
             f"{sorted(self.world.helpers) or '[]'}, physics {s.physics_rate_hz} Hz, mocap "
-            f"{s.mocap_rate_hz} Hz on {s.mocap_topic_format}, real_time_factor "
+            f"{s.mocap_rate_hz} Hz on "
+            f"{s.mocap_frame_topic if self._mocap_frame else s.mocap_topic_format}, "
+            "real_time_factor "
             f"{s.real_time_factor}"
             + (f", lockstep with {', '.join(s.lockstep_participants)}" if s.lockstep else
                ", free-running"))
@@ -480,9 +513,28 @@ class FakeHardwareNode(Node):
         self._cmd_handlers[kind](i, msg)
 
     def _queue_command(self, kind: int, i: int, msg) -> None:
-        """Lockstep: count a command and queue it for the next step."""
+        """Lockstep: count a command and queue it for the next step (a CmdVelArray: one
+        cmd_vel per entry, in its order)."""
+        queue = self._cmd_queue
+        if kind == BATCH:
+            self._cmd_received[self._batch_topic] += 1
+            try:
+                entries = read_cmd_vel_array(msg)
+            except ValueError as exc:
+                self.get_logger().warning(f"{names.CMD_VEL_BATCH} ignored: {exc}",
+                                          throttle_duration_sec=1.0)
+                return
+            index = self._index
+            for m, v, w in entries:
+                j = index.get(m)
+                if j is None:
+                    self.get_logger().warning(f"{names.CMD_VEL_BATCH}: unknown module {m!r}",
+                                              throttle_duration_sec=1.0)
+                    continue
+                queue.append((0, j, len(queue), (v, w)))
+            return
         self._cmd_received[self._cmd_topics[i][kind]] += 1
-        self._cmd_queue.append((kind, i, len(self._cmd_queue), msg))
+        queue.append((kind, i, len(queue), msg))
 
     def _apply_commands(self) -> None:
         if not self._cmd_queue:
@@ -641,9 +693,20 @@ class FakeHardwareNode(Node):
         half = 0.5 * poses[:, 2]
         qz, qw = np.sin(half).tolist(), np.cos(half).tolist()
         xs, ys, zs = poses[:, 0].tolist(), poses[:, 1].tolist(), z.tolist()
+        shown = np.flatnonzero(visible).tolist()
+        if self._frame_pub is not None:
+            # one frame: the bodies seen, each with the numbers of its PoseStamped (x, y,
+            # yaw: the planar pose of the same sample)
+            yaws, ids = poses[:, 2].tolist(), self.ids
+            rows = [(ids[i], xs[i], ys[i], yaws[i], (xs[i], ys[i], zs[i]),
+                     (qw[i], 0.0, 0.0, qz[i]), True, sec, nsec) for i in shown]
+            self._frame_pub.publish(write_module_states(sec, nsec, self.settings.mocap_frame_id,
+                                                        rows))
+            if self.settings.lockstep:
+                self._sched.count_sent(self._frame_pub.topic_name)
+            return
         encode = self._mocap_writer.encode   # the serialised PoseStamped (ros/wire.py)
         pubs = self._mocap_pubs
-        shown = np.flatnonzero(visible).tolist()
         for i in shown:
             pubs[i].publish(encode(sec, nsec, xs[i], ys[i], zs[i], 0.0, 0.0, qz[i], qw[i]))
         if self.settings.lockstep:
@@ -704,9 +767,9 @@ class FakeHardwareNode(Node):
             self._sched.count_sent(self._conn_pub.topic_name)
 
     # --- callbacks -----------------------------------------------------------------------
-    def _on_cmd_vel(self, i: int, raw: bytes) -> None:
+    def _on_cmd_vel(self, i: int, raw: bytes | tuple[float, float]) -> None:
         try:
-            v, w = read_twist(raw)
+            v, w = raw if isinstance(raw, tuple) else read_twist(raw)   # tuple: a batch's
             self.world.set_cmd_vel(self.ids[i], v, w)
         except ValueError as exc:  # SimError is a ValueError
             self.get_logger().warning(f"{self.ids[i]}/cmd_vel ignored: {exc}",

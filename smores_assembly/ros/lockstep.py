@@ -290,6 +290,7 @@ class LockstepParticipant:
         self._wishes: list[tuple[int, Future[bool], TurnWaiter, bool]] = []
         self._holds = 0
         self._hold_preds: list[Callable[[], bool]] = []
+        self._before_answer: list[Callable[[], None]] = []
         self._defer_preds: list[Callable[[], bool]] = []
         self._timers_pending = False   # this turn's timers wait for a defer predicate
         self._running = False          # inside this turn's timers (no early finish)
@@ -401,6 +402,11 @@ class LockstepParticipant:
         that they see the same inputs whether it arrived before the turn or during it.
         Otherwise the timers run first and the turn is held after them."""
         (self._defer_preds if before_timers else self._hold_preds).append(predicate)
+
+    def before_answer(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` at the end of every turn, just before the answer (e.g. to
+        publish, as one message, what the turn collected; it is counted in this turn)."""
+        self._before_answer.append(callback)
 
     def poke(self) -> None:
         """Re-check the holds (call when a hold predicate may have become false)."""
@@ -578,6 +584,8 @@ class LockstepParticipant:
             self._run_timers(self._turn_ns)
         if self._held():
             return
+        for callback in self._before_answer:
+            callback()
         self._in_turn = False
         self._send_ack()
 

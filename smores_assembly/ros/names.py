@@ -41,6 +41,8 @@ CONNECTIONS = "fake_hardware/connections"
 COLLISIONS = "fake_hardware/collisions"
 #: ModuleStateArray (exact poses) from fake_hardware.
 GROUND_TRUTH = "fake_hardware/ground_truth"
+#: CmdVelArray, docking_controller -> fake_hardware in lockstep: a turn's cmd_vel commands.
+CMD_VEL_BATCH = "fake_hardware/cmd_vel"
 #: rosgraph_msgs/Clock from fake_hardware: absolute (see the module docstring).
 CLOCK = "/clock"
 #: std_srvs/Trigger, fake_hardware: the run's trace (SHA-256 of poses and commands per step)
@@ -64,6 +66,9 @@ VICON_FORMAT = "vicon/{id}/{id}"
 VRPN_FORMAT = "vrpn_mocap/{id}/pose"
 #: mocap4r2's RigidBodies.
 MOCAP4R2 = "rigid_bodies"
+#: smores_assembly/ModuleStateArray, one per capture frame (the bodies seen): the fake
+#: hardware's batched mocap (``mocap_format: frame``), read by the bridge's ``frame`` source.
+MOCAP_FRAME = "fake_hardware/mocap"
 
 # --- services and actions ------------------------------------------------------------------
 #: smores_assembly/action/Assemble, served by the executive.

@@ -1,7 +1,8 @@
 """The serialized form (CDR, little endian) of the high-rate messages, written and read
 with :mod:`struct`: ``geometry_msgs/PoseStamped`` (the simulated mocap stream),
-``smores_assembly/ModuleStateArray`` (the states) and ``geometry_msgs/Twist`` (the
-controller's commands, one per driven module and control tick).
+``smores_assembly/ModuleStateArray`` (the states, and the fake hardware's mocap frames),
+``geometry_msgs/Twist`` (the controller's commands, one per driven module and control tick)
+and ``smores_assembly/CmdVelArray`` (the same commands in lockstep, one per turn).
 
 The fake hardware publishes one PoseStamped per module and mocap sample (700 messages per
 simulated second for 7 modules at 100 Hz) and the mocap bridge reads every one of them.
@@ -194,6 +195,46 @@ def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
     return sec + nanosec * 1e-9, mods
 
 
+def read_mocap_frame(raw: bytes) -> tuple[float, list[tuple[str, float, tuple, tuple]]]:
+    """``(header stamp [s], bodies)`` of a serialised ``ModuleStateArray`` used as a mocap
+    frame (the fake hardware's ``mocap_format: frame``): per module whose ``tracked`` is
+    true ``(id, stamp [s], (px, py, pz) [m], (qw, qx, qy, qz))``, in the message's order
+    (stamps as :func:`read_pose_stamped` computes them).
+
+    Raises:
+        ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
+    """
+    if len(raw) < 4 + 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
+        raise ValueError(f"not a little-endian CDR ModuleStateArray ({len(raw)} bytes, "
+                         f"encapsulation {bytes(raw[:4]).hex()})")
+    try:
+        sec, nanosec = _TIME.unpack_from(raw, 4)
+        n = _U32.unpack_from(raw, 12)[0]
+        off = 16 + n                          # absolute offsets; data starts at 4
+        off += -(off - 4) % 4
+        count = _U32.unpack_from(raw, off)[0]
+        off += 4
+        bodies = []
+        for _ in range(count):
+            off += -(off - 4) % 4
+            n = _U32.unpack_from(raw, off)[0]
+            mid = bytes(raw[off + 4:off + 3 + n]).decode()
+            off += 4 + n
+            off += -(off - 4) % 8
+            _, _, _, px, py, pz, qx, qy, qz, qw = _STATE.unpack_from(raw, off)
+            off += _STATE.size
+            tracked = raw[off] != 0
+            off += 1
+            off += -(off - 4) % 4
+            ssec, snsec = _TIME.unpack_from(raw, off)
+            off += _TIME.size
+            if tracked:
+                bodies.append((mid, ssec + snsec * 1e-9, (px, py, pz), (qw, qx, qy, qz)))
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not a CDR ModuleStateArray ({len(raw)} bytes): {exc}") from None
+    return sec + nanosec * 1e-9, bodies
+
+
 # --- geometry_msgs/Twist ---------------------------------------------------------------------
 _TWIST = struct.Struct("<6d")             # linear x y z, angular x y z
 
@@ -220,6 +261,76 @@ def read_twist(raw: bytes) -> tuple[float, float]:
     from rclpy.serialization import deserialize_message  # noqa: PLC0415
     msg = deserialize_message(bytes(raw), Twist)
     return msg.linear.x, msg.angular.z
+
+
+# --- smores_assembly/CmdVelArray ------------------------------------------------------------
+def _f64_seq(size: int, values) -> tuple[bytes, int]:
+    """A CDR ``float64[]`` at data offset ``size`` (padding included) and the offset after
+    it."""
+    pad = -size % 4
+    n = len(values)
+    head = b"\x00" * pad + _U32.pack(n)
+    size += pad + 4
+    if not n:
+        return head, size
+    pad = -size % 8
+    return head + b"\x00" * pad + struct.pack(f"<{n}d", *values), size + pad + 8 * n
+
+
+def write_cmd_vel_array(modules, v, w) -> bytes:
+    """A serialised ``CmdVelArray``: ``modules[i]`` gets forward speed ``v[i]`` [m/s] and
+    yaw rate ``w[i]`` [rad/s].
+
+    Raises:
+        ValueError: lengths that differ, or a module id with a NUL character.
+    """
+    if not len(modules) == len(v) == len(w):
+        raise ValueError(f"CmdVelArray: {len(modules)} modules, {len(v)} v, {len(w)} w")
+    out: list[bytes] = [_ENCAPSULATION_LE, _U32.pack(len(modules))]
+    size = 4
+    for mid in modules:
+        size = _string(out, size, mid)
+    for values in (v, w):
+        chunk, size = _f64_seq(size, [float(x) for x in values])
+        out.append(chunk)
+    out.append(b"\x00" * (-size % 8))   # as rmw: the payload padded to the type's alignment
+    return b"".join(out)
+
+
+def _read_f64_seq(raw, off: int) -> tuple[list[float], int]:
+    off += -(off - 4) % 4
+    count = _U32.unpack_from(raw, off)[0]
+    off += 4
+    if not count:
+        return [], off
+    off += -(off - 4) % 8
+    if off + 8 * count > len(raw):
+        raise ValueError(f"{count} float64 at byte {off} past the end")
+    return list(struct.unpack_from(f"<{count}d", raw, off)), off + 8 * count
+
+
+def read_cmd_vel_array(raw: bytes) -> list[tuple[str, float, float]]:
+    """``[(module, v [m/s], w [rad/s]), ...]`` of a serialised ``CmdVelArray``, in its order
+    (little-endian CDR with :mod:`struct`, another byte order through rclpy).
+
+    Raises:
+        ValueError: not a CDR CmdVelArray (truncated, lengths that differ).
+    """
+    if len(raw) >= 4 and raw[:2] == b"\x00\x00":   # big endian: rclpy
+        m = _fallback(raw, "CmdVelArray")
+        modules, v, w = list(m.modules), list(m.v), list(m.w)
+    else:
+        try:
+            if len(raw) < 8 or raw[:2] != _ENCAPSULATION_LE[:2]:
+                raise ValueError("not little-endian CDR")
+            modules, off = _read_string_seq(raw, 4)
+            v, off = _read_f64_seq(raw, off)
+            w, _ = _read_f64_seq(raw, off)
+        except (struct.error, UnicodeDecodeError, ValueError, IndexError) as exc:
+            raise ValueError(f"not a CDR CmdVelArray ({len(raw)} bytes): {exc}") from None
+    if not len(modules) == len(v) == len(w):
+        raise ValueError(f"CmdVelArray: {len(modules)} modules, {len(v)} v, {len(w)} w")
+    return list(zip(modules, v, w))
 
 
 # --- smores_assembly/LockstepTurn and LockstepAck ---------------------------------------------

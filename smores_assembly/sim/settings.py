@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from smores_assembly.errors import ParamsError
 from smores_assembly.geometry import WORLD_FRAME
 from smores_assembly.params import check_ranges, param_field
-from smores_assembly.ros.names import VICON_FORMAT
+from smores_assembly.ros.names import MOCAP_FRAME, VICON_FORMAT
 
 
 #: Lockstep participants of the fake stack in turn order: the bridge turns the step's mocap
 #: samples into states, the executive sequences, the navigation plans, the controller
 #: commands.
 DEFAULT_PARTICIPANTS = ["mocap_bridge", "executive", "navigation", "docking_controller"]
+#: Formats of the simulated mocap output (``mocap_format``).
+MOCAP_FORMATS = ("vicon", "frame")
 
 
 @dataclass
@@ -44,6 +46,13 @@ class FakeHardwareSettings:
         start_only=True)
     mocap_frame_id: str = param_field(WORLD_FRAME, "frame_id of the mocap poses",
                                       start_only=True)
+    mocap_format: str = param_field(
+        "vicon", "mocap output: vicon (one geometry_msgs/PoseStamped per body and sample on "
+        "mocap_topic_format, as vicon_receiver) | frame (one ModuleStateArray per sample on "
+        "mocap_frame_topic with the bodies seen, as a driver that sends whole capture frames, "
+        "e.g. mocap4r2's RigidBodies: one message instead of one per body)", start_only=True)
+    mocap_frame_topic: str = param_field(
+        MOCAP_FRAME, "topic of the mocap frames (mocap_format frame)", start_only=True)
     cmd_vel_timeout_s: float = param_field(
         0.5, "a cmd_vel older than this is treated as zero [s, simulated time]", 0.001, 1e6)
     ground_truth_rate_hz: float = param_field(
@@ -77,13 +86,17 @@ class FakeHardwareSettings:
 
     def validate(self) -> None:
         """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
-        of range, an unknown ``backend``, a ``mocap_topic_format`` without ``{id}``, or
+        of range, an unknown ``backend`` or ``mocap_format``, a ``mocap_topic_format`` without
+        ``{id}``, or
         (with ``lockstep``) repeated or empty ``lockstep_participants``."""
         check_ranges(self)
         from smores_assembly.sim.backend import BACKENDS  # noqa: PLC0415
         if self.backend not in BACKENDS:
             raise ParamsError(f"backend: {self.backend!r} is not one of {', '.join(BACKENDS)}",
                               field="backend")
+        if self.mocap_format not in MOCAP_FORMATS:
+            raise ParamsError(f"mocap_format: {self.mocap_format!r} is not one of "
+                              f"{', '.join(MOCAP_FORMATS)}", field="mocap_format")
         if "{id}" not in self.mocap_topic_format:
             raise ParamsError(f"mocap_topic_format: {self.mocap_topic_format!r} must contain "
                               "{id}", field="mocap_topic_format")
