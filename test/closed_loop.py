@@ -71,7 +71,8 @@ def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,
 
 
 def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
-                   path_delay: float = 0.04, t_max: float = 20.0
+                   path_delay: float = 0.04, t_max: float = 20.0,
+                   backing_off: dict[str, float] | None = None
                    ) -> tuple[list[tuple[float, str, str]], dict[str, float]]:
     """Run one stage closed loop in a SimWorld of ``poses``, as the docking controller
     node does: one DockingTask per action of ``actions`` (plan order; one helper serves
@@ -79,6 +80,11 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
     The navigation's ``paths`` (module -> ``[(t [s from stage start], Pose2D), ...]``,
     a StagePlan's) reach the controller ``path_delay`` s after the stage started, as
     they do in a run (the controller ticks before the navigation has answered).
+
+    ``backing_off``: helper -> the distance [m] it still backs off from its hand-over of
+    the stage before: as the node's ``_backing_off``, it first drives straight back that
+    far at ``near_structure_speed`` (no task drives it meanwhile) and takes its path only
+    afterwards.
 
     Returns:
         (collision events ``(t, a, b)``, each module's largest distance [m] from its
@@ -95,6 +101,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
     driven = {t.driven for t in tasks} | {t.spec.module for t in tasks}
     followers = {m: PathFollower(m, tp, s) for m, tp in timed.items() if m not in driven}
     lag = {m: 0.0 for m in timed}
+    backs = {h: (world.pose(h), d) for h, d in (backing_off or {}).items() if d > 0.0}
+    held: set[str] = set()      # helpers whose path came while they backed off
     delivered = False
     events = []
     while world.t < t_max and not all(t.done for t in tasks):
@@ -105,13 +113,24 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
         busy: set[str] = set()
         cmds: dict[str, tuple[float, float]] = {}
         conns = world.connections()
+        for h, (p0, d) in list(backs.items()):
+            if world.pose(h).distance_to(p0) >= d:
+                del backs[h]
+                continue
+            cmds[h] = (-min(s.near_structure_speed, s.v_max), 0.0)
+            busy.add(h)
+            if new:
+                held.add(h)
         for task, want in zip(tasks, wants):
             if task.uses_helper:
                 if task.driven in busy:
                     continue
                 if not task.helper_free:
                     busy.add(task.driven)
-            p = timed.get(task.driven) if new else None
+            p = None
+            if new or task.driven in held:
+                p = timed.get(task.driven)
+                held.discard(task.driven)
             me = world.pose(task.driven)
             skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
             obs = [(q.x, q.y) for m, q in world.poses().items()
@@ -130,6 +149,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                 lag[task.driven] = max(lag[task.driven], math.hypot(me.x - x, me.y - y))
         if delivered:
             for m, f in followers.items():
+                if m in backs:
+                    continue  # the node starts no path of a helper backing off
                 me = world.pose(m)
                 near = [(q.x, q.y) for o, q in world.poses().items()
                         if o != m and q.distance_to(me) <= OBSTACLE_RANGE

@@ -91,10 +91,15 @@ def _gap(a: tuple, b: tuple) -> float:
 
 def _violations(sp, poses: dict[str, Pose2D], dt: float = 0.05) -> list[tuple]:
     """(a, b, gap [m], t [s]) of the first instant each pair comes too close (module
-    docstring), sampled every ``dt`` s from ``t0`` to the end of the schedule."""
+    docstring), sampled every ``dt`` s from ``t0`` to the end of the schedule (a pair
+    with a helper whose path starts with its back-off, ``backoff_delay_s``: that much
+    later, where its first leg ends)."""
     t0 = sp.stats.get("t0_s", 0.0)
     t1 = t0 + sp.stats.get("makespan", 0) * sp.stats.get("step_s", 0.0)
     n = max(1, int((t1 - t0) / dt))
+    # a helper's path shifted by its back-off (wait_for_backoffs): its first leg ends
+    # that much later, and so does its schedule
+    shift = sp.stats.get("backoff_delay_s", {})
 
     def at(m: str, t: float) -> tuple:
         if m in sp.paths:
@@ -112,9 +117,10 @@ def _violations(sp, poses: dict[str, Pose2D], dt: float = 0.05) -> list[tuple]:
         for b in ids[i + 1:]:
             if a not in sp.paths and b not in sp.paths:
                 continue
-            g0 = _gap(at(a, t0), at(b, t0))
+            d = max(shift.get(a, 0.0), shift.get(b, 0.0))
+            g0 = _gap(at(a, t0 + d), at(b, t0 + d))
             for k in range(n + 1):
-                t = t0 + (t1 - t0) * k / n
+                t = t0 + d + (t1 - t0) * k / n
                 if ((final_leg(a, t) and b not in sp.paths)
                         or (final_leg(b, t) and a not in sp.paths)):
                     continue

@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Collection, Mapping
 
+import numpy as np
+
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.geometry import Pose2D, point_segment_distance
 from smores_assembly.navigation.stage import (NavSettings, Segment, StagePlan,
@@ -150,25 +152,41 @@ def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D
                       speed: float, width: float, margin_s: float = 0.5,
                       dt: float = 0.05) -> StagePlan:
     """The stage plan ``sp`` (planned with each helper of ``backoffs`` where its back-off
-    ends, :func:`nav_problem`) timed for the back-offs (issue 11: 5 of 305 hand-overs of
-    random bench targets had a module planned through the space behind the helper while
-    it backed off, which the navigation did not know of).
+    ends, :func:`nav_problem`) timed for the back-offs (issue 11).
 
-    The back-off is a planned motion: while it lasts (its length at ``speed`` [m/s] plus
-    ``margin_s``, the wheels' ramp), the space it sweeps is the helper's. When a path of
-    another module comes closer than two corner radii (``turn_clearance``) to a back-off
-    segment within that time (and closer than where it starts), every path of the plan
-    waits that long at its start (one delay for all: the plan's paths stay conflict-free
-    among themselves) and the helper's path starts with its back-off; otherwise ``sp`` is
-    returned as it is. Planning the helper from where its back-off ends alone opened the
-    spot it still stood on to the other paths (2 of 297 hand-overs).
+    The back-off is a planned motion: it lasts its length at ``speed`` [m/s] plus
+    ``margin_s`` (the wheels' ramp), the space it sweeps is the helper's meanwhile, and
+    the helper follows no path before it has ended (the docking controller holds the
+    helper's path until then). So:
+
+    * when a path of another module comes closer than two corner radii
+      (``turn_clearance``) to a back-off segment while it lasts (and closer than where it
+      starts), every path of the plan waits the longest back-off at its start (one delay
+      for all: the plan's paths stay conflict-free among themselves) and the helper's
+      path starts with its back-off (5 of 305 hand-overs of random bench targets had a
+      module planned through the space behind the helper while it backed off; planning
+      the helper from where its back-off ends alone opened the spot it still stood on to
+      the other paths: 2 of 297);
+    * else each backing-off helper's own path starts with its back-off and follows,
+      shifted by that back-off's duration, when the shifted path comes no closer to any
+      other path than the plan had them and than ``turn_clearance`` (else every path
+      waits, as above). Timed from the stage's start instead, the helper's path ran on
+      while it backed off, and the helper cut across to where its reference had got to:
+      bench_targets random_12_69109015 stage 7, h0 turned 45 degrees past the corner of
+      m0, which it had just handed over (0.11 mm contact), and in 34 of 44 fetches
+      right after a hand-over of random targets the helper ran more than 0.1 m behind
+      its path in the kinematic world (``test_helper_backoff_paths``).
 
     Returns:
-        ``sp`` itself, or a copy with every path shifted by the wait.
+        ``sp`` itself (no backing-off helper has a path that moves, and no path comes
+        near a back-off), or a copy with the helpers' paths or every path shifted
+        (``stats``: ``backoff_wait_s`` for all, ``backoff_delay_s`` helper -> its shift).
     """
     if not backoffs or not sp.paths:
         return sp
-    wait = max(start.distance_to(end) for start, end in backoffs.values()) / speed + margin_s
+    delay = {h: start.distance_to(end) / speed + margin_s
+             for h, (start, end) in backoffs.items()}
+    wait = max(delay.values())
     room = turn_clearance(width)
     n = int(wait / dt) + 1
     segs = [((a.x, a.y), (b.x, b.y)) for a, b in backoffs.values()]
@@ -191,7 +209,14 @@ def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D
         if conflict:
             break
     if not conflict:
-        return sp
+        shifted = {h: _delayed(sp.paths[h], backoffs[h][0], delay[h]) for h in backoffs
+                   if _moves(sp.paths.get(h))}
+        if not shifted:
+            return sp
+        if _keeps_clear(sp.paths, shifted, room, dt):
+            stats = dict(sp.stats)
+            stats["backoff_delay_s"] = {h: delay[h] for h in sorted(shifted)}
+            return replace(sp, paths={**sp.paths, **shifted}, stats=stats)
     paths: dict[str, list[tuple[float, Pose2D]]] = {}
     for m, path in sp.paths.items():
         if not path:
@@ -203,6 +228,52 @@ def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D
     stats["t0_s"] = stats.get("t0_s", 0.0) + wait
     stats["backoff_wait_s"] = wait
     return replace(sp, paths=paths, stats=stats)
+
+
+def _moves(path: list[tuple[float, Pose2D]] | None) -> bool:
+    """True when ``path`` has a waypoint away from its first position (by > 1 mm)."""
+    if not path:
+        return False
+    return any(p.distance_to(path[0][1]) > 1e-3 for _, p in path[1:])
+
+
+def _delayed(path: list[tuple[float, Pose2D]], start: Pose2D, delay: float
+             ) -> list[tuple[float, Pose2D]]:
+    """``path`` (from where a back-off ends, at t = 0) after that back-off: from
+    ``start`` at t = 0 to the path's first pose at ``delay`` [s], then the path shifted
+    by ``delay``."""
+    return [(0.0, start)] + [(t + delay, p) for t, p in path]
+
+
+def _xy_at(path: list[tuple[float, Pose2D]], ts: np.ndarray) -> np.ndarray:
+    """Planned positions ``(len(ts), 2)`` [m] of ``path`` at the times ``ts`` [s]
+    (:func:`pose_at`'s interpolation, positions only)."""
+    t = np.array([w[0] for w in path], dtype=float)
+    x = np.array([w[1].x for w in path], dtype=float)
+    y = np.array([w[1].y for w in path], dtype=float)
+    return np.stack([np.interp(ts, t, x), np.interp(ts, t, y)], axis=1)
+
+
+def _keeps_clear(paths: Mapping[str, list[tuple[float, Pose2D]]],
+                 shifted: Mapping[str, list[tuple[float, Pose2D]]], room: float,
+                 dt: float) -> bool:
+    """True when no path of ``shifted`` (a helper's path delayed by its back-off) comes
+    closer to another path (of ``paths``, or shifted) than ``room`` [m] and than the two
+    came in ``paths`` at the same time (sampled every ``dt`` [s] to the last waypoint).
+    Modules without a path stand still: a shifted path keeps its geometry against them."""
+    end = max(p[-1][0] for p in list(paths.values()) + list(shifted.values()) if p)
+    ts = np.arange(0.0, end + dt, dt)
+    old = {m: _xy_at(p, ts) for m, p in paths.items() if p}
+    new = {**old, **{m: _xy_at(p, ts) for m, p in shifted.items()}}
+    for h in shifted:
+        for m in new:
+            if m == h or (m in shifted and m < h):
+                continue
+            d_new = np.hypot(*(new[h] - new[m]).T)
+            d_old = np.hypot(*(old[h] - old[m]).T)
+            if np.any((d_new < room) & (d_new < d_old - 1e-3)):
+                return False
+    return True
 
 
 def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],

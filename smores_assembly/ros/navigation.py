@@ -327,6 +327,8 @@ class NavigationNode(Node):
             + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")
             + (f", waiting {st['backoff_wait_s']:.1f} s for {sorted(prob.backoffs)} to back off"
                if "backoff_wait_s" in st else "")
+            + "".join(f", {h}'s path after its back-off ({d:.1f} s)"
+                      for h, d in st.get("backoff_delay_s", {}).items())
             + f" with {st['algorithm']}: cost {st['cost']}, makespan {st['makespan']} steps, "
             f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms")
         return True
