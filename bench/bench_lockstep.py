@@ -77,6 +77,14 @@ sent ~30 000 of them): the fake stack's mocap is one frame per sample
 source) instead of one PoseStamped per body (~10 500 -> ~1 500 messages), and in lockstep
 the docking controller sends a turn's cmd_vel commands as one ``CmdVelArray`` instead of
 one Twist per module (~4 900 -> ~1 500); same samples, commands and trace.
+Then (fifth session; CPU per thread from ``/proc``, ``perf``, thread CPU per call: the
+Python main threads are ~75 % of a run, the fake hardware woke twice per 20 ms, once per
+answer): chained turns (the bridge hands the controller its turn with its own answer
+inside, so the fake hardware gives one turn and takes one answer per 20 ms instead of two;
+``lockstep_chain_turns``) and the ground truth at 10 Hz for a run without ``--record``
+(what its report needs): fake hardware publishes 6561 -> 3792 per Task 1 run, same trace;
+the fake hardware's CPU ~-15 %, the run's ~-25 %, the bridge's ~+7 %: ~5 % in all, within
+this machine's run-to-run spread.
 Figures: docs/RESULTS.md, "Cost of a run".
 """
 from __future__ import annotations

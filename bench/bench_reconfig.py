@@ -17,6 +17,7 @@ of the per-case ratios over the cases both methods completed).
 
     python -m bench.bench_reconfig [--n 4] [--seed S] [--rtf F] [--timeout S] [--out DIR]
     python -m bench.bench_reconfig --plans-only --n 40 --seed 1   # plans only, stage ratio
+    python -m bench.bench_reconfig --n 4 --seed 2 --full-from DIR  # reuse runs only
 """
 from __future__ import annotations
 
@@ -158,6 +159,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", default=None, help="keep scenarios and reports here")
     ap.add_argument("--plans-only", action="store_true", dest="plans_only",
                     help="plan the random pairs with both methods, run nothing")
+    ap.add_argument("--full-from", default=None, dest="full_from", metavar="DIR",
+                    help="take the full-disassembly rows from DIR/rows.json (an earlier "
+                         "batch of the same cases) instead of running them: for a change "
+                         "that does not touch the full disassembly (lockstep: the same "
+                         "code runs the same); the table says so")
     args = ap.parse_args(argv)
     lo, _, hi = args.modules.partition("-")
     size = (int(lo), int(hi or lo))
@@ -175,9 +181,19 @@ def main(argv: list[str]) -> int:
     table = []
     print(f"{'case':<22} {'reuse s':>8} {'full s':>8} {'ratio':>6}  reuse (kept/undocks/docks)"
           f"  full (undocks/docks)  notes", flush=True)
+    earlier: dict = {}
+    if args.full_from:
+        earlier = {t["case"]: t["full"] for t in
+                   json.loads((Path(args.full_from) / "rows.json").read_text())}
+        missing = [name for name, _ in cases if name not in earlier]
+        if missing:
+            ap.error(f"--full-from: {args.full_from}/rows.json has no row for "
+                     f"{', '.join(missing)}")
+        print(f"(full-disassembly rows from {args.full_from}/rows.json, not run again)")
     for name, path in cases:
-        rows = {full: run_case(path, base / name / ("full" if full else "reuse"), full,
-                               args.rtf, args.timeout) for full in (False, True)}
+        rows = {full: (dict(earlier[name]) if full and earlier else
+                       run_case(path, base / name / ("full" if full else "reuse"), full,
+                                args.rtf, args.timeout)) for full in (False, True)}
         r, f = rows[False], rows[True]
         ratio = (r["time_s"] / f["time_s"] if r["outcome"] == f["outcome"] == "done"
                  and f.get("time_s") else None)

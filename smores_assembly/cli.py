@@ -126,8 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "drive later stages' modules to staging poses meanwhile); default: "
                          "the parameter's value (pipelined)")
     pr.add_argument("--params-file", metavar="FILE", default=None, dest="params_file",
-                    help="ROS parameter overrides for the pipeline nodes (see "
-                         "config/overrides.yaml)")
+                    help="ROS parameter overrides for every node the run starts "
+                         "(fake_hardware, mocap_bridge, root_search, task_assignment, "
+                         "navigation, docking_controller, executive), checked before "
+                         "anything starts (see config/overrides.yaml)")
     pr.set_defaults(handler=_cmd_run, subparser=pr)
     return p
 
@@ -148,10 +150,31 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         d = plan.to_dict()
         d["idle"] = idle_throughout(plan)   # as the table says it
         d["notes"] = plan_notes(plan, scenario)
-        print(json.dumps(d))
+        print(json.dumps(json_rounded(d)))
     else:
         print(format_plan(plan, scenario, asked_full=bool(args.full_disassembly)))
     return 0
+
+
+#: decimals of the poses of ``plan --json``: 1e-6 m (and 1e-6 rad), far below the 4 mm
+#: capture range, so the planner's float noise (e.g. 9.8e-18 m for 0) does not show
+POSE_DECIMALS = 6
+
+
+def _pose(p: list) -> list:
+    return [round(float(v), POSE_DECIMALS) + 0.0 for v in p]   # -0.0 + 0.0 == +0.0
+
+
+def json_rounded(d: dict) -> dict:
+    """``plan --json``'s dict (:meth:`Plan.to_dict`) with every pose (``goals``, each
+    action's ``goal``, each undock's ``start`` and ``park``) rounded to
+    :data:`POSE_DECIMALS` decimals, -0.0 written as 0.0; other numbers as they are."""
+    d = dict(d)
+    d["goals"] = {m: _pose(p) for m, p in d["goals"].items()}
+    d["actions"] = [{**a, "goal": _pose(a["goal"])} for a in d["actions"]]
+    d["undocks"] = [{**u, "start": _pose(u["start"]), "park": _pose(u["park"])}
+                    for u in d.get("undocks", [])]
+    return d
 
 
 def plan_scenario(args: argparse.Namespace, scenario):
@@ -241,7 +264,7 @@ def full_reason(scenario, asked_full: bool = False) -> str:
                         scenario.edges, exclude=scenario.helpers):
         return ("no part of the start structure is kept because none is a part of the "
                 "target: no start connection joins two modules at the faces of a target "
-                "edge; keeping one module in place was not estimated clearly faster")
+                "edge; keeping one module in place was not estimated faster")
     return ("keeping a common part of the start structure and the target, or one module "
             "in place, was estimated slower than taking everything apart, or could not be "
             "planned")

@@ -177,6 +177,21 @@ def point_segment_distance(p: tuple[float, float], a: tuple[float, float],
     return segment_projection(p, a, b)[1]
 
 
+def segment_distance(a0: tuple[float, float], a1: tuple[float, float],
+                     b0: tuple[float, float], b1: tuple[float, float]) -> float:
+    """Distance [m] between the segments ``a0``-``a1`` and ``b0``-``b1`` (0 when they
+    cross; either may be a point)."""
+    def side(p, q, r) -> float:
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
+    d1, d2 = side(b0, b1, a0), side(b0, b1, a1)
+    d3, d4 = side(a0, a1, b0), side(a0, a1, b1)
+    if d1 * d2 < 0.0 and d3 * d4 < 0.0:
+        return 0.0
+    return min(point_segment_distance(a0, b0, b1), point_segment_distance(a1, b0, b1),
+               point_segment_distance(b0, a0, a1), point_segment_distance(b1, a0, a1))
+
+
 def _square_half_extent(rel_angle: float, half: float) -> float:
     """Half-width of the projection of a square (half side ``half``) on a direction at
     ``rel_angle`` from one of its axes."""

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from smores_assembly.errors import InputError
-from smores_assembly.params import NODE_SETTINGS, node_settings, validate_settings
+from smores_assembly.params import (NODE_SETTINGS, check_common_parameters, node_settings,
+                                     validate_settings)
 from smores_assembly.params_file import ParamsFileError, ParamsSection, parse_params_file
 from smores_assembly.scenario import module_id_error
 
@@ -92,9 +93,10 @@ def _as_field(value: Any, default: Any) -> Any:
 
 def _validate_node(path: Path, exe: str, sections: list[ParamsSection]) -> None:
     """Apply what ``sections`` (in file order, later wins) give one node of kind ``exe`` to
-    its settings dataclasses and run the very check the node runs at start-up
+    its settings dataclasses and run the very checks the node runs at start-up
     (:func:`smores_assembly.params.validate_settings`: ranges, allowed texts such as
-    ``schedule`` or ``backend``, consistency between fields).
+    ``schedule`` or ``backend``, consistency between fields; and
+    :func:`smores_assembly.params.check_common_parameters` on ``use_sim_time``).
 
     Raises:
         ParamsFileError: ``file:line: pattern.name: <the node's own message>``.
@@ -104,6 +106,16 @@ def _validate_node(path: Path, exe: str, sections: list[ParamsSection]) -> None:
         for name, value in sec.params.items():
             if not (isinstance(value, list) and not value):  # [] leaves the default
                 given[name] = (value, sec)
+    # the node's own rule on the parameters every node has (the fake hardware refuses
+    # use_sim_time: true): the very function it calls at start-up
+    common = {n: given[n][0] for n in COMMON_PARAMETERS if n in given}
+    try:
+        check_common_parameters(exe, common)
+    except InputError as exc:
+        field = exc.field if exc.field in common else next(iter(common))
+        sec = given[field][1]
+        raise ParamsFileError(f"{path}:{sec.lines[field]}: {sec.pattern}.{field}: "
+                              f"{str(exc).removeprefix(f'{field}: ')}", field=field) from None
     for settings in node_settings(exe):
         used = {f.name: given[f.name] for f in dataclasses.fields(settings)
                 if f.name in given}

@@ -85,12 +85,38 @@ NODE_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 
 
-def settings_class(ref: str) -> type:
-    """The class named by a ``"module:Class"`` reference of :data:`NODE_SETTINGS`."""
+#: node -> "module:function" of the node's own start-up rule on the parameters rclpy
+#: declares on every node (``use_sim_time``), outside its settings dataclasses: called by
+#: the node at start-up and by ``param_check`` with a params file's values
+#: (:func:`check_common_parameters`), so both refuse the same.
+COMMON_CHECKS: dict[str, str] = {
+    "fake_hardware": "smores_assembly.sim.settings:check_common_parameters",
+}
+
+
+def check_common_parameters(node: str, values: dict[str, Any]) -> None:
+    """Apply ``node``'s start-up rule (:data:`COMMON_CHECKS`; none: nothing) to ``values``
+    (parameter name -> value, e.g. ``{"use_sim_time": True}``).
+
+    Raises:
+        ParamsError: naming the field, as the node refuses it at start-up.
+    """
+    ref = COMMON_CHECKS.get(node)
+    if ref is not None:
+        _resolve(ref)(values)
+
+
+def _resolve(ref: str) -> Any:
+    """The object named by a ``"module:name"`` reference (imported lazily)."""
     import importlib  # noqa: PLC0415
 
-    mod, cls = ref.split(":")
-    return getattr(importlib.import_module(mod), cls)
+    mod, name = ref.split(":")
+    return getattr(importlib.import_module(mod), name)
+
+
+def settings_class(ref: str) -> type:
+    """The class named by a ``"module:Class"`` reference of :data:`NODE_SETTINGS`."""
+    return _resolve(ref)
 
 
 def node_settings(node: str) -> list[Any]:

@@ -33,8 +33,8 @@ Steps of :func:`plan_reconfiguration`:
 
 A reuse plan is built for each of the largest common parts (up to :data:`MAX_PARTS`), for
 a few single modules kept in place as the target's root (:func:`single_parts`, up to
-:data:`MAX_SINGLES`: the nodes with the fewest wheel-face docks; chosen only when estimated
-``single_margin_s`` faster), and the full disassembly's plan too; the one with the shortest
+:data:`MAX_SINGLES`: the nodes with the fewest wheel-face docks), and the full
+disassembly's plan too; the one with the shortest
 :func:`estimated_time` is kept (then the fewest stages, the fewest actions, the larger part,
 full disassembly last), so
 ``method="reuse"`` keeps a part only when that is estimated faster. The kept part decides
@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from smores_assembly.navigation.stage import NavSettings
 
 __all__ = ["ReconfigurationSettings", "common_parts", "estimated_time", "plan_disassembly",
-           "plan_reconfiguration", "single_parts", "stage_ends", "with_kept_goals",
-           "METHODS"]
+           "plan_reconfiguration", "single_parts", "stage_ends", "staging_world",
+           "undock_swept", "with_kept_goals", "METHODS"]
 
 #: ``reuse``: keep a common part (the shortest estimated time among the largest); ``full``:
 #: the paper's full disassembly.
@@ -109,14 +109,14 @@ class ReconfigurationSettings:
             ``fallback_speed`` [m/s]. ``approach_s`` and ``release_s`` as measured (APPROACH
             2.4-2.6 s, a helper's release 2.0-2.1 s), the others fitted (least squares)
             to the end of the undocking stages and the end of 16 runs of bench_reconfig
-            seeds 2 and 3 (fake hardware, lockstep): RMS error 19 s on 104-297 s.
-        single_margin_s: a single module kept in place (:func:`single_parts`) is chosen
-            only when its plan is estimated at least this much [s] faster than the best
-            common part's and the full disassembly's: a common part saves an undock and a
-            dock for certain, a single's gain is estimated travel only (bench_reconfig
-            reconf_8_1018022223: the single m7, estimated 5 s faster than keeping m0 m1,
-            ran 314.1 s against 179.0 s; the singles chosen in the other pairs of seeds 2
-            and 3 were estimated 20-25 s faster and ran 50-75 s faster).
+            seeds 2 and 3 (fake hardware, lockstep): RMS error 19 s on 104-297 s, with the
+            staging modules at their parking poses (not refitted since they stand at their
+            staging poses: bench_reconfig seeds 4 and 5 on main b2e333e, see
+            docs/RESULTS.md).
+
+    A single module kept in place competes on the estimate alone (the margin of 10 s it
+    needed before, fitted on bench_reconfig reconf_8_1018022223, is gone: with the modules
+    staging meanwhile placed, :func:`staging_world`, that pair keeps m0 m1 by the estimate).
     """
 
     backoff_min: float = 0.06
@@ -134,7 +134,6 @@ class ReconfigurationSettings:
     release_s: float = 2.0
     travel_factor: float = 1.2
     fallback_speed: float = 0.02
-    single_margin_s: float = 10.0
 
 
 # --------------------------------------------------------------------- common part
@@ -295,6 +294,23 @@ def _lane(start: Pose2D, direction: int, distance: float, width: float,
 
 def _along(p: Pose2D, d: float) -> Pose2D:
     return Pose2D(p.x + d * math.cos(p.yaw), p.y + d * math.sin(p.yaw), p.yaw)
+
+
+def undock_swept(u: UndockAction, width: float) -> list[Rect]:
+    """The areas an undock sweeps (``world``, oriented rectangles ``(x, y, yaw, hx, hy)``
+    [m, rad]): its back-off lane from ``u.start`` to :attr:`~UndockAction.pivot`, the
+    square round the pivot that its turn in place covers, the lane of its drive to
+    ``u.park`` and its body there -- the areas :func:`plan_disassembly` checks clear
+    (``_find_park``), each a module body wide. Used to keep what moves during the
+    undocking stages (:func:`smores_assembly.staging.undock_staging`) out of them."""
+    pivot = u.pivot
+    turn_r = width / math.sqrt(2.0)
+    d = pivot.distance_to(u.park)
+    head = Pose2D(pivot.x, pivot.y, u.park.yaw)
+    return [_lane(u.start, u.direction, u.distance, width, shrink=0.0),
+            (pivot.x, pivot.y, 0.0, turn_r, turn_r),
+            _lane(head, 1, d, width, shrink=0.0),
+            _body(u.park, width)]
 
 
 # --------------------------------------------------------------------- disassembly
@@ -541,8 +557,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
     # carries, drives, as the navigation plans them), then the fewest stages (each stage
     # waits for its slowest action), the fewest actions, then rank: the common parts
     # (larger first, list order), the full disassembly, the single modules kept in place
-    # (a tie with the full disassembly, e.g. a two-module piece, is the full one); a
-    # single's estimate counts single_margin_s more
+    # (a tie with the full disassembly, e.g. a two-module piece, is the full one)
     best: tuple[tuple, Plan] | None = None
     common = common_parts(conns, scenario.nodes, scenario.edges,
                           exclude=scenario.helpers)[:MAX_PARTS]
@@ -556,8 +571,7 @@ def plan_reconfiguration(scenario: Scenario, connections: Sequence[Connection] |
         except PlanningError as exc:
             tried.append(f"keeping {sorted(part.values())}: {exc}")
             continue
-        margin = s.single_margin_s if k > len(common) else 0.0
-        key = (estimated_time(plan, mods, s) + margin, len(plan.stages),
+        key = (estimated_time(plan, mods, s), len(plan.stages),
                len(plan.undocks) + len(plan.actions), k)
         if best is None or key < best[0]:
             best = (key, plan)
@@ -602,13 +616,24 @@ def estimated_time(plan: Plan, poses: Mapping[str, Pose2D],
       and lifts (``fetch``, ``lift_s``, before the stage if it can), then carries the pair
       to the carried pre-dock pose (:func:`~smores_assembly.navigation.stage.carried_predock`):
       ends at ``max(S, F + fetch + lift_s) + carry + adjust_s + approach_s + release_s``;
-    * a stage starts when the stage before ends (the latest end of its docks).
+      a pre-staged carried module (:func:`~smores_assembly.staging.carry_staging_poses`)
+      is picked up at its staging pose, not before ``T0`` + its own drive there +
+      ``lift_s``;
+    * a stage starts when the stage before ends (the latest end of its docks);
+    * a reuse plan (``plan.method`` ``"reuse"``) stages during its undocking stages
+      (:func:`smores_assembly.staging.undock_staging`): a helper's first fetch and a
+      staged module's drive start, instead of at ``T0``, when the first undocking stage
+      starts whose areas and those of the stages after it
+      (:func:`smores_assembly.staging.undock_areas`) their goal keeps clear of, a module
+      not before the stage after its own undock. The paper's full disassembly does not.
 
     ``drive``, ``fetch`` and ``carry`` are the planned durations of the navigation's own
     single-body paths (:func:`~smores_assembly.navigation.stage.plan_stage`,
     :func:`~smores_assembly.navigation.stage.plan_carried` for the pair, every other
     module a fixed obstacle where it stands as the stage starts: placed modules at their
-    goals, the others where the disassembly left them) times ``travel_factor``; a path the
+    goals, the modules of this stage or later that have a staging pose at it
+    (:func:`staging_world`: the pipelined stages move them there from ``T0`` on), the
+    others where the disassembly left them) times ``travel_factor``; a path the
     planner cannot find counts the straight line at ``fallback_speed``. The search is
     bounded by work (:class:`~smores_assembly.navigation.stage.WorkClock`): the same
     estimate on any machine.
@@ -637,7 +662,7 @@ def stage_ends(plan: Plan, poses: Mapping[str, Pose2D],
     from smores_assembly.navigation.stage import (NavSettings, WorkClock, carried_predock,
                                                   plan_carried, plan_stage)
     from smores_assembly.planning import with_schedule
-    from smores_assembly.staging import staging_poses
+    from smores_assembly.staging import carry_staging_poses, staging_poses
 
     s = settings or ReconfigurationSettings()
     nv = nav or NavSettings()
@@ -651,8 +676,9 @@ def stage_ends(plan: Plan, poses: Mapping[str, Pose2D],
         if m in plan.goals:
             world[m] = plan.goals[m]
     w, standoff = nv.module_width, nv.predock_standoff
-    staged = staging_poses(with_kept_goals(with_schedule(plan, "pipelined"), world), standoff,
-                           width=w)
+    piped = with_kept_goals(with_schedule(plan, "pipelined"), world)
+    staged = staging_poses(piped, standoff, width=w)
+    carry_staged = carry_staging_poses(piped, standoff, width=w, others=staged)
 
     def travel(body: str, start: Pose2D, goal: Pose2D, carried: str | None = None) -> float:
         if start.distance_to(goal) < 1e-3:
@@ -684,9 +710,33 @@ def stage_ends(plan: Plan, poses: Mapping[str, Pose2D],
     t0 = start = t
     ready: dict[str, float] = {}
     at: dict[str, Pose2D] = {}
+    parked = dict(world)
+    # a reuse plan stages during its undocking stages (staging.undock_staging): a module
+    # of a later dock, once parked, and the helpers towards their first pick-up, from
+    # the first undocking stage whose areas (and those of the stages after it) their
+    # goal keeps clear of
+    overlap = plan.method == "reuse" and n_undock > 0
+    begins = [0.0] + ends[:n_undock]
+
+    def stage_free(m: str, goal: Pose2D) -> float:
+        if not overlap:
+            return t0
+        k = 1 + max((u.stage for u in plan.undocks if m in (u.module, u.from_module)),
+                    default=-1)
+        r = w / math.sqrt(2.0)
+        while k < n_undock and any(z.distance_to_point(goal.x, goal.y) < r
+                                   for z in undock_areas(plan, k, w, margin).values()):
+            k += 1
+        return begins[k]
+
+    from smores_assembly.staging import StagingSettings, undock_areas
+    margin = StagingSettings().staging_margin
     for k in range(n_undock, len(plan.stages)):
         end = start
         acts = [a for a in plan.actions if a.stage == k]
+        # the modules that stage meanwhile stand at their staging poses (they drive
+        # there from T0 on): obstacles of this stage's fetches, carries and drives
+        world.update(staging_world(plan, k, staged, carry_staged))
         for a in acts:
             if a.needs_helper and a.helper:
                 h = a.helper
@@ -696,13 +746,18 @@ def stage_ends(plan: Plan, poses: Mapping[str, Pose2D],
                 pre = carried_predock(a.goal, a.child_face.angle, standoff, w)
                 fetch = travel(h, hp, pick)
                 carry = travel(h, pick, pre, carried=a.module)
-                go = max(start, ready.get(h, t0) + fetch + s.lift_s)
+                if h not in ready:
+                    ready[h] = stage_free(h, pick)
+                go = max(start, ready[h] + fetch + s.lift_s)
+                if a.module in carry_staged:   # picked up once it stands there
+                    go = max(go, stage_free(a.module, world[a.module])
+                             + travel(a.module, parked[a.module], world[a.module]) + s.lift_s)
                 done = go + carry + s.adjust_s + s.approach_s + s.release_s
                 ready[h], at[h] = done, pre
             else:
-                drive = travel(a.module, world[a.module],
+                drive = travel(a.module, parked[a.module],
                                predock_pose(a.goal, a.child_face, standoff))
-                early = t0 if a.module in staged else start
+                early = stage_free(a.module, staged[a.module]) if a.module in staged else start
                 done = max(start, early + drive + s.adjust_s) + s.approach_s
             end = max(end, done)
         for a in acts:
@@ -711,6 +766,27 @@ def stage_ends(plan: Plan, poses: Mapping[str, Pose2D],
         start = end
         ends.append(end)
     return ends or [0.0]
+
+
+def staging_world(plan: Plan, stage: int, staged: Mapping[str, Pose2D],
+                  carry_staged: Mapping[str, Pose2D]) -> dict[str, Pose2D]:
+    """Where the modules that stage meanwhile stand while docking ``stage`` (0-based, of
+    ``plan``'s stages) runs, by the model of :func:`estimated_time`: module -> its staging
+    pose (``world``) for every module of a dock of ``stage`` or later that has one
+    (``staged``: :func:`~smores_assembly.staging.staging_poses`, ``carry_staged``:
+    :func:`~smores_assembly.staging.carry_staging_poses` of the pipelined plan; a carried
+    module's staging pose is where its helper picks it up). The pipelined stages move them
+    there from the end of the undocking stages on, so the docks of ``stage`` drive, fetch
+    and carry round them, not round their parking poses (bench_reconfig
+    reconf_8_1018022223, the single m7 kept: three carries of 39-47 s round modules
+    staging by the structure, estimated as if those stood where they were parked)."""
+    out: dict[str, Pose2D] = {}
+    for a in plan.actions:
+        if a.stage >= stage:
+            pose = staged.get(a.module, carry_staged.get(a.module))
+            if pose is not None:
+                out[a.module] = pose
+    return out
 
 
 def snap_structures(connections: Sequence[Connection], poses: Mapping[str, Pose2D],

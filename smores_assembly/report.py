@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, overload
 
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
 from smores_assembly.vocabulary import PHASE_COLOURS, Phase
@@ -63,6 +63,21 @@ class PhaseRecorder:
                 for i in self.intervals.get(module, [])]
 
 
+@overload
+def activity_start(recorder: PhaseRecorder, default: float = 0.0) -> float: ...
+@overload
+def activity_start(recorder: PhaseRecorder, default: None) -> float | None: ...
+
+
+def activity_start(recorder: PhaseRecorder, default: float | None = 0.0) -> float | None:
+    """Time of the first docking activity [s, ROS time]: t = 0 of the report, the timeline
+    and the progress lines of ``run`` (the start of the first recorded phase other than
+    IDLE, DOCKED and UNDOCKED); ``default`` when there is none yet."""
+    return min((iv.start for ivs in recorder.intervals.values() for iv in ivs
+                if iv.phase not in (Phase.IDLE, Phase.DOCKED, Phase.UNDOCKED)),
+               default=default)
+
+
 def final_errors(goals: dict[str, Pose2D], final: dict[str, Pose2D],
                  anchor: str | None = None) -> dict[str, dict]:
     """Position [mm] and yaw [deg] error of each module's final pose against its goal.
@@ -108,10 +123,11 @@ def _square(ax, pose: Pose2D, w: float, **kw):
     c, s = math.cos(pose.yaw), math.sin(pose.yaw)
     pts = [(pose.x + c * dx - s * dy, pose.y + s * dx + c * dy)
            for dx, dy in ((w / 2, w / 2), (-w / 2, w / 2), (-w / 2, -w / 2), (w / 2, -w / 2))]
-    ax.add_patch(Polygon(pts, closed=True, **kw))
+    patch = ax.add_patch(Polygon(pts, closed=True, **kw))
     # a tick on the TOP face shows the heading
     ax.plot([pose.x, pose.x + c * w / 2], [pose.y, pose.y + s * w / 2], color=kw.get(
         "edgecolor", "k"), lw=0.8)
+    return patch
 
 
 def _direction_arrows(ax, xs: Sequence[float], ys: Sequence[float], color, size: float) -> None:
@@ -134,16 +150,40 @@ def _direction_arrows(ax, xs: Sequence[float], ys: Sequence[float], color, size:
                                      lw=0, mutation_scale=size, shrinkA=0, shrinkB=0))
 
 
-#: above this many modules the trajectory plot colours by stage, without labels or legend
+#: above this many modules the trajectory plot has no legend (each module is named at its
+#: cells) and thinner lines; the figure grows with the scene
 MANY_MODULES = 20
 #: above this many rows the timeline draws one band per stage (a thin row per action)
 MANY_ROWS = 40
 
 
+#: Largest relative luminance (sRGB, 0 black .. 1 white) of a module colour: paler ones
+#: (L* above ~76) are hard to see on the white plot as thin lines and small labels.
+MAX_LUMINANCE = 0.5
+
+
+def module_colours(modules: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
+    """One colour (RGBA) per module, in the given order, all distinct up to 205 modules
+    (then repeated): colorcet's ``glasbey_category10`` (matplotlib's ten ``tab10`` colours
+    followed by Glasbey et al.'s maximally distinct ones) without those paler than
+    :data:`MAX_LUMINANCE` (tab10 alone repeated from the 11th module: fresh-user finding,
+    13 modules with h0 and m7 the same blue)."""
+    import colorcet
+    import numpy as np
+    pal = np.asarray(colorcet.glasbey_category10, dtype=float)
+    # relative luminance of sRGB (IEC 61966-2-1 linearisation, Rec. 709 weights)
+    lin = np.where(pal > 0.04045, ((pal + 0.055) / 1.055) ** 2.4, pal / 12.92)
+    pal = pal[lin @ np.array([0.2126, 0.7152, 0.0722]) <= MAX_LUMINANCE]
+    out: dict[str, tuple[float, float, float, float]] = {}
+    for i, m in enumerate(modules):
+        r, g, b = (float(c) for c in pal[i % len(pal)])
+        out[m] = (r, g, b, 1.0)
+    return out
+
+
 def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, float, float]]],
                       goals: dict[str, Pose2D], edges: list[tuple[str, str]],
                       title: str = "", width: float = MODULE_WIDTH,
-                      stage_of: dict[str, int] | None = None,
                       helpers: Sequence[str] = ()) -> None:
     """Draw each module's trajectory (x, y, yaw samples in ``world``) and the target outline.
 
@@ -152,17 +192,16 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
         trajectories: module -> [(x, y, yaw), ...] over time.
         goals: module -> goal pose (target outline, dashed).
         edges: (module, module) pairs of the target's connections, drawn between goals.
-        stage_of: module -> its docking stage (0-based). With more than
-            :data:`MANY_MODULES` modules (issue 16: 100 modules in ten colours and a
-            100-entry legend were unreadable) the lines are thin, coloured by stage on a
-            sequential colour map with a colour bar, modules without a stage grey, and
-            neither labels nor legend are drawn; the figure grows with the scene.
         helpers: the helping modules: their final squares are hatched, not filled, and
             their legend entries say "(helper)" (a fresh user took a helper's final
             square for an extra target cell).
 
-    Each path carries two arrowheads (at a third and two thirds of its length) showing
-    the direction of travel.
+    Every module has its own colour (:func:`module_colours`) and is named twice: in bold
+    black inside its end square, and in its colour at its dotted start square. Up to
+    :data:`MANY_MODULES` modules a legend right of the axes (clear of the scene) lists
+    them; beyond (issue 16: 100 modules) the names at the cells do, the lines are thinner
+    and the figure grows with the scene. Each path carries two arrowheads (at a third and
+    two thirds of its length) showing the direction of travel.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -170,19 +209,14 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
 
     many = len(trajectories) > MANY_MODULES
     side = 7.5 if not many else min(16.0, 7.5 * math.sqrt(len(trajectories) / MANY_MODULES))
-    fig, ax = plt.subplots(figsize=(side, side), dpi=110)
-    cmap = plt.get_cmap("tab10")
-    stages = stage_of or {}
-    n_stages = max(stages.values(), default=0) + 1
-    smap = plt.get_cmap("viridis")
-    for i, (m, pts) in enumerate(sorted(trajectories.items())):
+    fig, ax = plt.subplots(figsize=(side + (0 if many else 1.2), side), dpi=110)
+    colours = module_colours(sorted(trajectories))
+    starts: dict[str, Pose2D] = {}
+    cells: dict[str, Any] = {}   # module -> its end square
+    for m, pts in sorted(trajectories.items()):
         if not pts:
             continue
-        if many:
-            k = stages.get(m)
-            col = smap(k / max(n_stages - 1, 1)) if k is not None else (0.55, 0.55, 0.55, 1.0)
-        else:
-            col = cmap(i % 10)
+        col = colours[m]
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         helper = m in helpers
         ax.plot(xs, ys, "-", color=col, lw=0.7 if many else 1.4,
@@ -191,13 +225,13 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
         _square(ax, Pose2D(*pts[0]), width, fill=False, edgecolor=col,
                 lw=0.6 if many else 1.0, ls=":")
         if helper:
-            _square(ax, Pose2D(*pts[-1]), width, fill=False, edgecolor=col, hatch="xx",
-                    lw=0.8 if many else 1.2)
+            cells[m] = _square(ax, Pose2D(*pts[-1]), width, fill=False, edgecolor=col,
+                               hatch="xx", lw=0.8 if many else 1.2)
         else:
-            _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35), edgecolor=col,
-                    lw=0.8 if many else 1.2)
-        if not many:
-            ax.annotate(m, (xs[0], ys[0]), fontsize=8, color=col, ha="center", va="center")
+            cells[m] = _square(ax, Pose2D(*pts[-1]), width, facecolor=(*col[:3], 0.35),
+                               edgecolor=col, lw=0.8 if many else 1.2)
+        if math.hypot(pts[0][0] - pts[-1][0], pts[0][1] - pts[-1][1]) > width / 2:
+            starts[m] = Pose2D(*pts[0])   # one that stayed is named at its end only
     for g in goals.values():
         _square(ax, g, width, fill=False, edgecolor="k", lw=0.5 if many else 0.8, ls="--")
     for a, b in edges:
@@ -207,17 +241,20 @@ def plot_trajectories(path: Path, trajectories: dict[str, list[tuple[float, floa
     ax.autoscale_view()
     ax.set_xlabel("x [m] (world)")
     ax.set_ylabel("y [m] (world)")
-    ax.set_title(title or "module trajectories\n(dotted: start, filled: end, dashed: "
-                          "target, arrows: direction)", fontsize=10)
+    ax.set_title(title or "module trajectories\n(dotted: start, filled: end with the name "
+                          "in bold, dashed: target, arrows: direction)", fontsize=10)
     ax.grid(True, lw=0.3)
-    if many:
-        if stages:
-            from matplotlib.cm import ScalarMappable
-            from matplotlib.colors import Normalize
-            sm = ScalarMappable(norm=Normalize(1, max(n_stages, 2)), cmap=smap)
-            fig.colorbar(sm, ax=ax, shrink=0.6, label="docking stage (grey: no dock)")
-    elif any(trajectories.values()):
-        ax.legend(fontsize=7, loc="best", ncol=2)
+    if not many and any(trajectories.values()):
+        # right of the axes, one column: it covers nothing of the scene
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fontsize = 5 if many else 7
+    for m in cells:
+        p = Pose2D(*trajectories[m][-1])
+        ax.text(p.x, p.y, m, fontsize=fontsize, fontweight="bold", color="k", ha="center",
+                va="center", clip_on=True)
+    for m, p in starts.items():
+        ax.text(p.x, p.y, m, fontsize=fontsize, color=colours[m], ha="center", va="center",
+                clip_on=True)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -261,7 +298,8 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
     """One row per docking (or undocking) action, coloured by phase, time on x [s].
 
     Args:
-        rows: (label, intervals) per action, top to bottom.
+        rows: (label, intervals) per action, top to bottom; an interval without duration
+            draws nothing (and gives its phase no legend entry).
         stage_bounds: (start, end) of each stage, drawn as shaded bands.
         groups: a group label per row (e.g. its stage, ``"stage 3"``), rows of a group
             consecutive. With more than :data:`MANY_ROWS` rows (issue 16: 100 docks made
@@ -346,7 +384,10 @@ def plot_timeline(path: Path, rows: list[tuple[str, list[PhaseInterval]]],
             ax.barh(ys[r], hi - lo, left=lo, height=hs[r], zorder=1.5, **HELPING_STYLE)
     for r, (label, ivs) in enumerate(rows):
         for iv in ivs:
-            if iv.phase is Phase.IDLE:
+            if iv.phase is Phase.IDLE or iv.end <= iv.start:
+                # a phase without duration (e.g. DOCKED at the very end of the run) has no
+                # bar, nor a legend entry (fresh-user finding: DOCKED/UNDOCKED listed
+                # with nothing drawn)
                 continue
             used.add(iv.phase)
             ax.barh(ys[r], max(iv.end - iv.start, 0.05), left=iv.start, height=hs[r],

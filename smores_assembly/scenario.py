@@ -40,6 +40,7 @@ with the value in metres).
 """
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from dataclasses import dataclass, field
@@ -213,10 +214,28 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _yaml_typed(value: Any) -> str:
+    """For a scalar that YAML typed (an unquoted ``123``, ``1.5``, ``yes``, ``null``,
+    ``2024-01-01``) where a string was meant: the hint to quote it; "" for anything else
+    (a string, a list, a mapping)."""
+    if isinstance(value, bool):
+        kind = f"the boolean {value} (an unquoted yes/no/on/off/true/false)"
+    elif isinstance(value, (int, float)):
+        kind = f"the number {value!r}"
+    elif value is None:
+        kind = "null (an empty value, ~ or null)"
+    elif isinstance(value, (datetime.date, datetime.datetime)):
+        kind = f"the date {value}"
+    else:
+        return ""
+    return f"; YAML read it as {kind}, not a string: quote it in the file, e.g. \"{value}\""
+
+
 def _name(value: Any, field_name: str, what: str) -> str:
     if not isinstance(value, str) or not value.strip() or value != value.strip():
         raise _fail(field_name, f"expected a {what} name (non-empty string without "
-                                f"surrounding spaces), got {_short(value)}")
+                                f"surrounding spaces), got {_short(value)}"
+                                + _yaml_typed(value))
     return value
 
 
@@ -242,7 +261,11 @@ def _number(value: Any, field_name: str) -> float:
 def _build(data: Any, check_overlap: bool) -> Scenario:
     _check_keys(data, "", TOP_LEVEL_KEYS, ("name", "target", "modules"))
     name = data["name"]
-    if not isinstance(name, str) or not _SCENARIO_NAME_RE.match(name):
+    if not isinstance(name, str):
+        # an unquoted 123 is a YAML number: the pattern below matches its text
+        raise _fail("name", f"expected a string, got {_short(name)}"
+                            + (_yaml_typed(name) or f" ({type(name).__name__})"))
+    if not _SCENARIO_NAME_RE.match(name):
         raise _fail("name", f"invalid scenario name {_short(name)} (it names output files: "
                             f"letters, digits, '_', '.', '-', matching "
                             f"{_SCENARIO_NAME_RE.pattern}; no path separators or leading "
@@ -315,7 +338,9 @@ def _build(data: Any, check_overlap: bool) -> Scenario:
     for mid, pose in raw_modules.items():
         err = module_id_error(mid)
         if err:
-            raise _fail("modules", err)
+            # an unquoted yes/on is a YAML boolean; quoted it is a valid id
+            raise _fail("modules", err + (_yaml_typed(mid) if not isinstance(mid, str)
+                                          and module_id_error(str(mid)) is None else ""))
         where = f"modules.{mid}"
         if pose is None:
             raise _fail(where, "missing pose (expected [x, y, yaw])")

@@ -602,12 +602,16 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
     """
     s = settings or StagingSettings()
     zones = stage_zones(plan, stage, standoff, width)
-    if any(u.stage == stage for u in getattr(plan, "undocks", ())):
-        return StagingProblem({}, set(), zones)  # an undocking stage: nothing else moves
     if targets is None:
         targets = staging_poses(plan, standoff, s, width)
     if carry_targets is None:
         carry_targets = carry_staging_poses(plan, standoff, s, width, others=targets)
+    if any(u.stage == stage for u in getattr(plan, "undocks", ())):
+        if getattr(plan, "method", "") != "reuse":
+            # the paper's full disassembly: nothing else moves while it undocks
+            return StagingProblem({}, set(), zones)
+        return undock_staging(plan, stage, poses, standoff, width, targets, carry_targets,
+                              s.staging_margin, s.staging_clearance)
     r = width / math.sqrt(2.0)
     staging = {}
     direct = set()
@@ -638,6 +642,114 @@ def staging_problem(plan, stage: int, poses: Mapping[str, Pose2D], done: Collect
         if not any(z.distance_to_point(cur.x, cur.y) < r for z in zones.values()):
             staging[h] = (cur, goal)
     return StagingProblem(staging, direct, zones)
+
+
+def free_modules(plan, stage: int) -> set[str]:
+    """The modules of ``plan``'s docks and helpers that are in no start structure any more
+    when undocking ``stage`` (0-based) runs: not kept, and every undock that names them
+    (as the leaving module or the one left) is of an earlier stage. Those already parked
+    (or single from the start)."""
+    undocks = getattr(plan, "undocks", ())
+    kept = set(getattr(plan, "kept", ()))
+    mods = {a.module for a in plan.actions} | {a.helper for a in plan.actions if a.helper}
+    busy = {m for u in undocks if u.stage >= stage for m in (u.module, u.from_module)}
+    return {m for m in mods if m not in kept and m not in busy}
+
+
+def undock_areas(plan, stage: int, width: float = MODULE_WIDTH, margin: float = 0.0
+                 ) -> dict[str, Rect]:
+    """Key -> area swept by every undock of ``stage`` or later (0-based): its back-off
+    lane, turn, drive lane and parking body
+    (:func:`smores_assembly.reconfigure.undock_swept`), grown by ``margin`` [m]; keys
+    ``"<module>#<i>"``."""
+    from smores_assembly.reconfigure import undock_swept
+    return {f"{u.module}#{i}": Rect(*r).grown(margin)
+            for u in getattr(plan, "undocks", ()) if u.stage >= stage
+            for i, r in enumerate(undock_swept(u, width))}
+
+
+def undock_staging(plan, stage: int, poses: Mapping[str, Pose2D], standoff: float,
+                   width: float, targets: Mapping[str, Pose2D],
+                   carry_targets: Mapping[str, Pose2D], margin: float = 0.025,
+                   clearance: float = 0.13) -> StagingProblem:
+    """What stages while undocking ``stage`` of a reuse reconfiguration runs (issue 15:
+    the one helper stood idle through every undocking stage, then fetched its first module
+    from 1 m away: 30-48 s of the first carried dock).
+
+    Every module of a later dock that is free (:func:`free_modules`: already parked)
+    drives to its staging pose (``targets``, ``carry_targets``), and every helper to the
+    pick-up pose of the first module it carries (:func:`helper_staging`), that module
+    taken where the disassembly parks it (its undock's ``park``) when it has not left its
+    structure yet. Nothing of the structures moves otherwise (the caller fixes every
+    other module). A staging goal whose body (radius ``width / sqrt 2``) comes within
+    ``margin`` [m] of an area swept by an undock of this stage or a later one
+    (:func:`undock_areas` grown by ``margin``, the returned ``zones``; the settings'
+    ``staging_margin``) is not staged now; the caller keeps the
+    paths out of those zones too (:func:`plan_stage_pipelined` drops a path that enters
+    one). A staging goal also keeps ``clearance`` [m] (centre distance; the settings'
+    ``staging_clearance``) from every module that stays where it is (every module is a
+    fixed obstacle of that stage's search, none is moved aside), a helper's also from
+    every staging goal, the module it carries next aside. The paper's full disassembly
+    (``plan.method`` ``"full"``) stages nothing (:func:`staging_problem`).
+
+    Returns:
+        A :class:`StagingProblem` with no ``direct`` modules; ``zones`` the undocks'
+        areas.
+    """
+    zones = undock_areas(plan, stage, width, margin)
+    r = width / math.sqrt(2.0)
+    free = free_modules(plan, stage)
+
+    def clear(p: Pose2D) -> bool:
+        return all(z.distance_to_point(p.x, p.y) >= r for z in zones.values())
+
+    # where the modules stand meanwhile: those undocking now or later where the
+    # disassembly parks them
+    parked = dict(poses)
+    for u in getattr(plan, "undocks", ()):
+        if u.stage >= stage:
+            parked[u.module] = u.park
+    staging: dict[str, tuple[Pose2D, Pose2D]] = {}
+    for a in plan.actions:
+        goal = targets.get(a.module, carry_targets.get(a.module) if a.helper else None)
+        if a.module in free and a.module in poses and goal is not None:
+            if clear(poses[a.module]) and clear(goal):
+                staging[a.module] = (poses[a.module], goal)
+    # the helpers towards their first pick-up; the areas of the undocks to come count as
+    # occupied when a pick-up side is chosen
+    sides = dict(parked)
+    for key, z in zones.items():
+        sides[f"~{key}"] = Pose2D(z.x, z.y, z.yaw)
+    bound = {m: goal for m, (_, goal) in staging.items()}
+    helpers = {a.helper for a in plan.actions if a.needs_helper and a.helper}
+    carries: dict[str, str | None] = {}
+    for h, (cur, goal) in helper_staging(plan, stage, sides, (), standoff, width,
+                                         bound).items():
+        if h in free and h in helpers and clear(cur) and clear(goal):
+            staging[h] = (cur, goal)
+            carries[h] = next_carry(plan, stage, h)
+    # every goal keeps ``clearance`` from every module that stays where it is (the
+    # stage's search fixes them all: a module staged 0.096 m from a parked one touched
+    # it, test_undock_staging reconf_10_506927179), a helper's also from the other
+    # goals (a module staged 0.097 m from its pick-up pose turned into it,
+    # reconf_9_603994827), the module it carries next aside; a move left out stays where
+    # it is, so again until none is left out
+    while True:
+        stay = {m: p for m, p in parked.items() if m not in staging}
+        bad = []
+        for m, (_, g) in staging.items():
+            near = [q for o, q in stay.items() if o != carries.get(m, m)]
+            if m in carries:
+                near += [g2 for o, (_, g2) in staging.items() if o not in (m, carries[m])]
+            if any(g.distance_to(q) < clearance for q in near):
+                bad.append(m)
+        # a helper bound for the staging pose of a module left out: its goal is stale
+        bad += [h for h, c in carries.items() if c in bad and c in bound and h in staging]
+        if not bad:
+            break
+        for m in set(bad):
+            del staging[m]
+    return StagingProblem(staging, set(), zones)
 
 
 def next_carry(plan, stage: int, helper: str, done: Collection[str] = ()) -> str | None:
@@ -786,7 +898,8 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
     Each carried pair is planned first
     (:func:`smores_assembly.navigation.stage.plan_carried`, the stage's moving modules
-    held where they stand, the pairs planned before held too); the area it may cover
+    held where they stand, the pairs planned before and what they move aside held too;
+    the modules beside the ``slides`` are moved aside by the pair's plan); the area it may cover
     along its path (:func:`path_zones` with :func:`pair_reach` + ``pair_margin``) is
     added to ``zones``, so :func:`plan_stage_pipelined` leaves every staging module whose
     path or staging pose would enter it where it is (the pair's plan went round it
@@ -798,8 +911,8 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     Args:
         moving, staging, obstacles, zones, nav_settings, fixed, width, clock_factory,
             keep_clear, slides: as :func:`plan_stage_pipelined` (``staging`` and
-            ``moving`` may be empty; with nothing but pairs ``keep_clear`` and ``slides``
-            go to the pairs' plans; with nothing at all, the modules beside the
+            ``moving`` may be empty; ``slides`` go to the pairs' plans, and with nothing
+            but pairs ``keep_clear`` too; with nothing at all, the modules beside the
             ``slides`` are moved aside alone).
         carried: helper -> (current pose, pre-dock pose, carried module id); the helper
             and the carried module are in ``obstacles`` and ``fixed``.
@@ -821,11 +934,14 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     for h, (start, goal, module) in sorted(carried.items()):
         others = {m: p for m, p in obstacles.items() if m not in (h, module)}
         others.update({m: v[0] for m, v in moving.items()})
-        hold = (set(fixed) | set(moving) | held_pairs) & set(others)
+        hold = (set(fixed) | set(moving) | held_pairs | aside) & set(others)
+        # the modules beside the stage's slides are moved aside by the pair's plan, with
+        # the pair: moved aside by the stage's plan, which holds the pair where it
+        # stands, one drove through the area the pair turned in (bench_targets seed 47
+        # random_10_974250758 stage 3: m8 beside m4's slide, contact m4-m8 0.10 mm)
         cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
                           clock=clock_factory() if clock_factory else None,
-                          keep_clear=keep_clear if alone else None,
-                          slides=slides if alone else None)
+                          keep_clear=keep_clear if alone else None, slides=slides)
         pair_plans.append(cp)
         aside |= set(cp.moved_aside)
         held_pairs |= {h, module}
@@ -905,5 +1021,6 @@ __all__ = ["SCHEDULES", "DEFAULT_SCHEDULE", "check_schedule", "StagingSettings",
            "rect_overlap", "body", "dock_zone", "nominal_predock", "stage_zones",
            "staging_poses", "pair_staging_footprint", "carry_staging_poses", "path_enters",
            "on_staging_axis", "StagingProblem",
-           "staging_problem", "helper_staging", "next_carry", "plan_stage_pipelined",
+           "staging_problem", "helper_staging", "next_carry", "free_modules",
+           "undock_areas", "undock_staging", "plan_stage_pipelined",
            "footprint_to_build", "pair_reach", "path_zones", "plan_stage_carrying"]

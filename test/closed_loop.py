@@ -5,6 +5,7 @@ controller: the docking task's commands drive the world, the world's poses feed 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
 from smores_assembly.docking.control import TimedPath
@@ -70,9 +71,30 @@ def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,
     return want in world.connections(), collisions, task.retries, world.t
 
 
+
+def _tick(task, world, t: float, samples, connected: bool, path, cmds: dict) -> Pose2D:
+    """One control tick of ``task`` in ``world`` at ``t``: its obstacles (the modules within
+    OBSTACLE_RANGE but its own, its parent and its helper), its commands merged into ``cmds``
+    (a zero command never overwrites another one's), its magnets and helper commands
+    applied. Returns the driven module's pose at the tick."""
+    me = world.pose(task.driven)
+    skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
+    obs = [(q.x, q.y) for m, q in world.poses().items()
+           if m not in skip and q.distance_to(me) <= OBSTACLE_RANGE]
+    out = task.tick(t, samples, connected, path, obs)
+    for m, c in out.cmd.items():
+        if m not in cmds or c != (0.0, 0.0):
+            cmds[m] = c
+    for m, faces in out.magnets.items():
+        world.set_magnets(m, set(faces))
+    for hc in out.helper_commands:
+        world.helper_command(hc.helper, hc.command, hc.module, hc.carry_yaw)
+    return me
+
 def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                    path_delay: float = 0.04, t_max: float = 20.0,
-                   backing_off: dict[str, float] | None = None
+                   backing_off: dict[str, float] | None = None, direct=(),
+                   lifted: Collection[str] = ()
                    ) -> tuple[list[tuple[float, str, str]], dict[str, float]]:
     """Run one stage closed loop in a SimWorld of ``poses``, as the docking controller
     node does: one DockingTask per action of ``actions`` (plan order; one helper serves
@@ -86,14 +108,35 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
     far at ``near_structure_speed`` (no task drives it meanwhile) and takes its path only
     afterwards.
 
+    ``direct``: modules of ``actions`` the navigation gives an empty path unless ``paths``
+    has one for them (a pipelined stage's module on its axis: it slides straight in).
+
+    ``lifted``: modules of wheel-face actions whose helper has just lifted them: the
+    module stands one width ahead of its helper (``poses`` of the module are ignored),
+    carried at ``carry_yaw``, and the task starts in NAVIGATE carrying, as
+    :class:`~smores_assembly.docking.task.Lift` leaves it (as :func:`dock_in_world`'s
+    ``carried_by``).
+
     Returns:
         (collision events ``(t, a, b)``, each module's largest distance [m] from its
         path's reference position while it followed the path).
     """
     s = DockingSettings()
+    poses = dict(poses)
+    for a in actions:
+        if a.module in lifted:
+            poses[a.module] = poses[a.helper].compose(s.module_width, 0.0,
+                                                      wrap_angle(-a.child_face.angle))
     world = SimWorld(poses, helpers=tuple(helpers))
     tasks = [DockingTask(DockingSpec(a.module, a.parent_module, a.parent_face, a.child_face,
                                      a.helper or ""), s) for a in actions]
+    for a, task in zip(actions, tasks):
+        if a.module in lifted:
+            world.helper_command(a.helper, HelperOp.LIFT, a.module,
+                                 wrap_angle(-a.child_face.angle))
+            task.tick(0.0, {m: PoseSample(p, 0.0) for m, p in world.poses().items()})
+            task.ctx.lifted = True
+            task._go(Phase.NAVIGATE)
     timed = {m: TimedPath(tuple((t + path_delay, p.x, p.y) for t, p in pts))
              for m, pts in paths.items()}
     wants = [Connection.make(a.module, a.child_face, a.parent_module, a.parent_face)
@@ -131,18 +174,9 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
             if new or task.driven in held:
                 p = timed.get(task.driven)
                 held.discard(task.driven)
-            me = world.pose(task.driven)
-            skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
-            obs = [(q.x, q.y) for m, q in world.poses().items()
-                   if m not in skip and q.distance_to(me) <= OBSTACLE_RANGE]
-            out = task.tick(t, samples, want in conns, p, obs)
-            for m, c in out.cmd.items():
-                if m not in cmds or c != (0.0, 0.0):
-                    cmds[m] = c
-            for m, faces in out.magnets.items():
-                world.set_magnets(m, set(faces))
-            for hc in out.helper_commands:
-                world.helper_command(hc.helper, hc.command, hc.module, hc.carry_yaw)
+                if p is None and task.driven in direct:
+                    task.path_unavailable()
+            me = _tick(task, world, t, samples, want in conns, p, cmds)
             if (task.phase in (Phase.NAVIGATE, Phase.WAIT_HELPER) and task.driven in timed
                     and t <= timed[task.driven].end_time):
                 x, y = timed[task.driven].reference(t)
@@ -165,3 +199,85 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
         events += [(round(world.t, 2), *ev.modules) for ev in world.step(DT)
                    if ev.kind == "collision"]
     return events, lag
+
+
+def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
+                          t_max: float = 150.0, dt: float = DT
+                          ) -> tuple[list[tuple[float, str, str]], list]:
+    """Run stage ``k`` of ``plan`` (pipelined, kept goals completed) closed loop in a
+    SimWorld of ``poses`` with the navigation in the loop, as the nodes run it: the
+    stage's problem (``nav_problem`` -> ``plan_stage_carrying``) planned as the stage
+    starts and again when a helper has lifted its module (its phase NAVIGATE: the pair's
+    path), the paths delivered 0.04 s later; one DockingTask per action (one helper
+    serves its actions one after the other), a PathFollower for every other module with
+    a path.
+
+    Returns:
+        (collision events ``(t, a, b)``, the tasks at the end).
+    """
+    from smores_assembly.errors import InputError, NavigationError
+    from smores_assembly.navigation.problem import nav_problem
+    from smores_assembly.navigation.stage import NavSettings
+    from smores_assembly.staging import plan_stage_carrying
+
+    s, nav = DockingSettings(), NavSettings()
+    world = SimWorld(poses, helpers=tuple(helpers))
+    acts = [a for a in plan.actions if a.stage == k]
+    tasks = [DockingTask(DockingSpec(a.module, a.parent_module, a.parent_face, a.child_face,
+                                     a.helper or ""), s) for a in acts]
+    wants = [Connection.make(a.module, a.child_face, a.parent_module, a.parent_face)
+             for a in acts]
+    carried = {a.module for a in acts if a.needs_helper}
+    driven = {t.driven for t in tasks} | {t.spec.module for t in tasks}
+    pending: dict[str, TimedPath] = {}
+    followers: dict[str, PathFollower] = {}
+
+    def replan(t: float, phases, docked) -> None:
+        prob = nav_problem(plan, k, world.poses(), docked, phases, nav)
+        try:
+            sp, _ = plan_stage_carrying(prob.moving, prob.staging, prob.carried,
+                                        prob.obstacles, prob.zones, nav, fixed=prob.fixed,
+                                        width=s.module_width, keep_clear=prob.keep_clear,
+                                        slides=prob.slides)
+        except (NavigationError, InputError):
+            return   # the node publishes empty paths: the tasks drive directly
+        for m, pts in sp.paths.items():
+            pending[m] = TimedPath(tuple((t + 0.04 + tt, p.x, p.y) for tt, p in pts))
+
+    replan(world.t, {}, set())
+    events: list[tuple[float, str, str]] = []
+    before: dict = {}
+    while world.t < t_max and not all(t.done for t in tasks):
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        conns = world.connections()
+        phases = {task.spec.module: task.phase for task in tasks}
+        if any(p is Phase.NAVIGATE and before.get(m) is not Phase.NAVIGATE
+               for m, p in phases.items() if m in carried):
+            replan(t, phases, {m for m, p in phases.items() if p is Phase.DOCKED})
+        before = phases
+        busy: set[str] = set()
+        cmds: dict[str, tuple[float, float]] = {}
+        for task, want in zip(tasks, wants):
+            if task.uses_helper:
+                if task.driven in busy:
+                    continue
+                if not task.helper_free:
+                    busy.add(task.driven)
+            p = pending.pop(task.driven, None)
+            _tick(task, world, t, samples, want in conns, p, cmds)
+        for m in [m for m in pending if m not in driven]:
+            followers[m] = PathFollower(m, pending.pop(m), s)
+        for m, f in followers.items():
+            if m in cmds:
+                continue
+            me = world.pose(m)
+            near = [(q.x, q.y) for o, q in world.poses().items()
+                    if o != m and q.distance_to(me) <= OBSTACLE_RANGE
+                    ] if not f.escape.was_clear else []
+            cmds[m] = f.tick(t, samples[m], near)
+        for m, (v, om) in cmds.items():
+            world.set_cmd_vel(m, v, om)
+        events += [(round(world.t, 2), *ev.modules) for ev in world.step(dt)
+                   if ev.kind == "collision"]
+    return events, tasks

@@ -62,3 +62,33 @@ def run_cli(args: list[str], timeout: float, **kwargs):
             out, err = proc.communicate()
         raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err) from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def assembled_report(proc, out: Path, n_connections: int | None = None) -> dict:
+    """The report.json a finished ``run`` wrote into ``out``, judged by the fake hardware's
+    ground truth: exit 0, every target connection formed and nothing else, no collision,
+    lockstep, every dock's last phase DOCKED (assertion errors name what differs).
+
+    Args:
+        proc: the ``subprocess.CompletedProcess`` of :func:`run_cli` (its output goes into
+            the messages).
+        n_connections: the number of target connections the report must hold, if given.
+    """
+    import json
+
+    report_file = out / "report.json"
+    assert report_file.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(report_file.read_text())
+    assert proc.returncode == 0, (report["error"], proc.stdout[-3000:])
+    assert report["success"] is True and report["missing_connections"] == []
+    expected = {frozenset({f"{a['module']}.{a['child_face']}",
+                           f"{a['parent_module']}.{a['parent_face']}"})
+                for a in report["actions"]}
+    if n_connections is not None:
+        assert len(expected) == n_connections
+    assert {frozenset(c) for c in report["connections"]} == expected
+    assert report["collisions"] == []
+    assert report["lockstep"] is True
+    for a in report["actions"]:
+        assert a["phases"][-1]["phase"] == "DOCKED", a["module"]
+    return report

@@ -12,6 +12,7 @@ from smores_assembly.cli import build_parser, main
 from smores_assembly.geometry import Pose2D
 from smores_assembly.planning import plan_assembly
 from smores_assembly.scenario import load_scenario
+from ros_helpers import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "config" / "scenarios"
@@ -19,7 +20,7 @@ SCENARIOS = REPO / "config" / "scenarios"
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*installed.cli(), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_plan_json_task1():
@@ -167,7 +168,7 @@ def test_closed_stdout_is_quiet(fmt):
     try:
         r = subprocess.run([*installed.cli(), "plan",
                             str(SCENARIOS / "holonomic_vehicle.yaml"), *fmt], cwd=REPO,
-                           stdout=wr, stderr=subprocess.PIPE, text=True, timeout=60)
+                           stdout=wr, stderr=subprocess.PIPE, text=True, timeout=HANG_S)
     finally:
         os.close(wr)
     assert r.returncode == 0 and r.stderr == ""
@@ -367,14 +368,78 @@ def test_a_reconfiguration_keeping_one_module_says_in_place(tmp_path):
 
 
 def test_a_full_reconfiguration_says_why_it_is_full(tmp_path):
-    """m0.TOP-m1.LEFT joins no target edge's faces: no common part, so full disassembly
-    without --full-disassembly; the line says why (and names the flag when given)."""
+    """m0.TOP-m1.LEFT joins no target edge's faces: no common part. Without
+    --full-disassembly the plan is the one of shortest estimated time, here keeping the
+    single m0 in place (reconfigure.single_parts; its estimate is below the full
+    disassembly's); a full plan of the same scenario says why it is full, and names the
+    flag when given."""
+    from smores_assembly.cli import format_plan
+    from smores_assembly.reconfigure import estimated_time, plan_reconfiguration
+
     p = tmp_path / "r_undock.yaml"
     p.write_text(RECONF.format(name="r_undock", yaw=1.5707963, face="LEFT"))
+    sc = load_scenario(p)
+    reuse = plan_reconfiguration(sc)
+    full = plan_reconfiguration(sc, method="full")
+    assert reuse.method == "reuse" and reuse.kept == ["m0"]
+    assert estimated_time(reuse, sc.modules) < estimated_time(full, sc.modules)
     out = run_cli("plan", str(p)).stdout.splitlines()
-    assert out[2].startswith("reconfiguration (full): full disassembly, then assembly (no "
-                             "part of the start structure is kept because none is a part "
-                             "of the target: ")
+    assert out[2] == ("reconfiguration (reuse): keeps m0 in place (the target is built "
+                      "round it); 1 undocking action in 1 stage")
+    assert format_plan(full, sc).splitlines()[2].startswith(
+        "reconfiguration (full): full disassembly, then assembly (no part of the start "
+        "structure is kept because none is a part of the target: ")
     out = run_cli("plan", str(p), "--full-disassembly").stdout.splitlines()
     assert out[2].startswith("reconfiguration (full): full disassembly, then assembly "
                              "(--full-disassembly); 1 undocking action")
+
+
+def _poses(d):
+    yield from d["goals"].values()
+    for a in d["actions"]:
+        yield a["goal"]
+    for u in d["undocks"]:
+        yield u["start"]
+        yield u["park"]
+
+
+def test_plan_json_has_no_float_noise(tmp_path, capsys):
+    """Fresh-user finding: ``plan --json`` printed float noise such as 9.8e-18 (a 0 m
+    position). Every pose is rounded to 1e-6 (m, rad) and differs from the plan's own
+    value by at most half of that. Inputs: the shipped scenarios and random bench
+    targets; oracle: the plan's unrounded ``to_dict``, and the JSON text itself."""
+    import yaml
+    from random_plans import bench_plans
+    files = sorted(SCENARIOS.glob("*.yaml"))
+    for k, (sc, _plan) in enumerate(bench_plans(4, seed=5)):
+        f = tmp_path / f"random_{k}.yaml"
+        f.write_text(yaml.safe_dump(sc.to_dict()))
+        files.append(f)
+    checked = 0
+    for f in files:
+        assert main(["plan", str(f), "--json"]) == 0
+        text = capsys.readouterr().out
+        got = json.loads(text)
+        for pose in _poses(got):
+            for x in pose:
+                assert x == round(x, 6) and repr(x) != "-0.0", \
+                    (f, pose)
+        # the values themselves: the rounded plan, action by action
+        parser_plan = plan_of(f)
+        want = [a.to_dict()["goal"] for a in parser_plan.actions]
+        have = [a["goal"] for a in got["actions"]]
+        assert len(want) == len(have)
+        for w, h in zip(want, have):
+            assert all(abs(a - b) <= 5e-7 + 1e-12 for a, b in zip(w, h)), (f, w, h)
+        checked += 1
+    assert checked >= len(list(SCENARIOS.glob("*.yaml"))) + 2
+
+
+def plan_of(path):
+    """The plan ``plan --json`` prints for ``path`` (default schedule), unrounded."""
+    from argparse import Namespace
+    from smores_assembly.cli import plan_scenario
+    from smores_assembly.planning import with_schedule
+    from smores_assembly.staging import DEFAULT_SCHEDULE
+    sc = load_scenario(path)
+    return with_schedule(plan_scenario(Namespace(scenario=str(path)), sc), DEFAULT_SCHEDULE)

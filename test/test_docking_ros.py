@@ -14,6 +14,7 @@ import installed
 import pytest
 
 from smores_assembly.ros import names
+from ros_helpers import HANG_S
 
 pytestmark = pytest.mark.ros
 
@@ -193,7 +194,7 @@ def test_module_docks_onto_a_fixed_module_over_topics(make_stack):
     want = frozenset({("m", "BOTTOM"), ("p", "BOTTOM")})
     ok = stack.spin_until(lambda: want in obs.connections and obs.truth
                           and obs.status.get("m") is not None
-                          and obs.status["m"].phase_name == "DOCKED", 90.0)
+                          and obs.status["m"].phase_name == "DOCKED", HANG_S)
     assert ok, (obs.phases, obs.connections, stack.log("docking_controller"))
     gap, lat, yaw = _final_errors(obs, "BOTTOM", "BOTTOM")
     assert abs(gap) <= 0.004 and abs(lat) <= 0.004 and abs(math.degrees(yaw)) <= 2.0
@@ -221,24 +222,24 @@ def test_lost_track_stops_the_module_and_docking_resumes(make_stack):
     cli = stack.node.create_client(SetParameters, "/fake_hardware/set_parameters")
 
     def set_dropout(p: float) -> None:
-        assert stack.spin_until(lambda: cli.service_is_ready(), 20.0)
+        assert stack.spin_until(lambda: cli.service_is_ready(), HANG_S)
         req = SetParameters.Request(parameters=[ParamMsg(
             name="dropout_probability",
             value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=p))])
         fut = cli.call_async(req)
-        assert stack.spin_until(fut.done, 20.0) and fut.result().results[0].successful
+        assert stack.spin_until(fut.done, HANG_S) and fut.result().results[0].successful
 
     # wait until the module is moving under control, then lose every mocap track
     assert stack.spin_until(lambda: obs.status.get("m") is not None
                             and obs.status["m"].phase_name == "POSE_ADJUST"
-                            and any(abs(v) > 0.01 for _, v, _ in obs.cmds), 60.0), obs.phases
+                            and any(abs(v) > 0.01 for _, v, _ in obs.cmds), HANG_S), obs.phases
     set_dropout(1.0)
-    assert stack.spin_until(lambda: obs.status["m"].phase_name == "PAUSED", 20.0), obs.phases
+    assert stack.spin_until(lambda: obs.status["m"].phase_name == "PAUSED", HANG_S), obs.phases
     t_pause = obs.truth_t
-    assert stack.spin_until(lambda: obs.truth_t > t_pause + 0.5, 20.0)
+    assert stack.spin_until(lambda: obs.truth_t > t_pause + 0.5, HANG_S)
     ref = obs.truth["m"]
     t_ref = obs.truth_t
-    assert stack.spin_until(lambda: obs.truth_t > t_ref + 2.0, 30.0)
+    assert stack.spin_until(lambda: obs.truth_t > t_ref + 2.0, HANG_S)
     # still paused, not moved, and every command since the pause settled was zero
     assert obs.status["m"].phase_name == "PAUSED"
     assert obs.truth["m"].distance_to(ref) < 1e-6
@@ -248,7 +249,7 @@ def test_lost_track_stops_the_module_and_docking_resumes(make_stack):
     set_dropout(0.0)
     want = frozenset({("m", "TOP"), ("p", "TOP")})
     ok = stack.spin_until(lambda: want in obs.connections
-                          and obs.status["m"].phase_name == "DOCKED", 90.0)
+                          and obs.status["m"].phase_name == "DOCKED", HANG_S)
     assert ok, (obs.phases, stack.log("docking_controller"))
     gap, lat, yaw = _final_errors(obs, "TOP", "TOP")
     assert abs(gap) <= 0.004 and abs(math.degrees(yaw)) <= 2.0

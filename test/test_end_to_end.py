@@ -12,7 +12,7 @@ from pathlib import Path
 import installed
 import pytest
 
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 from smores_assembly.ros import names
 
@@ -232,7 +232,7 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     node.create_subscription(MarkerArray, names.MODULE_MARKERS, on_markers,
                              common.LATCHED_QOS)
     client = ActionClient(node, Assemble, names.ASSEMBLE)
-    assert spin_until(ex, client.server_is_ready, 60.0), runner.poll()
+    assert spin_until(ex, client.server_is_ready, HANG_S), runner.poll()
     fb = {"state": ""}
     scenario = load_scenario(SCEN / "mobile_manipulator.yaml")
     from smores_assembly.ros.goals import GoalTracker
@@ -243,17 +243,17 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
         feedback_callback=lambda f: fb.__setitem__("state", f.feedback.state))
     assert handle is not None and handle.accepted
     result = tracker.request_result(handle)
-    assert spin_until(ex, lambda: fb["state"] == "WAITING_APPROVAL", 30.0)
-    assert spin_until(ex, lambda: len(truth) == 7, 20.0)
+    assert spin_until(ex, lambda: fb["state"] == "WAITING_APPROVAL", HANG_S)
+    assert spin_until(ex, lambda: len(truth) == 7, HANG_S)
     start = dict(truth)
     t0 = start["m0"][0]
     # wait 5 s of simulated time: nothing may move while approval is pending
-    assert spin_until(ex, lambda: truth["m0"][0] > t0 + 5.0, 30.0)
+    assert spin_until(ex, lambda: truth["m0"][0] > t0 + 5.0, HANG_S)
     moved = {m: math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) for m in truth}
     assert max(moved.values()) < 1e-9, moved
     assert not result.done()
     # RViz markers: one cube per module where the ground truth has it (1 mm mocap noise)
-    assert spin_until(ex, lambda: sum(k[0] == "modules" for k in markers) == 7, 10.0)
+    assert spin_until(ex, lambda: sum(k[0] == "modules" for k in markers) == 7, HANG_S)
     for (ns, i), cube in markers.items():
         if ns != "modules":
             continue
@@ -263,28 +263,28 @@ def test_nothing_moves_without_approval_and_cancel_stops_every_module(stack):
     assert sum(k[0] == "goals" for k in markers) == 6
 
     approve = node.create_client(Trigger, names.APPROVE)
-    assert approve.wait_for_service(timeout_sec=10.0)
+    assert approve.wait_for_service(timeout_sec=HANG_S)
     fut = approve.call_async(Trigger.Request())
-    assert spin_until(ex, fut.done, 10.0) and fut.result().success
+    assert spin_until(ex, fut.done, HANG_S) and fut.result().success
 
     def some_module_moved() -> bool:
         return any(math.hypot(truth[m][1] - start[m][1], truth[m][2] - start[m][2]) > 0.01
                    for m in truth)
-    assert spin_until(ex, some_module_moved, 60.0), "approval did not start the assembly"
+    assert spin_until(ex, some_module_moved, HANG_S), "approval did not start the assembly"
 
     cancel = node.create_client(Trigger, names.CANCEL)
-    assert cancel.wait_for_service(timeout_sec=10.0)
+    assert cancel.wait_for_service(timeout_sec=HANG_S)
     fut = cancel.call_async(Trigger.Request())
-    assert spin_until(ex, fut.done, 10.0) and fut.result().success
-    response = tracker.result(handle, lambda p, t: spin_until(ex, p, t), 20.0)
+    assert spin_until(ex, fut.done, HANG_S) and fut.result().success
+    response = tracker.result(handle, lambda p, t: spin_until(ex, p, t), HANG_S)
     assert response is not None
     res = response.result
     assert not res.success and res.error_code == Assemble.Result.ERROR_CANCELLED
     # after a short stop (wheel deceleration), no module moves for 3 s of simulated time
     t_c = truth["m0"][0]
-    assert spin_until(ex, lambda: truth["m0"][0] > t_c + 1.0, 20.0)
+    assert spin_until(ex, lambda: truth["m0"][0] > t_c + 1.0, HANG_S)
     stopped = dict(truth)
-    assert spin_until(ex, lambda: truth["m0"][0] > stopped["m0"][0] + 3.0, 30.0)
+    assert spin_until(ex, lambda: truth["m0"][0] > stopped["m0"][0] + 3.0, HANG_S)
     drift = {m: math.hypot(truth[m][1] - stopped[m][1], truth[m][2] - stopped[m][2])
              for m in truth}
     assert max(drift.values()) < 1e-6, drift

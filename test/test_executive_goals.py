@@ -7,7 +7,7 @@ from pathlib import Path
 
 import installed
 import pytest
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 pytestmark = pytest.mark.ros
 
@@ -56,12 +56,12 @@ def test_goal_sequence_invalid_valid_one_node_invalid_cancelled(pair_stack):
     node, ex, runner, log = pair_stack
     client = ActionClient(node, Assemble, "/assembly/assemble")
     cancel = node.create_client(Trigger, "/assembly/cancel")
-    assert spin_until(ex, client.server_is_ready, 60.0), runner.poll()
-    assert spin_until(ex, cancel.service_is_ready, 20.0)
+    assert spin_until(ex, client.server_is_ready, HANG_S), runner.poll()
+    assert spin_until(ex, cancel.service_is_ready, HANG_S)
 
     def call_cancel():
         fut = cancel.call_async(Trigger.Request())
-        assert spin_until(ex, fut.done, 10.0)
+        assert spin_until(ex, fut.done, HANG_S)
         return fut.result()
 
     pair = scenario_to_target_msg(load_scenario(FIELD / "pair.yaml"))
@@ -75,8 +75,8 @@ def test_goal_sequence_invalid_valid_one_node_invalid_cancelled(pair_stack):
     def spin(pred, timeout):
         return spin_until(ex, pred, timeout)
 
-    def run(target, cancel_early=False, timeout=120.0):
-        handle = tracker.send(Assemble.Goal(target=target), spin, 20.0)
+    def run(target, cancel_early=False, timeout=HANG_S):
+        handle = tracker.send(Assemble.Goal(target=target), spin, HANG_S)
         assert handle is not None, "goal never answered"
         assert handle.accepted, "goal rejected: the executive is wedged"
         answer = call_cancel() if cancel_early else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from ros_helpers import HANG_S
 
 pytestmark = pytest.mark.ros
 
@@ -27,7 +28,7 @@ def _node(ctx, name):
     return rclpy.create_node(name, context=ctx, start_parameter_services=False)
 
 
-def _spin_until(ex, pred, timeout_s=20.0):
+def _spin_until(ex, pred, timeout_s=HANG_S):
     deadline = time.monotonic() + timeout_s
     while not pred() and time.monotonic() < deadline:
         ex.spin_once(timeout_sec=0.05)
@@ -124,7 +125,8 @@ def test_a_callback_destroys_a_subscription_that_is_ready_too(executor, ros_cont
     pb.publish(Int32(data=2))
     pa.publish(Int32(data=1))
     time.sleep(0.2)   # both delivered to the same wake-up (not a synchronisation)
-    for _ in range(20):
+    _spin_until(executor, lambda: ("a", 1) in seen)   # a loaded machine may deliver later
+    for _ in range(20):                                # b, if wrongly still there, runs now
         executor.spin_once(timeout_sec=0.01)
     assert ("a", 1) in seen
     # b ran before it was destroyed, or not at all; never after
@@ -178,7 +180,7 @@ def test_timer_callbacks_plain_with_info_swapped_and_raising(executor, ros_conte
         raise RuntimeError("boom from a timer")
     node.create_timer(0.01, boom)
     with pytest.raises(RuntimeError, match="boom from a timer"):
-        _spin_until(executor, lambda: False, timeout_s=5.0)
+        _spin_until(executor, lambda: False, timeout_s=HANG_S)
     node.destroy_node()
 
 
@@ -211,7 +213,7 @@ def test_parked_subscription_waits_in_its_reader(ros_context):
         for _ in range(20):
             ex.spin_once(timeout_sec=0.01)
         assert cb == []                                # never called while parked
-        deadline = time.monotonic() + 20.0
+        deadline = time.monotonic() + HANG_S   # polls a parked reader: no wake-up to await
         while len(taken) < 30 and time.monotonic() < deadline:
             lean.take_all(sub, lambda m: taken.append(m.data))
             time.sleep(0.01)

@@ -10,7 +10,7 @@ import math
 
 import pytest
 import yaml
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 pytestmark = pytest.mark.ros
 pytest.importorskip("mujoco")
@@ -86,14 +86,14 @@ def test_mujoco_backend_has_the_kinematic_topics_and_drives_over_ros(ros_context
     cmd = probe.create_publisher(Twist, names.module_topic("a", "cmd_vel"), common.COMMAND_QOS)
     try:
         assert spin_until(ex, lambda: cmd.get_subscription_count() > 0
-                          and fake.count_subscribers("/" + names.GROUND_TRUTH) > 0, 10)
+                          and fake.count_subscribers("/" + names.GROUND_TRUTH) > 0, HANG_S)
         msg = Twist()
         msg.linear.x = 0.05
         cmd.publish(msg)
-        assert spin_until(ex, lambda: fake.world._cmd[0, 0] == 0.05, 5)
+        assert spin_until(ex, lambda: fake.world._cmd[0, 0] == 0.05, HANG_S)
         for _ in range(100):                  # 1 s at 100 Hz, stepped by hand
             fake.step_once(0.01)
-        assert spin_until(ex, lambda: gts and mocap and gts[-1].header.stamp.sec == 1, 5)
+        assert spin_until(ex, lambda: gts and mocap and gts[-1].header.stamp.sec == 1, HANG_S)
         a = next(s for s in gts[-1].modules if s.id == "a")
         # 0.05 m/s for 1 s less half the wheels' ramp (0.06 s)
         assert 0.046 < a.x < 0.050 and abs(a.y) < 0.001 and abs(a.yaw) < math.radians(0.5)

@@ -9,7 +9,7 @@ import numpy as np
 import installed
 import pytest
 import yaml
-from ros_helpers import spin_until, spin_until_sim
+from ros_helpers import HANG_S, spin_until, spin_until_sim
 
 from smores_assembly.ros import names
 from smores_assembly.errors import ParamsError, ScenarioError
@@ -70,7 +70,7 @@ class Rig:
                                                          common.COMMAND_QOS)
                       for m in modules for k, t in types.items()}
         assert spin_until(self.ex, lambda: all(p.get_subscription_count() > 0
-                                               for p in self._pubs.values()), 10)
+                                               for p in self._pubs.values()), HANG_S)
 
     def pub(self, module, kind, msg):
         self._pubs[(module, kind)].publish(msg)
@@ -88,7 +88,7 @@ class Rig:
     def wait_magnets(self, module, faces):
         from smores_assembly.geometry import Face
         want = {Face(f) for f in faces}
-        assert spin_until(self.ex, lambda: self.fake.world.magnets(module) == want, 5)
+        assert spin_until(self.ex, lambda: self.fake.world.magnets(module) == want, HANG_S)
 
     def pose(self, msg, module):
         from smores_assembly.geometry import Pose2D
@@ -113,7 +113,7 @@ class Rig:
                 return self.gt[0] if self.gt else None
             i = self.gt.index(g) + 1
             return self.gt[i] if i < len(self.gt) else None
-        assert spin_until(self.ex, lambda: find() is not None, 30), "no ground truth"
+        assert spin_until(self.ex, lambda: find() is not None, HANG_S), "no ground truth"
         return find()
 
     @staticmethod
@@ -160,8 +160,8 @@ def test_commanded_arc_ends_where_the_unicycle_model_says(make_rig):
     rig.cmd_vel("m", v, w)
     # wait until it moved and stopped again, then for the ground truth of that moment
     world = rig.fake.world
-    assert spin_until(rig.ex, lambda: world.wheel_speeds("m") != (0.0, 0.0), 10)
-    assert spin_until(rig.ex, lambda: world.wheel_speeds("m") == (0.0, 0.0), 30)
+    assert spin_until(rig.ex, lambda: world.wheel_speeds("m") != (0.0, 0.0), HANG_S)
+    assert spin_until(rig.ex, lambda: world.wheel_speeds("m") == (0.0, 0.0), HANG_S)
     t_stop = world.t
     end = rig.pose(rig.gt_at(t_stop + 0.5), "m")
     expect = unicycle(p0, v, w, T)
@@ -185,7 +185,7 @@ def test_face_to_face_connects_inside_capture_range_and_stays(make_rig):
     rig.wait_magnets("c", ["TOP"])
     rig.cmd_vel("a", 0.05, 0.0)
     rig.cmd_vel("c", 0.05, 0.0)
-    assert spin_until(rig.ex, lambda: rig.conns and rig.conns[-1].connections, 20)
+    assert spin_until(rig.ex, lambda: rig.conns and rig.conns[-1].connections, HANG_S)
     conn_msg = rig.conns[-1]
     assert [(c.module_a, c.face_a, c.module_b, c.face_b) for c in conn_msg.connections] == [
         ("a", "TOP", "b", "TOP")]
@@ -214,7 +214,7 @@ def test_face_to_face_connects_inside_capture_range_and_stays(make_rig):
     assert not rig.colls
     # magnets off: released; a can drive away again
     rig.magnets("b")
-    assert spin_until(rig.ex, lambda: not rig.conns[-1].connections, 10)
+    assert spin_until(rig.ex, lambda: not rig.conns[-1].connections, HANG_S)
     rig.cmd_vel("a", -0.05, 0.0)
     assert rig.pose(rig.wait_sim(0.5), "a").x < a.x - 0.01
 
@@ -226,7 +226,7 @@ def test_misaligned_approach_is_a_reported_collision(make_rig):
     rig.magnets("f", top=True)
     rig.wait_magnets("f", ["TOP"])
     rig.cmd_vel("e", 0.05, 0.0)
-    assert spin_until(rig.ex, lambda: rig.colls, 20)
+    assert spin_until(rig.ex, lambda: rig.colls, HANG_S)
     ev = rig.colls[0]
     assert (ev.module_a, ev.module_b) == ("e", "f") and ev.penetration_m > 0
     g = rig.wait_sim(1.0)
@@ -249,10 +249,10 @@ def test_helper_lifts_and_docks_a_wheel_face(make_rig):
     rig.wait_magnets("m", ["LEFT"])
     rig.pub("h", "helper_command", HelperCommand(command=HelperCommand.LIFT, module="m",
                                                  carry_yaw=-math.pi / 2))
-    assert spin_until(rig.ex, lambda: rig.fake.world.carried_by("h") == "m", 5)
+    assert spin_until(rig.ex, lambda: rig.fake.world.carried_by("h") == "m", HANG_S)
     rig.wait_sim(1.0)   # finish the rotation
     rig.cmd_vel("h", 0.05, 0.0)
-    assert spin_until(rig.ex, lambda: rig.conns and rig.conns[-1].connections, 20)
+    assert spin_until(rig.ex, lambda: rig.conns and rig.conns[-1].connections, HANG_S)
     c = rig.conns[-1].connections[0]
     assert (c.module_a, c.face_a, c.module_b, c.face_b) == ("m", "LEFT", "s", "TOP")
     g = rig.gt_at(rig.stamp(rig.conns[-1]))
@@ -282,7 +282,7 @@ def test_mocap_noise_and_dropout_statistics(make_rig):
     # at load 13). The loss does not depend on the values, so the statistics hold for the
     # samples received: wait for 600 of them, and fail only when 400 simulated s (~30000
     # samples published) did not bring them, whatever the load.
-    assert spin_until(rig.ex, lambda: sub.get_publisher_count() > 0, 300)
+    assert spin_until(rig.ex, lambda: sub.get_publisher_count() > 0, HANG_S)
     t0 = rig.fake.world.t
     assert spin_until_sim(rig.ex, lambda: len(got) >= 600, lambda: rig.fake.world.t,
                           t0 + 400.0), (
@@ -327,7 +327,7 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
     env = dict(os.environ)
     bad = subprocess.run([*installed.node("fake_hardware"), "--ros-args",
                           "--params-file", str(params), "-p", "physics_rate_hz:=0.0"],
-                         env=env, capture_output=True, text=True, timeout=300)
+                         env=env, capture_output=True, text=True, timeout=HANG_S)
     assert bad.returncode == 2, bad.stderr
     assert "physics_rate_hz" in bad.stderr + bad.stdout
     proc = subprocess.Popen([*installed.node("fake_hardware"),
@@ -344,7 +344,7 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
         # start-up of a Python process (imports, DDS discovery) takes ~30 s at load 18: a
         # generous bound, ended early by the awaited event or by the process exiting
         spin_until(ex, lambda: (len(clocks) > 20 and len(poses) > 5)
-                   or proc.poll() is not None, 300)
+                   or proc.poll() is not None, HANG_S)
         assert len(clocks) > 20 and len(poses) > 5, (
             f"no /clock or mocap from the subprocess (exit code {proc.poll()})")
         t = [c.clock.sec + c.clock.nanosec * 1e-9 for c in clocks]
@@ -357,7 +357,9 @@ def test_entry_point_publishes_clock_and_exact_mocap(tmp_path, ros_context, pyth
         node.destroy_node()
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=15)
+        # awaits the exit: at load 10-25 the SIGTERM shutdown took longer than the 15 s
+        # this wait had before, and the test failed with TimeoutExpired
+        out, _ = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0, out
     assert "stopped at t=" in out
 
@@ -394,7 +396,7 @@ def test_clock_ground_truth_and_joint_states_by_manual_stepping(ros_context, tmp
 
     try:
         assert spin_until(ex, lambda: all(fake.count_subscribers(t) > 0 for t in (
-            "/clock", names.GROUND_TRUTH, "/a/joint_states")), 10)
+            "/clock", names.GROUND_TRUTH, "/a/joint_states")), HANG_S)
         fake.world.set_joints("a", 0.3, -0.2)
         for _ in range(50):                      # 0.5 s: joints reach their targets
             fake.step_once(0.01)
@@ -402,7 +404,7 @@ def test_clock_ground_truth_and_joint_states_by_manual_stepping(ros_context, tmp
         t_end = fake.world.t
         assert spin_until(ex, lambda: clocks and stamp(clocks[-1].clock) >= t_end - 1e-9
                           and gts and stamp(gts[-1].header.stamp) >= t_end - 1e-9
-                          and joints and stamp(joints[-1].header.stamp) >= t_end - 1e-9, 10)
+                          and joints and stamp(joints[-1].header.stamp) >= t_end - 1e-9, HANG_S)
         ticks = np.array([stamp(c.clock) for c in clocks]) * 100
         assert np.allclose(ticks, np.round(ticks), atol=1e-6)
         assert np.all(np.diff(ticks) > 0.5)
@@ -459,14 +461,14 @@ def test_mocap_latency_and_command_watchdog_by_manual_stepping(ros_context, tmp_
     pub = probe.create_publisher(Twist, "/m/cmd_vel", common.COMMAND_QOS)
     try:
         assert spin_until(ex, lambda: pub.get_subscription_count() > 0
-                          and fake.count_subscribers("/vicon/m/m") > 0, 10)
+                          and fake.count_subscribers("/vicon/m/m") > 0, HANG_S)
         assert fake.world.t == 0.0
         for _ in range(4):                      # t = 0.04: the first sample (0.02) is due
             fake.step_once(0.01)                # at 0.07, nothing is published yet
         assert not spin_until(ex, lambda: got, 0.3)
         for _ in range(6):                      # t = 0.10: samples of 0.02 (@0.07) and
             fake.step_once(0.01)                # 0.04 (@0.09) are out
-        assert spin_until(ex, lambda: len(got) >= 2, 5)
+        assert spin_until(ex, lambda: len(got) >= 2, HANG_S)
         stamps = [g.header.stamp.sec + g.header.stamp.nanosec * 1e-9 for g in got]
         assert stamps == pytest.approx([0.02, 0.04])
         # watchdog: 0.3 s of simulated time after the command the module stops
@@ -474,7 +476,7 @@ def test_mocap_latency_and_command_watchdog_by_manual_stepping(ros_context, tmp_
         msg.linear.x = 0.05
         pub.publish(msg)
         assert spin_until(ex, lambda: fake.world.wheel_speeds("m")[0] != 0.0 or
-                          fake._cmd_active[0], 5)
+                          fake._cmd_active[0], HANG_S)
         x0 = fake.world.pose("m").x
         for _ in range(100):
             fake.step_once(0.01)
@@ -657,14 +659,14 @@ def test_mocap_frames_carry_the_numbers_of_the_per_body_samples(ros_context, tmp
     try:
         assert spin_until(ex, lambda: frame.count_subscribers(
             "/frame_fmt/fake_hardware/mocap") > 0 and all(
-            vicon.count_subscribers(f"/vicon_fmt/vicon/{m}/{m}") > 0 for m in poses), 10)
+            vicon.count_subscribers(f"/vicon_fmt/vicon/{m}/{m}") > 0 for m in poses), HANG_S)
         assert not vicon._mocap_frame and frame._mocap_frame
         for _ in range(60):                      # 0.6 s: 30 samples of 5 bodies
             vicon.step_once(0.01)
             frame.step_once(0.01)
         seen = int(vicon.mocap_published.sum())
         assert 0 < seen < 30 * len(poses)       # some dropped
-        assert spin_until(ex, lambda: len(per_body) >= seen and len(frames) >= 30, 10)
+        assert spin_until(ex, lambda: len(per_body) >= seen and len(frames) >= 30, HANG_S)
         assert len(frames) == 30 == frame.mocap_samples
         from_frames = sorted((m, stamp, pos, quat) for _, bodies in frames
                              for m, stamp, pos, quat in bodies)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 pytestmark = pytest.mark.ros
 
@@ -34,7 +34,7 @@ def server_and_client(ros_context):
     client = ActionClient(node, Assemble, "assembly/assemble")
     ex = SingleThreadedExecutor(context=ros_context)
     ex.add_node(node)
-    assert spin_until(ex, client.server_is_ready, 20.0)
+    assert spin_until(ex, client.server_is_ready, HANG_S)
     yield node, client, ex, executed
     server.destroy()
     client.destroy()
@@ -70,10 +70,10 @@ def test_lost_goal_and_result_responses_do_not_lose_the_goal(server_and_client):
     def spin(pred, timeout):
         return spin_until(ex, pred, timeout)
 
-    handle = tracker.send(Assemble.Goal(), spin, 20.0)
+    handle = tracker.send(Assemble.Goal(), spin, HANG_S)
     assert handle is not None and handle.accepted
     assert executed == [bytes(handle.goal_id.uuid)]   # the server ran exactly this goal
-    response = tracker.result(handle, spin, 30.0)
+    response = tracker.result(handle, spin, HANG_S)
     assert response is not None, "the result was never fetched again"
     assert response.status == GoalStatus.STATUS_SUCCEEDED
     assert response.result.success and response.result.message == "done 1"
@@ -94,9 +94,9 @@ def test_answered_goal_uses_the_response(server_and_client):
         return spin_until(ex, pred, timeout)
 
     for i in (1, 2):
-        handle = tracker.send(Assemble.Goal(), spin, 20.0)
+        handle = tracker.send(Assemble.Goal(), spin, HANG_S)
         assert handle is not None and handle.accepted
-        response = tracker.result(handle, spin, 20.0)
+        response = tracker.result(handle, spin, HANG_S)
         assert response.status == GoalStatus.STATUS_SUCCEEDED
         assert response.result.message == f"done {i}"
     assert len(executed) == 2 and executed[0] != executed[1]

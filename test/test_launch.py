@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from smores_assembly.launch import LaunchError, LaunchRunner, ProcessSpec, launch_file, load_launch
+from ros_helpers import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -133,7 +134,7 @@ def test_runner_prefixes_output_and_stops_processes_cleanly():
         if lines:
             break
         runner._threads[0].join(0.05)
-    codes = runner.shutdown(timeout=5.0)
+    codes = runner.shutdown(timeout=HANG_S)
     assert codes == {"a": 0}
     assert lines[:2] == ["[a] hello", "[a] bye"]
     assert proc.poll() == 0
@@ -205,7 +206,7 @@ def test_a_node_refusing_a_start_up_value_logs_one_line_under_its_name(
     the node's own name (also without a launch's __node remap)."""
     import installed
     r = subprocess.run([*installed.node(node), "--ros-args", "-p", param],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_S)
     out = r.stdout + r.stderr
     assert r.returncode == 2, out
     assert "Traceback" not in out
@@ -236,7 +237,7 @@ def test_a_closed_pipe_ends_the_argument_listing_quietly():
     try:
         proc = subprocess.run([sys.executable, "-m", "smores_assembly.launch",
                                "fake_assembly", "-s"], stdout=w, stderr=subprocess.PIPE,
-                              timeout=60)
+                              timeout=HANG_S)
     finally:
         os.close(w)
     err = proc.stderr.decode()

@@ -1,8 +1,10 @@
 """Lockstep simulation end to end: reproducible runs whatever the load, and a lean stack.
 
 * Task 1 (mobile_manipulator) run twice with the same seed gives the same ``trace_sha256``
-  (the SHA-256 of the ground-truth poses and the commands of every step);
+  (the SHA-256 of the ground-truth poses and the commands of every step), report and
+  progress lines (each of these runs prints every phase change of its report);
 * Task 1 in one process (``--single-process``) gives the same ``trace_sha256`` and report;
+* so does Task 1 without chained turns (``lockstep_chain_turns: false``);
 * Task 1 run while two busy-loop processes compete for the CPU assembles with the same
   ``trace_sha256`` as without them, and no action ever PAUSES on stale poses;
 * an idle planning node's CPU time over 10 s of 100 Hz module states stays under 0.2 s.
@@ -17,7 +19,9 @@ import time
 from pathlib import Path
 
 import installed
+import progress_lines
 import pytest
+from ros_helpers import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 TASK1 = REPO / "config" / "scenarios" / "mobile_manipulator.yaml"
@@ -38,6 +42,14 @@ def _run_task1(out: Path, *extra: str) -> dict:
     assert r.returncode == 0, (report["error"], r.stdout[-3000:])
     assert report["success"] is True and report["lockstep"] is True
     assert len(report["trace_sha256"]) == 64 and report["trace_steps"] > 0
+    # every phase change of the report has its progress line at the report's time, the
+    # last DOCKED included; kept with the report, so that the runs compared below also
+    # compare their progress lines (lockstep: the same whatever the load)
+    lines = progress_lines.parse(r.stdout)
+    expected = progress_lines.report_changes(report)
+    assert progress_lines.missing(progress_lines.changes(lines), expected) == [], r.stdout
+    report["progress_lines"] = [ln for ln in r.stdout.splitlines()
+                                if progress_lines.LINE.match(ln)]
     return report
 
 
@@ -66,7 +78,7 @@ def busy_loops():
         for p in procs:
             p.kill()
         for p in procs:
-            p.join(timeout=5)
+            p.join(timeout=HANG_S)
     assert not any(p.is_alive() for p in procs)
 
 
@@ -94,6 +106,21 @@ def test_single_process_gives_the_same_trace(idle_run, tmp_path, ros_domain):
     assert set(idle_run["node_exit_codes"].values()) == {0}
     own = ("single_process", "node_exit_codes")   # the processes differ, by design
     assert ({k: v for k, v in _comparable(single).items() if k not in own}
+            == {k: v for k, v in _comparable(idle_run).items() if k not in own})
+
+
+def test_unchained_turns_give_the_same_trace(idle_run, tmp_path, ros_domain):
+    """``lockstep_chain_turns: false`` (every turn given and answered by the fake hardware)
+    gives the run of the default chained turns (the bridge hands the controller its turn,
+    issue 10), in one process per node; ``--single-process`` (the hand-over a call) is
+    the test above."""
+    params = tmp_path / "unchained.yaml"
+    params.write_text("fake_hardware:\n  ros__parameters:\n    lockstep_chain_turns: false\n")
+    unchained = _run_task1(tmp_path / "run", "--params-file", str(params))
+    assert unchained["params_applied"] == {"fake_hardware": {"lockstep_chain_turns": False}}
+    assert unchained["trace_sha256"] == idle_run["trace_sha256"]
+    own = ("params_file", "params_applied")
+    assert ({k: v for k, v in _comparable(unchained).items() if k not in own}
             == {k: v for k, v in _comparable(idle_run).items() if k not in own})
 
 
@@ -156,7 +183,7 @@ def test_idle_planning_node_does_not_decode_the_pose_stream(node, ros_context, p
         msg.modules = [ModuleState(id=f"m{i}", x=0.1 * i, tracked=True) for i in range(50)]
         # wait until both processes are up and idle (the start-up's CPU is not counted)
         assert spin_until(ex, lambda: pub.get_subscription_count() >= 1
-                          and target_pub.get_subscription_count() >= 1, 60.0)
+                          and target_pub.get_subscription_count() >= 1, HANG_S)
         time.sleep(3.0)
         node_cpu0, dec_cpu0 = _cpu_s(proc.pid), _cpu_s(decoder.pid)
         io.create_timer(0.01, lambda: pub.publish(msg))

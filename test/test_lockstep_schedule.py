@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from smores_assembly.sim.lockstep import HISTORY_DEPTH, LockstepSchedule
+from smores_assembly.sim.lockstep import HISTORY_DEPTH, LockstepSchedule, chained_counts
 
 ORDER = ["bridge", "executive", "navigation", "controller"]
 
@@ -114,3 +114,226 @@ def test_a_quiet_message_is_counted_but_wakes_nobody():
     assert s.next_due() == -math.inf
     assert _turns(s, 0.03) == ["executive", "navigation", "controller"]
     assert s.expected("executive") == {"/status": 2}
+
+
+# --- chained turns (issue 10) -----------------------------------------------------------
+TOPICS = ["/states", "/stage", "/status", "/path", "/cmd"]
+
+
+def _simulate(seed: int, chained: bool, use_stop: bool = True):
+    """Drive a schedule of the four participants through 100 steps of random behaviour (timers,
+    subscriptions, wake topics; per turn random messages, loud or quiet, some of them on
+    topics that wake a participant ordered between two that turn one after the other) as
+    the fake hardware does: unchained (each turn given and answered one by one) or chained
+    (:meth:`LockstepSchedule.chain`, the handing participant computing the next one's counts
+    with :func:`chained_counts` and falling back to its own answer on a ``stop`` topic).
+
+    A participant's behaviour in a turn depends only on who it is, the time and the counts
+    it was given, so both drivers must see the same turns in the same order with the same
+    counts. Returns ``(turns, handed, fell back)``: the turns ``(name, t, counts)``, how many
+    were handed over, how many chains fell back."""
+    import random
+    rng0 = random.Random(seed)
+    s = LockstepSchedule(ORDER)
+    subs = {n: rng0.sample(TOPICS, rng0.randint(0, 4)) for n in ORDER}
+    wakes = {n: [t for t in subs[n] if rng0.random() < 0.5] for n in ORDER}
+    sent = {n: {} for n in ORDER}
+    for n in ORDER:
+        s.on_ack(n, True, 0.0, {}, subs[n] or [""], wakes[n])
+    turns, handed, fell_back = [], 0, 0
+
+    def act(name: str, t: float, counts: dict):
+        """The participant's turn: (next due, cumulative counts, published, loud, quiet)."""
+        r = random.Random(f"{seed} {name} {t:.6f} {sorted(counts.items())}")
+        published = {}
+        for topic in r.sample(TOPICS, r.randint(0, 2)):
+            published[topic] = r.randint(1, 3)
+            sent[name][topic] = sent[name].get(topic, 0) + published[topic]
+        quiet = [topic for topic in published if r.random() < 0.4]
+        loud = [topic for topic in published if topic not in quiet]
+        due = t + r.choice([0.01, 0.01, 0.02, 0.02, 0.05, 0.5, math.inf])
+        return due, dict(sent[name]), published, loud, quiet
+
+    t = 0.0
+    for _ in range(100):
+        t = round(t + 0.01, 6)
+        s.start_step(t)
+        name = s.next_turn()
+        while name is not None:
+            chain = s.chain(name) if chained else None
+            counts = s.expected(name)
+            turns.append((name, t, counts))
+            due, cum, published, loud, quiet = act(name, t, counts)
+            nxt_counts = None
+            if chain is not None:
+                nxt_counts = chained_counts(chain.topics, chain.counts, published, loud,
+                                            chain.stop if use_stop else ())
+                fell_back += nxt_counts is None
+            s.on_ack(name, False, due, cum, None, None, quiet)
+            if nxt_counts is None:
+                name = s.next_turn()
+                continue
+            # handed over: the next one's turn with the counts the chain gives, and then
+            # its answer (with the handing one's, handled just above) to the fake hardware
+            handed += 1
+            got = s.next_turn()   # what the fake hardware pops (it logs an error if not it)
+            assert got == chain.next or not use_stop
+            name = chain.next
+            turns.append((name, t, nxt_counts))
+            due, cum, published, loud, quiet = act(name, t, nxt_counts)
+            s.on_ack(name, False, due, cum, None, None, quiet)
+            name = s.next_turn()
+    return turns, handed, fell_back
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_chained_turns_are_the_unchained_turns(seed):
+    """Random participants (oracle: the unchained protocol, each turn given and answered by
+    the fake hardware one after the other): with chained turns the same participants get
+    the same turns at the same times with the same message counts, including when a chain
+    falls back because the handing participant woke someone ordered in between."""
+    plain, _, _ = _simulate(seed, chained=False)
+    chained, handed, _ = _simulate(seed, chained=True)
+    assert handed > 0
+    assert chained == plain
+
+
+def test_chains_fall_back_on_a_stop_topic_and_would_differ_without():
+    """The ``stop`` rule matters: over the random runs some chains fall back, and ignoring
+    ``stop`` (handing over although someone in between was woken) changes the turns."""
+    fell_back = differ = 0
+    for seed in range(40):
+        plain, _, _ = _simulate(seed, chained=False)
+        fell_back += _simulate(seed, chained=True)[2]
+        differ += _simulate(seed, chained=True, use_stop=False)[0] != plain
+    assert fell_back > 0 and differ > 0
+
+
+def test_chain_names_the_next_queued_participant_and_the_topics_that_stop_it():
+    s = LockstepSchedule(ORDER)
+    s.on_ack("bridge", True, 0.0, {}, [""], [])
+    s.on_ack("executive", True, 1.0, {}, ["/status", "/states"], ["/status"])
+    s.on_ack("navigation", True, math.inf, {}, ["/stage", "/status"], ["/stage", "/status"])
+    s.on_ack("controller", True, 0.0, {}, ["/states", "/stage"], [])
+    s.start_step(0.01)
+    assert s.next_turn() == "bridge"
+    chain = s.chain("bridge")
+    assert chain is not None and chain.next == "controller"
+    assert chain.stop == ("/stage", "/status")
+    assert dict(zip(chain.topics, chain.counts)) == {"/states": 0, "/stage": 0}
+    # the bridge published 1 state: the controller's counts
+    assert chained_counts(chain.topics, chain.counts, {"/states": 1}, ["/states"],
+                          chain.stop) == {"/states": 1}
+    # a waking message on a stop topic: no chain; a quiet one: the chain holds
+    assert chained_counts(chain.topics, chain.counts, {"/status": 1}, ["/status"],
+                          chain.stop) is None
+    assert chained_counts(chain.topics, chain.counts, {"/status": 1}, [],
+                          chain.stop) == {}
+    assert s.next_turn() == "controller" and s.chain("controller") is None
+    with pytest.raises(ValueError, match="2 topics but 1 counts"):
+        chained_counts(("/a", "/b"), (1,), {}, [], ())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_wait_for_late_messages_warns_while_short_and_expires_at_its_bound(seed):
+    """A turn (or a step) waiting for announced messages is done exactly when the last one
+    has arrived, expires at its bound ``timeout_s`` (the caller then goes on without them:
+    it never waits for ever), and meanwhile warns once per ``warn_every_s`` of waiting,
+    naming every topic still short with its counts and who publishes it. Oracle: the
+    arrival times themselves (the wait is done at the latest arrival of the messages it
+    expects; a topic is short at ``now`` while fewer of its messages have arrived than
+    expected) and the bound."""
+    import random
+
+    from smores_assembly.sim.lockstep import CountWait
+
+    rng = random.Random(seed)
+    topics = [f"/t{i}" for i in range(rng.randint(1, 5))]
+    expected = {t: rng.randint(1, 4) for t in topics}
+    arrivals = sorted((rng.uniform(0.0, 300.0), t) for t in topics for _ in range(expected[t]))
+    period = rng.choice([1.0, 5.0, 30.0])
+    timeout = rng.uniform(1.0, 400.0)
+    since = 1000.0
+    wait = CountWait(expected, since, timeout, period)
+    received: dict[str, int] = {}
+    warnings = []
+    periods_seen = {0}   # a warning per period of waiting (the first after 1 period)
+    now, i = since, 0
+    while True:
+        now += rng.uniform(0.01, 2.0)   # polled at random wall times (the 1-s watchdog)
+        while i < len(arrivals) and since + arrivals[i][0] <= now:
+            received[arrivals[i][1]] = received.get(arrivals[i][1], 0) + 1
+            i += 1
+        short = {t for t in topics if sum(1 for a, u in arrivals if u == t
+                                          and since + a <= now) < expected[t]}
+        assert set(wait.missing(received)) == short
+        assert wait.done(received) == (not short) == (now >= since + arrivals[-1][0])
+        assert wait.expired(now) == (now - since >= timeout)
+        text = wait.warning(now, received, lambda t: f"from node_{t[2:]}")
+        k = int((now - since) // period)
+        assert (text is not None) == (bool(short) and k not in periods_seen)
+        if short:
+            periods_seen.add(k)
+        if text is not None:
+            warnings.append(now)
+            assert short and f"waiting {now - since:.0f} s for" in text
+            assert f"goes on without them after {timeout:.0f} s" in text
+            for t in topics:
+                assert (f"{t} ({received.get(t, 0)}/{expected[t]}; from node_{t[2:]})" in text) \
+                    == (t in short)
+        if wait.done(received):
+            break
+    # a wait of n periods warned about n times (a poll every <= 2 s: none skipped when
+    # the period is longer)
+    if period > 2.0 and warnings:
+        assert len(warnings) == int((warnings[-1] - since) // period)
+    if arrivals[-1][0] < period:
+        assert not warnings
+    if arrivals[-1][0] > period + 2.0:
+        assert warnings
+    assert wait.warning(now + 10 * period, received) is None   # nothing missing: silent
+
+
+def test_a_wait_refuses_a_bound_or_period_that_is_not_positive():
+    from smores_assembly.sim.lockstep import CountWait
+
+    with pytest.raises(ValueError, match="warn_every_s"):
+        CountWait({"/a": 1}, 0.0, 30.0, 0.0)
+    with pytest.raises(ValueError, match="timeout_s"):
+        CountWait({"/a": 1}, 0.0, -1.0)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_turns_do_not_depend_on_the_order_of_the_hellos(seed):
+    """Participants announce themselves in whatever order their processes come up; a hello
+    that counts messages on a topic another participant wakes on (the executive's first
+    active_stage, published before its first turn) gives nobody a turn, so the turns before
+    and at the first steps are the same for every order. Before, the navigation got a turn
+    before the first step when its hello came before the executive's."""
+    import itertools
+    import random
+
+    rng = random.Random(seed)
+    hellos = {
+        "bridge": (0.02, {"/states": 0}, ["/mocap"], []),
+        "executive": (0.05, {"/stage": rng.randint(1, 3)}, ["/states", "/status"],
+                      ["/status"]),
+        "navigation": (0.5, {}, ["/stage", "/states", "/status"], ["/stage", "/status"]),
+        "controller": (0.02, {"/status": rng.randint(0, 2)}, ["/states", "/stage"], ["/stage"]),
+    }
+    seen = set()
+    for order in itertools.permutations(ORDER):
+        s = LockstepSchedule(ORDER)
+        for n in order:
+            due, counts, subs, wake = hellos[n]
+            s.on_ack(n, True, due, counts, subs, wake)
+        before = []
+        while (n := s.next_turn()) is not None:   # turns before the first step
+            before.append(n)
+        steps = [tuple(_turns(s, t)) for t in (0.01, 0.02, 0.05)]
+        seen.add((tuple(before), tuple(steps),
+                  tuple(tuple(sorted(s.expected(n).items())) for n in ORDER)))
+    assert len(seen) == 1, seen
+    (before, steps, _), = seen
+    assert before == ()
+    assert steps == ((), ("bridge", "controller"), ("bridge", "executive", "controller"))

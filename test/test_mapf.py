@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ros_helpers import HANG_S
 
 from smores_assembly.errors import InputError, PlanningError
 from smores_assembly.navigation.mapf import (DuplicateGoalError, DuplicateStartError, Grid,
@@ -138,14 +139,15 @@ def test_every_algorithm_returns_valid_schedules_on_random_instances(alg, k):
     for _ in range(6):
         grid, s, g = random_instance(rng, 8, 8, 8, 6)
         try:
-            sol = solve(grid, s, g, algorithm=alg, w=1.3, k_robust=k, time_limit_s=5.0)
+            # counts decide: a 5 s wall bound made CBS/ECBS "fail" on a loaded machine
+            sol = solve(grid, s, g, algorithm=alg, w=1.3, k_robust=k, time_limit_s=1e9)
         except SearchLimitError:
             assert alg == "prioritized"  # incomplete by design
             continue
         assert validate_schedule(grid, s, g, sol.paths, k_robust=k) == []
         assert sol.cost == sum(len(p) - 1 for p in sol.paths.values())
         if alg != "cbs":  # best-response post-optimisation never makes a schedule worse
-            raw = solve(grid, s, g, algorithm=alg, w=1.3, k_robust=k, time_limit_s=5.0,
+            raw = solve(grid, s, g, algorithm=alg, w=1.3, k_robust=k, time_limit_s=1e9,
                         improve=False)
             assert validate_schedule(grid, s, g, raw.paths, k_robust=k) == []
             assert sol.cost <= raw.cost
@@ -305,7 +307,7 @@ def _cli(tmp_path, data, *args):
     f = tmp_path / "in.yaml"
     f.write_text(yaml.safe_dump(data))
     return subprocess.run([sys.executable, "-m", "smores_assembly.navigation", str(f), *args],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_cli_solves_and_prints_the_output_format(tmp_path):
@@ -474,7 +476,9 @@ def test_lacam_solves_a_large_instance():
     """32x32 with 20 % obstacles and 200 agents: solved, and valid."""
     rng = random.Random(7)
     grid, s, g = _dense(rng, 32, 204, 200)
-    sol = solve(grid, s, g, algorithm="lacam", refine_expansions=0)
+    # counts decide (lacam_expansions, max_low_level_expansions): the default 10 s wall
+    # bound ran out on a loaded machine (load 10-25 on 2 cores) although nothing hung
+    sol = solve(grid, s, g, algorithm="lacam", refine_expansions=0, time_limit_s=1e9)
     assert validate_schedule(grid, s, g, sol.paths) == []
     assert sol.cost == sol.initial_cost
 

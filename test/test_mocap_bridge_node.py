@@ -9,7 +9,7 @@ import numpy as np
 import installed
 import pytest
 
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 from smores_assembly.ros import names
 from smores_assembly.errors import ParamsError
@@ -59,7 +59,7 @@ class BridgeRig:
         self.pubs = {m: self.node.create_publisher(PoseStamped, f"/vicon/{m}/{m}", 10)
                      for m in ids}
         assert spin_until(self.ex, lambda: all(p.get_subscription_count() > 0
-                                               for p in self.pubs.values()), 10)
+                                               for p in self.pubs.values()), HANG_S)
 
     def send(self, m, stamp, pos, yaw=0.0, quat=None):
         from geometry_msgs.msg import PoseStamped
@@ -78,7 +78,7 @@ class BridgeRig:
     def state(self, msg, m):
         return next(s for s in msg.modules if s.id == m)
 
-    def wait_state(self, pred, timeout=10):
+    def wait_state(self, pred, timeout=HANG_S):
         """Spin until a states message satisfying ``pred`` arrives; return it."""
         n0 = len(self.states)
         found = []
@@ -148,7 +148,7 @@ def test_nan_zero_and_jump_samples_are_never_forwarded(make_bridge):
            (1.05, (0.2, 0.1, 0.04), 2.5, None, "jump")]          # 2 rad in 50 ms
     for k, (stamp, pos, yaw, quat, reason) in enumerate(bad):
         rig.send("m", stamp, pos, yaw, quat)
-        assert spin_until(rig.ex, lambda: sum(rejected.values()) == k + 1, 10), reason
+        assert spin_until(rig.ex, lambda: sum(rejected.values()) == k + 1, HANG_S), reason
         assert rejected[reason] >= 1
     good = (0.205, 0.1, 0.04)
     rig.send("m", 1.06, good, 0.52)
@@ -177,12 +177,12 @@ def test_silent_module_is_marked_untracked_within_the_timeout(make_bridge):
 
     stop = [False]
     assert spin_until(rig.ex, lambda: rig.states and all(
-        st.tracked for st in rig.states[-1].modules), 10, tick=feed)
+        st.tracked for st in rig.states[-1].modules), HANG_S, tick=feed)
     stop[0] = True
     last = rig.bridge.filter._est["m2"]   # its `received` is the last m2 sample's
     n0 = len(rig.states)
     assert spin_until(rig.ex, lambda: any(not rig.state(s, "m2").tracked
-                                          for s in rig.states[n0:]), 10, tick=feed)
+                                          for s in rig.states[n0:]), HANG_S, tick=feed)
     first_untracked = next(s for s in rig.states[n0:] if not rig.state(s, "m2").tracked)
 
     def stamp(s):
@@ -276,7 +276,7 @@ def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path, fmt):
     probe.create_subscription(ModuleStateArray, names.STATES, got.append,
                               QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
     try:
-        assert spin_until(ex, lambda: got and all(s.tracked for s in got[-1].modules), 20)
+        assert spin_until(ex, lambda: got and all(s.tracked for s in got[-1].modules), HANG_S)
         msg = got[-1]
         assert sorted(s.id for s in msg.modules) == sorted(poses)
         t_msg = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
@@ -292,31 +292,61 @@ def test_fake_hardware_to_states_on_sim_time(ros_context, tmp_path, fmt):
 
 
 def test_warns_when_nothing_arrives_and_when_a_rate_leaves_its_band(make_bridge, capfd):
-    rig = make_bridge(["m1", "m2"], no_data_warn_s=0.2, diagnostics_period_s=0.05,
-                      rate_window_s=0.5, expected_rate_min_hz=20.0,
-                      expected_rate_max_hz=1000.0)
+    """No sample at all: the no-data warning (wall time, as documented). Then m1 at 100 Hz
+    and m2 at 5 Hz of **message time**: the bridge runs on ``use_sim_time`` and this test is
+    the driver and the clock; each 10 ms step publishes ``/clock``, then the step's samples,
+    and waits until the bridge took them (an event), so the rates the bridge measures do not
+    depend on the machine's load. (Before, the samples were paced by the wall clock: at load
+    10-25 the driver's ticks came late, a burst of m1 samples met the bridge's depth-1
+    subscription and m1 was measured at 18 Hz, below the band, with m2.)"""
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from smores_assembly.ros import common
+
+    rig = make_bridge(["m1", "m2"], use_sim_time=True, no_data_warn_s=0.2,
+                      diagnostics_period_s=0.05, rate_window_s=0.5,
+                      expected_rate_min_hz=20.0, expected_rate_max_hz=1000.0)
     err = []
 
     def logged(text):
         err.append(capfd.readouterr().err)
         return text in "".join(err)
 
-    assert spin_until(rig.ex, lambda: logged("no mocap sample has arrived yet"), 10)
+    assert spin_until(rig.ex, lambda: logged("no mocap sample has arrived yet"), HANG_S)
     assert "/vicon/m1/m1" in "".join(err)
-    t0 = time.monotonic()
-    sent = {"m1": 0, "m2": 0}
-
-    def feed():   # m1 at 100 Hz, m2 at 5 Hz (wall clock, the bridge's clock here)
-        el = time.monotonic() - t0
-        for m, rate in (("m1", 100.0), ("m2", 5.0)):
-            while sent[m] < el * rate:
-                sent[m] += 1
-                rig.send(m, t0 + sent[m] / rate, (0.1, 0.2, 0.04))
-
-    assert spin_until(rig.ex, lambda: logged("mocap rate outside"), 10, tick=feed)
+    # from here on the samples come by message time; a loaded machine may take longer than
+    # 0.2 s of wall time for one step, which would be reported as "no mocap sample" and
+    # skip the rate check: the no-data warning has been checked, give it its maximum
+    assert rig.bridge.set_parameters([Parameter("no_data_warn_s", value=3600.0)])[0].successful
+    clock_pub = rig.node.create_publisher(Clock, "/clock", 10)
+    est = rig.bridge.filter._est
+    t0, step = 100.0, 0.01
+    # the observation starts with the samples, on a running clock: the bridge starts it at
+    # its first diagnosis after the first sample (not before the first /clock, time 0: the
+    # first diagnosis after t0 + 0.5 then judged 4 m1 samples in a "full" window, under
+    # load), so at t0 or after
+    clock_pub.publish(Clock(clock=common.sec_to_time(t0)))
+    assert spin_until(rig.ex, lambda: rig.bridge._now() >= t0 - 1e-9, HANG_S), "clock t0"
+    assert not rig.bridge._rate_started   # no sample yet: no window
+    k = 0
+    # the rate window (0.5 s) is full after 0.5 s of message time and the warning is due at
+    # the next diagnosis; 10 s of message time without it is a failure, whatever the load
+    while not logged("mocap rate outside"):
+        t = round(t0 + k * step, 9)
+        assert t <= t0 + 10.0, "no rate warning within 10 s of message time"
+        clock_pub.publish(Clock(clock=common.sec_to_time(t)))
+        assert spin_until(rig.ex, lambda: rig.bridge._now() >= t - 1e-9, HANG_S), f"clock {t}"
+        sent = ["m1"] + (["m2"] if k % 20 == 0 else [])   # 100 Hz and 5 Hz
+        for m in sent:
+            rig.send(m, t, (0.1, 0.2, 0.04))
+        assert spin_until(rig.ex, lambda: all(est[m].stamp >= t - 1e-9 for m in sent),
+                          HANG_S), f"samples at {t}"
+        k += 1
+    assert k * step > 0.5   # not before a full window of message time
+    assert rig.bridge.rates._start >= t0   # the window started with the samples
     line = next(ln for ln in "".join(err).splitlines() if "mocap rate outside" in ln)
     assert "m2:" in line and "m1:" not in line
-
 
 
 def test_body_names_that_are_not_ros_names_are_refused_at_start_up(ros_domain):
@@ -327,7 +357,7 @@ def test_body_names_that_are_not_ros_names_are_refused_at_start_up(ros_domain):
     f = Path(__file__).resolve().parent / "data" / "field" / "mocap_bad_names.yaml"
     r = subprocess.run([*installed.node("mocap_bridge"),
                         "--ros-args", "--params-file", str(f)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_S)
     out = r.stdout + r.stderr
     assert r.returncode == 2, out
     assert "Traceback" not in out
@@ -373,14 +403,14 @@ def test_hundred_subjects_at_100_hz_rate_and_staleness_on_message_time(make_brid
     for k in range(n_steps + 1):
         t = round(t0 + k * step, 9)
         clock_pub.publish(Clock(clock=common.sec_to_time(t)))
-        assert spin_until(rig.ex, lambda: bridge_now() >= t - 1e-9, 20), f"clock {t}"
+        assert spin_until(rig.ex, lambda: bridge_now() >= t - 1e-9, HANG_S), f"clock {t}"
         for i, m in enumerate(ids):
             if m in hidden and t > t_hide:
                 continue
             rig.send(m, t, (0.3 * (i % 10), 0.3 * (i // 10), 0.04))
             last_sent[m] = t
         assert spin_until(rig.ex, lambda: all(est[m].stamp >= last_sent[m] - 1e-9
-                                               for m in ids), 20), f"samples at {t}"
+                                               for m in ids), HANG_S), f"samples at {t}"
     # rates seen by the bridge (simulated time, over its window)
     rates = rig.bridge.rates.rates(bridge_now())
     for m in ids:

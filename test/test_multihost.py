@@ -71,6 +71,17 @@ def test_select_nodes_takes_groups_and_node_names_in_launch_order():
             select_nodes(bad)
 
 
+def test_the_started_line_of_no_local_node_says_so():
+    """Fresh-user finding: ``--nodes none`` printed "started 0 processes:  (logs: ...)"
+    (an empty list, and a log that stays empty)."""
+    from smores_assembly.run_job.console import started_line
+    line = started_line([], "out/x/nodes.log")
+    assert line == ("started no process here (--nodes none): every node of the stack runs "
+                    "elsewhere")
+    assert started_line(list(select_nodes("hardware")), "out/x/nodes.log") == (
+        "started 2 processes: fake_hardware, mocap_bridge (logs: out/x/nodes.log)")
+
+
 def test_check_namespace():
     assert check_namespace("") == "" == check_namespace("/")
     assert check_namespace("swarm1") == "/swarm1" == check_namespace("/swarm1/")

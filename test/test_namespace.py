@@ -7,7 +7,7 @@ import json
 import installed
 import pytest
 import yaml
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 from smores_assembly.ros import names
 
@@ -71,7 +71,7 @@ def test_a_namespaced_stack_talks_to_itself_and_only_there(ros_context, tmp_path
     try:
         target_pub.publish(scenario_to_target_msg(load_scenario(scen),
                                                   stamp=probe.get_clock().now().to_msg()))
-        assert spin_until(ex, lambda: bool(plans), 20), "no plan in /swarm1"
+        assert spin_until(ex, lambda: bool(plans), HANG_S), "no plan in /swarm1"
         plan = plans[-1]
         assert plan.target_name == "pair" and len(plan.actions) == 1
         assert {plan.root.root_module, plan.actions[0].module} == {"a", "b"}

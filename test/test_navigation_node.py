@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 from smores_assembly.ros import names
 
@@ -87,7 +87,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
                                        common.SENSOR_QOS)
     plan_pub.publish(plan)
     stage_pub.publish(Int32(data=0))
-    assert spin_until(ex, lambda: paths["m1"] and paths["h0"] and markers, 20.0,
+    assert spin_until(ex, lambda: paths["m1"] and paths["h0"] and markers, HANG_S,
                        tick=lambda: states_pub.publish(states))
     assert nav.last_error == ""
     assert not paths["m2"]  # carried by the helper: it does not drive itself
@@ -120,9 +120,9 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     # replan on request (from the current poses)
     n_before = nav.plan_count
     cli = node.create_client(Trigger, names.REPLAN)
-    assert cli.wait_for_service(timeout_sec=5.0)
+    assert cli.wait_for_service(timeout_sec=HANG_S)
     fut = cli.call_async(Trigger.Request())
-    assert spin_until(ex, fut.done, 10.0)
+    assert spin_until(ex, fut.done, HANG_S)
     assert fut.result().success, fut.result().message
     assert nav.plan_count == n_before + 1
 
@@ -130,7 +130,7 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     n_paths = len(paths["m1"])
     lagging = dict(POSES, m1=(0.45, 0.6, 2.0))
     _, lag_states = _msgs(lagging)
-    assert spin_until(ex, lambda: len(paths["m1"]) > n_paths, 15.0,
+    assert spin_until(ex, lambda: len(paths["m1"]) > n_paths, HANG_S,
                        tick=lambda: states_pub.publish(lag_states))
     first = common.pose_to_pose2d(paths["m1"][-1].poses[0].pose)
     assert abs(first.y - 0.6) < 1e-9  # replanned from the current pose
@@ -153,6 +153,6 @@ def test_planning_failure_publishes_empty_paths(rig):
     node.create_publisher(Int32, names.ACTIVE_STAGE, common.LATCHED_QOS).publish(
         Int32(data=0))
     pub = node.create_publisher(ModuleStateArray, names.STATES, common.SENSOR_QOS)
-    assert spin_until(ex, lambda: got, 20.0, tick=lambda: pub.publish(states))
+    assert spin_until(ex, lambda: got, HANG_S, tick=lambda: pub.publish(states))
     assert len(got[-1].poses) == 0 and got[-1].header.frame_id == "world"
     assert "overlaps fixed module 'm0'" in nav.last_error

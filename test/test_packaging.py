@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ros_helpers import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 SETUP = runpy.run_path(str(REPO / "setup.py"), run_name="declaration")
@@ -162,3 +163,30 @@ def test_pip_install_puts_no_generic_name_in_bin(tmp_path):
     assert scripts == {**cli, **{f"smores-{n.replace('_', '-')}": t for n, t in nodes.items()}}
     assert all(name.startswith("smores-") for name in scripts)
     assert not set(scripts) & set(nodes)
+
+
+def test_make_setup_says_what_it_does_before_each_silent_step(tmp_path):
+    """The first ``make demo`` was silent for ~15 min under load (fresh-user finding): pip
+    runs with ``-q`` and colcon's output goes to ``build.log``. Each of the two slow steps
+    is announced by an ``echo`` before it runs (``make -n``: the recipes in order, nothing
+    executed)."""
+    import shutil
+    import subprocess
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    venv, build = tmp_path / "venv", tmp_path / "build"
+    out = subprocess.run([make, "-n", "-B", "-C", str(REPO), "setup", f"VENV={venv}",
+                          f"BUILD={build}"], capture_output=True, text=True, check=True,
+                         timeout=HANG_S).stdout.splitlines()
+
+    def first(pred) -> int:
+        return next(i for i, line in enumerate(out) if pred(line.strip()))
+
+    pip = first(lambda ln: " -m pip install " in ln)
+    colcon = first(lambda ln: "/bin/colcon " in ln)
+    says_pip = first(lambda ln: ln.startswith("echo ") and "requirements" in ln)
+    says_colcon = first(lambda ln: ln.startswith("echo ") and "colcon" in ln)
+    assert says_pip < pip and says_colcon < colcon, "\n".join(out)
+    assert pip < says_colcon, "\n".join(out)   # each line right before its own step
+    assert f"{build}.log" in out[says_colcon], out[says_colcon]   # where to follow it

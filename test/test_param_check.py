@@ -9,16 +9,19 @@ import installed
 import pytest
 import yaml
 
+from smores_assembly.errors import ParamsError
 from smores_assembly.param_check import ParamsFileError, check_params_file
 from smores_assembly.params import NODE_SETTINGS, config_text, node_settings
 from smores_assembly.params import main as params_main
+from ros_helpers import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("text", [
     "docking_controller:\n  ros__parameters:\n    approach_speed: 0.01\n",
-    "/**:\n  ros__parameters:\n    use_sim_time: true\n    stale_timeout_s: 0.5\n",
+    "/**:\n  ros__parameters:\n    stale_timeout_s: 0.5\n",
+    "/**/mocap_bridge:\n  ros__parameters:\n    use_sim_time: true\n",
     "task_assignment: {ros__parameters: {schedule: sequential}}\n",
     "mocap_bridge: {ros__parameters: {module_ids: [a], marker_offsets: {a: [0, 0, 0, 0, 0, 0]}}}\n",
     "# only comments\n",
@@ -59,17 +62,69 @@ def test_shipped_configs_pass():
         check_params_file(f)
 
 
-def test_run_refuses_a_bad_params_file_before_starting_anything(tmp_path):
+@pytest.mark.parametrize("text,fragment", [
+    ("docking_controller: {ros__parameters: {approach_speed: -5.0}}\n",
+     "p.yaml:1: /docking_controller.approach_speed: -5.0 outside"),
+    # fresh-user finding: accepted ("applied: fake_hardware use_sim_time=True"), then
+    # fake_hardware died FATAL at start-up and the run failed after ~17 s
+    ("/**: {ros__parameters: {use_sim_time: true}}\n",
+     "p.yaml:1: /**.use_sim_time: fake_hardware is the time source (it publishes /clock); "
+     "it must run with use_sim_time:=false"),
+])
+def test_run_refuses_a_bad_params_file_before_starting_anything(tmp_path, text, fragment):
     f = tmp_path / "p.yaml"
-    f.write_text("docking_controller: {ros__parameters: {approach_speed: -5.0}}\n")
+    f.write_text(text)
     out = tmp_path / "out"
     r = subprocess.run([*installed.cli(), "run",
                         str(REPO / "config/scenarios/mobile_manipulator.yaml"),
                         "--params-file", str(f), "--out", str(out)],
-                       capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert r.returncode == 2
-    assert "approach_speed: -5.0 outside" in r.stderr and "Traceback" not in r.stderr
+                       capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert fragment in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (out / "nodes.log").exists()
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("text", [
+    "/**:\n  ros__parameters:\n    use_sim_time: true\n",
+    "/**/fake_hardware: {ros__parameters: {use_sim_time: true, random_seed: 3}}\n",
+])
+def test_what_the_fake_hardware_refuses_at_start_up_is_refused_before(tmp_path, ros_context,
+                                                                       text):
+    """One rule: the pre-check refuses a file exactly when the fake hardware node, given
+    the file's values, refuses to start (oracle: the node itself, constructed with them),
+    naming file, line, section and parameter."""
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.params_file import parse_params_file
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    given = {k: v for sec in parse_params_file(f) if sec.matches("/fake_hardware")
+             for k, v in sec.params.items()}
+    with pytest.raises(ParamsError) as node_err:
+        FakeHardwareNode(context=ros_context, parameter_overrides=[
+            Parameter("scenario", value=str(REPO / "config/scenarios/mobile_manipulator.yaml")),
+            *(Parameter(k, value=v) for k, v in given.items())])
+    with pytest.raises(ParamsFileError) as check_err:
+        check_params_file(f)
+    line = 3 if text.startswith("/**:") else 1
+    pattern = text.split(":", 1)[0]
+    assert str(check_err.value) == f"{f}:{line}: {pattern}.{str(node_err.value)}"
+
+
+def test_the_overrides_example_passes_the_check_as_written(tmp_path):
+    """config/overrides.yaml's commented example, uncommented as a user does, passes the
+    pre-check (fresh-user finding: its ``/**: use_sim_time: true`` also reached
+    fake_hardware, which refuses it at start-up), and every section of it names a node."""
+    lines = (REPO / "config/overrides.yaml").read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.rstrip().endswith("Example:"))
+    example = [ln.removeprefix("#   ") for ln in lines[start + 1:] if ln.startswith("#   ")]
+    assert example, "no example in config/overrides.yaml"
+    f = tmp_path / "p.yaml"
+    f.write_text("\n".join(example) + "\n")
+    sections = check_params_file(f)
+    assert sections and all(sec.params for sec in sections)
 
 
 def test_settings_and_check_import_no_ros():
@@ -84,7 +139,7 @@ def test_settings_and_check_import_no_ros():
             "('smores_assembly.ros', 'smores_assembly.ros.names')))\n"
             "print(bad)\n")
     r = subprocess.run([sys.executable, "-c", code, str(REPO / "config/overrides.yaml")],
-                       capture_output=True, text=True, cwd=REPO, timeout=60)
+                       capture_output=True, text=True, cwd=REPO, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
 
@@ -247,6 +302,30 @@ def test_run_uses_the_params_files_fake_hardware_values_unless_a_flag_is_given(
         assert "wins over" not in out
 
 
+@pytest.mark.parametrize("record", [False, True])
+def test_run_without_a_recording_takes_the_ground_truth_at_the_reports_rate(tmp_path, record):
+    """Issue 10: a run without ``--record`` asks the fake hardware for the ground truth at
+    the rate its report needs (REPORT_TRUTH_RATE_HZ: a fifth of the messages); with
+    ``--record`` the recording keeps the configured 50 Hz; a params file's value wins
+    either way. Oracle: the node's command line applied in rcl's order."""
+    from smores_assembly.cli import build_parser
+    from smores_assembly.run_job.observer import REPORT_TRUTH_RATE_HZ
+    from smores_assembly.run_job.stack import launch_specs
+    from smores_assembly.sim.settings import FakeHardwareSettings
+    scenario = str(REPO / "config/scenarios/mobile_manipulator.yaml")
+    extra = ["--record"] if record else []
+    f = tmp_path / "p.yaml"
+    f.write_text("/**/fake_hardware:\n  ros__parameters:\n    ground_truth_rate_hz: 25.0\n")
+    for cli, want in ((["run", scenario, *extra],
+                       FakeHardwareSettings().ground_truth_rate_hz if record
+                       else REPORT_TRUTH_RATE_HZ),
+                      (["run", scenario, "--params-file", str(f), *extra], 25.0)):
+        [fake] = [s for s in launch_specs(build_parser().parse_args(cli))
+                  if s.name == "fake_hardware"]
+        assert _effective(fake, "/fake_hardware")["ground_truth_rate_hz"] == want
+    assert REPORT_TRUTH_RATE_HZ < FakeHardwareSettings().ground_truth_rate_hz
+
+
 def test_a_stack_wide_value_equal_to_the_default_is_noted_like_lockstep(tmp_path):
     """use_sim_time: false under /** equals rclpy's default, as lockstep: false equals
     fake_hardware's: both are noted (ignored, the run's launch sets them), neither refused
@@ -291,3 +370,66 @@ def test_a_value_the_launch_would_override_is_refused_naming_the_flag(tmp_path, 
         return
     with pytest.raises(ParamsFileError, match=re.escape(fragment)):
         check_params_file(f)
+
+
+@pytest.mark.parametrize("flags", [[], ["--seed", "3"], ["--single-process"]])
+def test_run_says_and_records_which_params_file_values_are_in_force(tmp_path, flags):
+    """Fresh-user finding: a --params-file override was neither echoed nor recorded in
+    report.json. ``launch_specs`` gives, per node, the file's values the node runs with
+    (``params_applied`` of the report, the line the run prints). Oracle: the nodes'
+    command lines applied in rcl's order, once with the file and once with a file that
+    gives every parameter another value: a value is in force when the node's value
+    follows the file's (a flag or the launch's own value after the file wins)."""
+    from smores_assembly.cli import build_parser
+    from smores_assembly.run_job.console import params_line
+    from smores_assembly.run_job.stack import launch_specs
+    text = ("/**/docking_controller:\n  ros__parameters:\n    approach_speed: 0.01\n"
+            "/**/fake_hardware:\n  ros__parameters:\n    random_seed: 7\n"
+            "    mocap_rate_hz: 20.0\n    backend: kinematic\n/**:\n  ros__parameters:\n"
+            "    use_sim_time: false\n")
+    f, g = tmp_path / "p.yaml", tmp_path / "other" / "p.yaml"
+    f.write_text(text)
+    g.parent.mkdir()
+    g.write_text(text.replace("0.01", "0.02").replace(": 7", ": 8").replace("20.0", "25.0")
+                 .replace("kinematic", "mujoco").replace("false", "true"))
+    check_params_file(f)
+
+    def specs(path, applied=None, single=False):
+        args = build_parser().parse_args(
+            ["run", str(REPO / "config/scenarios/mobile_manipulator.yaml"), "--params-file",
+             str(path), *flags])
+        args.single_process = single and args.single_process
+        return launch_specs(args, applied)
+
+    applied: dict = {}
+    specs(f, applied, single=True)
+    with_f = {s.name: _effective(s, s.node) for s in specs(f)}
+    with_g = {s.name: _effective(s, s.node) for s in specs(g)}
+    for name, got in with_f.items():
+        want = {k: v for k, v in got.items() if with_g[name].get(k) != v}
+        assert applied.get(name, {}) == want, name
+    assert applied["docking_controller"] == {"approach_speed": 0.01}
+    # the launch gives fake_hardware no use_sim_time (it is the clock): the file's holds
+    # (false: true is refused, the node's own rule, test_what_the_fake_hardware_refuses...)
+    assert applied["fake_hardware"] == (
+        {"mocap_rate_hz": 20.0, "backend": "kinematic", "use_sim_time": False}
+        | ({} if "--seed" in flags else {"random_seed": 7}))
+    line = params_line(str(f), applied)
+    assert line.startswith(f"params file {f} applied: ")
+    assert "docking_controller approach_speed=0.01" in line
+
+
+def test_run_help_names_every_node_the_params_file_is_passed_to(tmp_path):
+    """Fresh-user finding: ``run --help`` said --params-file is "overrides for the pipeline
+    nodes", but the run passes it to fake_hardware and mocap_bridge too. Oracle: the
+    nodes the run's launch file passes the file to (``default_readers``)."""
+    from smores_assembly.cli import build_parser
+    from smores_assembly.param_check import default_readers
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    [action] = [a for a in run._actions if "--params-file" in a.option_strings]
+    f = tmp_path / "p.yaml"
+    f.write_text("# only comments\n")
+    readers = set(default_readers(f).values())
+    assert {"fake_hardware", "mocap_bridge"} <= readers
+    assert "pipeline nodes" not in action.help
+    assert all(exe in action.help for exe in readers), (sorted(readers), action.help)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import installed
+import progress_lines
 import pytest
 
 from smores_assembly.reconfigure import plan_reconfiguration
@@ -52,6 +53,11 @@ def test_walker_reconfigures_into_the_manipulator(full, tmp_path, ros_domain):
     for a in report["actions"]:
         assert [p["phase"] for p in a["phases"]][-1] == "DOCKED", a
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+    # every phase change of the report, UNDOCKED and the last DOCKED included, has its
+    # progress line at the report's time (fresh-user finding: they were missed)
+    printed = progress_lines.changes(progress_lines.parse(r.stdout))
+    assert progress_lines.missing(printed, progress_lines.report_changes(report)) == [], \
+        r.stdout
 
 
 WHEEL_UNDOCK = REPO / "test" / "data" / "wheel_undock.yaml"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from ros_helpers import spin_until
+from ros_helpers import HANG_S, spin_until
 
 pytestmark = pytest.mark.ros
 
@@ -42,27 +42,27 @@ def test_latched_publisher_that_appears_after_the_topic_was_seen(ros_context, tm
     rec = McapRecorder(rec_node, tmp_path / "r.mcap")
     try:
         assert spin_until(ex, lambda: (rec.poll_topics(0.0), "/m2/path" in rec._channels)[1],
-                          10.0)
+                          HANG_S)
         # the latched publisher appears now, publishes once, and stays
         pub = planner.create_publisher(PathMsg, "/m2/path", common.LATCHED_QOS)
         msg = PathMsg()
         msg.header.frame_id = "world"
         pub.publish(msg)
         plain = planner.create_publisher(Int32, "/plain", 10)
-        assert spin_until(ex, lambda: len(got) == 1, 10.0)
-        assert spin_until(ex, lambda: rec.counts.get("/m2/path", 0) >= 1, 10.0,
+        assert spin_until(ex, lambda: len(got) == 1, HANG_S)
+        assert spin_until(ex, lambda: rec.counts.get("/m2/path", 0) >= 1, HANG_S,
                           tick=lambda: rec.poll_topics(0.2))
         # a volatile topic keeps being recorded, message by message
-        assert spin_until(ex, lambda: plain.get_subscription_count() >= 2, 10.0,
+        assert spin_until(ex, lambda: plain.get_subscription_count() >= 2, HANG_S,
                           tick=lambda: rec.poll_topics(0.2))
         for k in range(5):
             plain.publish(Int32(data=k))
-        assert spin_until(ex, lambda: rec.counts.get("/plain", 0) == 5, 10.0)
+        assert spin_until(ex, lambda: rec.counts.get("/plain", 0) == 5, HANG_S)
         # a second latched message after the re-subscription: recorded once each
         msg2 = PathMsg()
         msg2.header.frame_id = "second"
         pub.publish(msg2)
-        assert spin_until(ex, lambda: rec.counts.get("/m2/path", 0) >= 2, 10.0)
+        assert spin_until(ex, lambda: rec.counts.get("/m2/path", 0) >= 2, HANG_S)
         for _ in range(3):
             rec.poll_topics(0.0)
             ex.spin_once(timeout_sec=0.05)

@@ -1,6 +1,7 @@
 """Report helpers: phase intervals, final errors, pictures, MCAP schemas."""
 import math
 import random
+import re
 
 import pytest
 
@@ -101,8 +102,8 @@ def test_mcap_schema_contains_every_dependency_once():
 def test_pictures_of_a_hundred_modules_stay_readable(tmp_path, saved_figures):
     """Issue 16: 100 docks in 27 stages: the timeline draws one labelled band per stage
     (27 tick labels, figure height from the stages, not the docks; every action's bars
-    drawn), the trajectory plot no legend and no per-module labels (colour by stage with
-    a colour bar); below the thresholds both stay as they were."""
+    drawn), the trajectory plot no legend but each module's name at its end cell; below
+    the thresholds both stay as they were."""
     from smores_assembly.report import MANY_MODULES, MANY_ROWS, PhaseInterval
     figs = saved_figures
 
@@ -127,11 +128,13 @@ def test_pictures_of_a_hundred_modules_stay_readable(tmp_path, saved_figures):
             for i, m in enumerate(stage_of)}
     traj["idle"] = [(-0.5, -0.5, 0.0)]
     assert len(traj) > MANY_MODULES
-    plot_trajectories(tmp_path / "t.png", traj, {}, [], stage_of=stage_of)
+    plot_trajectories(tmp_path / "t.png", traj, {}, [])
     fig = figs[-1]
-    assert fig.axes[0].get_legend() is None and not fig.axes[0].texts
-    assert len(fig.axes) == 2                                  # the stage colour bar
-    # few modules: legend and labels as before
+    # no 105-entry legend: each module is named in bold at its end cell instead
+    assert fig.axes[0].get_legend() is None and len(fig.axes) == 1
+    assert {t.get_text() for t in fig.axes[0].texts if t.get_fontweight() == "bold"} \
+        == set(traj)
+    # few modules: a legend too
     plot_trajectories(tmp_path / "s.png", {"m1": traj["m1"], "m2": traj["m2"]}, {}, [])
     assert figs[-1].axes[0].get_legend() is not None and figs[-1].axes[0].texts
 
@@ -218,6 +221,129 @@ def test_progress_lines_use_the_status_stamp_on_the_reports_clock(capsys):
     assert capsys.readouterr().out.startswith("[  25.9 s] stage 4/4 | m3 APPROACH")
 
 
+def _random_status_stream(rng: random.Random) -> list:
+    """A run's ``DockingStatusArray`` stream at 10 Hz (stamps from a random origin): a few
+    IDLE statuses, then stages (an undocking one first, sometimes) whose modules each go
+    through random phase lengths (1 to 80 statuses, retries now and then), end DOCKED or
+    UNDOCKED and hold it until the stage's last module is done: so one-status DOCKED and
+    UNDOCKED ends, as in a real run's last stage."""
+    from types import SimpleNamespace as NS
+    t_ns = rng.randint(0, 50) * 100_000_000 + 3 * 10 ** 9
+    out = []
+
+    def emit(stage, mods):
+        out.append(NS(header=NS(stamp=NS(sec=t_ns // 10 ** 9, nanosec=t_ns % 10 ** 9)),
+                      stage=stage, modules=[
+                          NS(module=m, phase=int(ph), phase_name=ph.name, retries=r,
+                             face_gap_mm=rng.uniform(0.0, 150.0), lateral_error_mm=1.0,
+                             yaw_error_deg=0.5, message="") for m, ph, r in mods]))
+
+    names = [f"m{i}" for i in range(rng.randint(2, 7))]
+    rng.shuffle(names)
+    undocking = rng.random() < 0.5
+    stages = []
+    while names:
+        k = rng.randint(1, min(3, len(names)))
+        stages.append(names[:k])
+        names = names[k:]
+    if undocking:
+        stages.insert(0, rng.sample(stages[-1], 1))
+    for _ in range(rng.randint(1, 4)):
+        emit(0, [(m, Phase.IDLE, 0) for m in stages[0]])
+        t_ns += 100_000_000
+    for k, mods in enumerate(stages):
+        undock = undocking and k == 0
+        plans = {}
+        for m in mods:
+            seq = [(Phase.UNDOCK, 0), (Phase.NAVIGATE, 0), (Phase.UNDOCKED, 0)] if undock else []
+            if not undock:
+                retries = 0
+                seq = [(Phase.NAVIGATE, 0)] if rng.random() < 0.8 else []
+                seq += [(Phase.POSE_ADJUST, 0), (Phase.APPROACH, 0)]
+                while rng.random() < 0.3:
+                    retries += 1
+                    seq += [(Phase.RETRY, retries), (Phase.POSE_ADJUST, retries),
+                            (Phase.APPROACH, retries)]
+                seq.append((Phase.DOCKED, retries))
+            plans[m] = [(ph, r, rng.randint(1, 80)) for ph, r in seq]
+        while True:
+            row = [(m, plans[m][0][0], plans[m][0][1]) for m in mods]
+            emit(k, row)
+            t_ns += 100_000_000
+            if all(len(plans[m]) == 1 for m in mods):
+                break       # every module of the stage done: its end shows once
+            for m in mods:
+                ph, r, n = plans[m][0]
+                if len(plans[m]) > 1:
+                    plans[m][0] = (ph, r, n - 1)
+                    if n <= 1:
+                        plans[m].pop(0)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_progress_lines_show_every_phase_change_of_the_report_at_its_time(
+        seed, capsys, monkeypatch):
+    """Fresh-user finding: the progress lines missed the last DOCKED / UNDOCKED of a run
+    (and other short phases) and lagged the report by up to 1.4 s: they showed the status
+    seen every 0.5 s of wall time. Fed with a random run's statuses as ``run`` wires it
+    (every status, as the report's recorder gets it), every phase change is a line, at the
+    time the report gives (oracle: the generated stream itself, and the recorder the
+    report is made of). An unchanged line is repeated after 5 s of simulated time, not of
+    wall time (lockstep: the lines do not depend on the machine's pace)."""
+    import time
+
+    from progress_lines import changes, parse
+
+    from smores_assembly.run_job.console import REPEAT_S, ProgressPrinter
+    from smores_assembly.run_job.observer import Observations
+    from smores_assembly.run_job.results import activity_start
+    rng = random.Random(seed)
+    stream = _random_status_stream(rng)
+    wall = [0.0]
+
+    def slow_machine() -> float:   # 6 s of wall time between any two looks at the clock
+        wall[0] += 6.0
+        return wall[0]
+    monkeypatch.setattr(time, "monotonic", slow_machine)
+    outputs = []
+    for _ in range(2):
+        obs = Observations()
+        obs.status_listeners.append(ProgressPrinter(4, None, obs.recorder).on_status)
+        for msg in stream:
+            obs.on_status(msg, msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]      # deterministic
+    lines = parse(outputs[0])
+    assert len(lines) == len(outputs[0].splitlines())
+    # oracle: each module's phase changes in the generated stream, from its first activity
+    stamp = [(m.header.stamp.sec * 10 ** 9 + m.header.stamp.nanosec, m) for m in stream]
+    t0 = min(ns for ns, m in stamp if any(s.phase not in (
+        Phase.IDLE, Phase.DOCKED, Phase.UNDOCKED) for s in m.modules))
+    last: dict = {}
+    expected = []
+    for ns, m in stamp:
+        for s in m.modules:
+            if last.get(s.module) != s.phase_name and s.phase != Phase.IDLE:
+                expected.append((s.module, s.phase_name, round((ns - t0) * 1e-9, 1)))
+            last[s.module] = s.phase_name
+    assert changes(lines) == expected
+    # the report's phases (made of the same recorder) are those, at the same times
+    rec = obs.recorder
+    report = sorted((m, iv.phase.name, round(iv.start - activity_start(rec), 3))
+                    for m, ivs in rec.intervals.items() for iv in ivs
+                    if iv.phase is not Phase.IDLE)
+    assert [(m, p, round(t, 1)) for m, p, t in report] == sorted(expected)
+    # the throttle: an unchanged line comes again after REPEAT_S of simulated time
+    text = [re.sub(r"^\[[^]]*\]| gap \d+ mm", "", ln) for ln in outputs[0].splitlines()]
+    for (ta, _, _), (tb, _, _), a, b in zip(lines, lines[1:], text, text[1:]):
+        assert tb >= ta
+        if a == b:
+            assert REPEAT_S < tb - ta + 1e-6 <= REPEAT_S + 0.1 + 2e-6, (ta, tb, a)
+        else:
+            assert tb - ta <= REPEAT_S + 0.1 + 1e-6, (ta, tb, a, b)
+
+
 def test_helping_modules_get_a_timeline_row_with_their_motion(tmp_path, saved_figures):
     """rc_car's helping module fetches and carries four modules: the timeline gives it a
     row with its ground-truth motion, drawn in the helping style (fresh-user finding: the
@@ -276,6 +402,42 @@ def test_the_run_names_an_assignment_the_measured_poses_changed():
                            "arm2->m4, arm3->m5; the scenario file's poses give arm2->m5, "
                            "arm3->m4 (total travel 0.646 m vs 0.647 m"), note
     assert assignment_note(file_plan, file_plan) == ""
+
+
+def test_the_assignment_note_comes_with_the_plan_not_after_the_run(capsys):
+    """Fresh-user finding: the walker's note was printed only after the run. It comes
+    once, before the first progress line (the stack's plan is known once modules move),
+    or with the plan at the approval prompt; not when the plans agree."""
+    from types import SimpleNamespace as NS
+    from smores_assembly.run_job.console import ProgressPrinter, StackPlanNote
+    from smores_assembly.vocabulary import Phase
+    file_plan = NS(assignment={"hub": "m3", "arm2": "m5", "arm3": "m4"}, total_cost_m=0.647)
+    stack = NS(assignment={"hub": "m3", "arm2": "m4", "arm3": "m5"}, total_cost_m=0.646)
+    known: list = [None]   # the stack's plan, once it arrives
+
+    def status(phase):
+        return NS(stage=0, modules=[NS(module="m4", phase=phase, phase_name=phase.name,
+                                       face_gap_mm=9.0, retries=0)])
+
+    printer = ProgressPrinter(2, StackPlanNote(file_plan, lambda: known[0]))
+    printer.show(NS(stage=0, elapsed_s=0.0), None)   # planning: nothing to show yet
+    known[0] = stack
+    printer.show(NS(stage=1, elapsed_s=0.5), status(Phase.NAVIGATE))
+    printer.show(NS(stage=1, elapsed_s=1.5), status(Phase.POSE_ADJUST))
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln[:5] for ln in lines] == ["note:", "[   0", "[   1"], lines
+    assert lines[0].startswith("note: planned from the measured poses, the stack assigns "
+                               "arm2->m4, arm3->m5")
+    # at the prompt: said with the plan, and not again before the progress lines
+    note = StackPlanNote(file_plan, lambda: stack)
+    note.check(stack)
+    printer = ProgressPrinter(2, note)
+    printer.show(NS(stage=1, elapsed_s=0.5), status(Phase.NAVIGATE))
+    assert [ln[:5] for ln in capsys.readouterr().out.splitlines()] == ["note:", "[   0"]
+    # plans that agree: no note, but seen (the run does not look again at its end)
+    agree = StackPlanNote(file_plan, lambda: file_plan)
+    agree.check()
+    assert agree.seen and capsys.readouterr().out == ""
 
 
 def test_a_helpers_end_is_not_drawn_like_a_placed_module(tmp_path, saved_figures):
@@ -370,3 +532,145 @@ def test_the_trajectories_of_a_run_that_did_not_finish_say_so(monkeypatch, tmp_p
     assert seen[0].splitlines()[0] == ("wheel: trajectories (interrupted: ends are where "
                                        "the modules stopped)")
     assert seen[1].splitlines()[0] == "wheel: trajectories"
+
+
+def test_the_timeline_legend_lists_only_phases_with_a_bar(tmp_path, saved_figures):
+    """Fresh-user finding: the legend listed DOCKED/UNDOCKED with no bar of them drawn
+    (a terminal phase reached at the run's end has no duration). Random rows of phase
+    intervals, some without duration; oracle: the phases that have an interval of
+    positive duration, and the bars drawn in each legend colour."""
+    from matplotlib.colors import to_hex
+    from smores_assembly.report import PhaseInterval
+    from smores_assembly.vocabulary import PHASE_COLOURS
+    rng = random.Random(8)
+    phases = [p for p in PHASE_COLOURS if p is not Phase.IDLE]
+    for _ in range(20):
+        rows = []
+        for r in range(rng.randint(1, 6)):
+            t, ivs = 0.0, []
+            for _ in range(rng.randint(1, 5)):
+                d = rng.choice([0.0, 0.0, rng.uniform(0.1, 20.0)])
+                ivs.append(PhaseInterval(rng.choice(phases), t, t + d))
+                t += d
+            rows.append((f"r{r}", ivs))
+        plot_timeline(tmp_path / "l.png", rows, [(0.0, 50.0)])
+        ax = saved_figures[-1].axes[0]
+        with_bar = {iv.phase.name for _, ivs in rows for iv in ivs if iv.end > iv.start}
+        legend = ax.get_legend()
+        names = {t.get_text() for t in legend.get_texts()} if legend else set()
+        assert names == with_bar, (rows, names)
+        drawn = {to_hex(p.get_facecolor()) for p in ax.patches if p.get_width() > 0}
+        assert {to_hex(PHASE_COLOURS[Phase[n]]) for n in names} <= drawn
+
+
+def test_a_staging_move_is_drawn_on_one_row_only(tmp_path, saved_figures):
+    """The walker's full disassembly: a module that undocks (stages 1-3) and docks again
+    later moves to its staging pose in between. Fresh-user finding: that move was drawn
+    hatched on its undock row (after its UNDOCKED) and again on its dock row. Random
+    phase times and moves; oracle: each move's bar on the module's dock row, none on an
+    undock row, one bar per move."""
+    from pathlib import Path
+    from types import SimpleNamespace as NS
+
+    from smores_assembly.reconfigure import plan_reconfiguration
+    from smores_assembly.report import STAGING_STYLE
+    from smores_assembly.run_job import results
+    from smores_assembly.scenario import load_scenario
+    root = Path(__file__).resolve().parents[1]
+    scenario = load_scenario(root / "config/scenarios/walker_to_manipulator.yaml")
+    plan = plan_reconfiguration(scenario, method="full")
+    both = sorted({u.module for u in plan.undocks} & {a.module for a in plan.actions})
+    assert len(both) >= 3
+    rng = random.Random(11)
+    for _ in range(5):
+        rec, motion, want = PhaseRecorder(), {}, {}
+        for u in plan.undocks:
+            a = 8.0 * u.stage + rng.uniform(0.0, 1.0)
+            rec.sample(a, u.module, Phase.UNDOCK)
+            rec.sample(a + 2.0, u.module, Phase.NAVIGATE)
+            rec.sample(a + 5.0, u.module, Phase.UNDOCKED)
+            motion[u.module] = [[a + 2.0, a + 5.0]]
+        for act in plan.actions:
+            b = 40.0 + 10.0 * act.stage
+            rec.sample(b, act.module, Phase.NAVIGATE)
+            rec.sample(b + 4.0, act.module, Phase.APPROACH)
+            rec.sample(b + 6.0, act.module, Phase.DOCKED)
+            if act.module in both:   # a staging move between its undock and its dock
+                lo = rng.uniform(26.0, 30.0)
+                hi = lo + rng.uniform(1.0, 8.0)
+                motion[act.module].append([lo, hi])
+                want[act.module] = (lo, hi)
+            motion.setdefault(act.module, []).append([b, b + 6.0])
+        obs = NS(recorder=rec, motion=motion, traj={})
+        results.draw_pictures(tmp_path, scenario, plan, obs)
+        ax = saved_figures[-1].axes[0]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        t0 = results.activity_start(rec)
+        drawn = sorted((labels[round(p.get_y() + p.get_height() / 2)],
+                        round(p.get_x() + t0, 6), round(p.get_x() + p.get_width() + t0, 6))
+                       for p in ax.patches if p.get_hatch() == STAGING_STYLE["hatch"])
+        rows = {a.module: f"s{a.stage + 1} {a.module}->{a.parent_module} "
+                          f"{a.child_face.value}/{a.parent_face.value}" for a in plan.actions}
+        assert drawn == sorted((rows[m], round(lo, 6), round(hi, 6))
+                               for m, (lo, hi) in want.items()), drawn
+
+
+def _drawn_modules(ax, traj):
+    """Per module of ``traj``: the colour (hex) of its path and of its end cell's edge and
+    fill, read from the artists of the drawn axes (the path: the line labelled with its
+    name; the end cell: the solid square centred on its last point)."""
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Polygon
+    lines = {ln.get_label().split(" ")[0]: to_hex(ln.get_color()) for ln in ax.lines}
+    cells = {}
+    for p in ax.patches:
+        if isinstance(p, Polygon) and p.get_linestyle() == "solid":
+            xy = p.get_xy()[:4]
+            cells[(round(xy[:, 0].mean(), 4), round(xy[:, 1].mean(), 4))] = p
+    out = {}
+    for m, pts in traj.items():
+        cell = cells[(round(pts[-1][0], 4), round(pts[-1][1], 4))]
+        out[m] = (lines[m], to_hex(cell.get_edgecolor()), to_hex(cell.get_facecolor()))
+    return out
+
+
+@pytest.mark.parametrize("n", [5, 13, 37, 100])
+def test_every_module_has_its_own_colour_at_any_count(tmp_path, saved_figures, n):
+    """Fresh-user finding: beyond 10 modules the colours repeated (13 modules: h0 and m7
+    the same blue, m0 and m8 orange, m1 and m9 green) in legend and end cells, and the
+    legend covered a start label; at 100 modules (issue 16) the paths were coloured by
+    stage. Random scenes; oracle: the drawn artists. Every module's path has a colour no
+    other module's has (at least 0.08 apart in RGB), its end cell is drawn in it, and
+    it is named in bold at that cell; with a legend, the legend lies right of the axes
+    (it covers nothing of the scene)."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgb
+    from smores_assembly.report import MANY_MODULES
+    rng = random.Random(n)
+    traj = {}
+    for i in range(n):
+        x0, y0 = rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5)
+        gx, gy = 0.08 * (i % 10), 0.08 * (i // 10)
+        traj[f"m{i}" if i < n - 2 else f"h{i}"] = [(x0, y0, rng.uniform(-3, 3)),
+                                                   (x0, gy, 0.0), (gx, gy, 0.0)]
+    plot_trajectories(tmp_path / "t.png", traj, {}, [], helpers=[m for m in traj if m[0] == "h"])
+    fig = saved_figures[-1]
+    ax = fig.axes[0]
+    drawn = _drawn_modules(ax, traj)
+    for m, (line, edge, face) in drawn.items():
+        assert edge == line and (m[0] == "h" or face == line), (m, line, edge, face)
+    rgb = np.array([to_rgb(line) for line, _, _ in drawn.values()])
+    gap = np.sqrt(((rgb[:, None] - rgb[None]) ** 2).sum(-1)) + 9 * np.eye(n)
+    assert gap.min() >= 0.08, [(m, o) for (i, m), (j, o) in
+                                 ((a, b) for a in enumerate(drawn) for b in enumerate(drawn))
+                                 if i < j and gap[i, j] < 0.08][:5]
+    bold = {t.get_text(): t.get_position() for t in ax.texts if t.get_fontweight() == "bold"}
+    assert {m: tuple(round(v, 6) for v in bold[m]) for m in traj} == {
+        m: (round(pts[-1][0], 6), round(pts[-1][1], 6)) for m, pts in traj.items()}
+    legend = ax.get_legend()
+    assert (legend is None) == (n > MANY_MODULES)
+    if legend is not None:
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+

@@ -14,6 +14,7 @@ import installed
 import pytest
 
 from smores_assembly.run_job.console import ask
+from ros_helpers import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 FIELD = REPO / "test" / "data" / "field"
@@ -69,6 +70,51 @@ def test_node_lines_wait_until_the_prompt_is_answered(pipe_stdin, monkeypatch):
     assert err.getvalue().endswith("  [WARN] after\n")
 
 
+def _ctrl_c_line() -> str:
+    from smores_assembly.run_job.stack import INTERRUPT_NOTICE
+    return INTERRUPT_NOTICE.format(what="Ctrl-C")
+
+
+def test_the_first_ctrl_c_is_answered_at_once_with_one_line(capsys):
+    """Ctrl-C during ``run`` was silent for ~17 s (cancel, node shut-down, report:
+    fresh-user finding). The first signal prints one line before anything else is done
+    (the handler's thread has printed it when it ends), a second one nothing more."""
+    from smores_assembly.run_job.stack import Interrupts
+    signals = Interrupts()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)   # the handler runs before the next line
+        assert signals.interrupted.is_set() and signals.stop.is_set()
+        signals._announcer.join(timeout=HANG_S)
+        first = capsys.readouterr().out
+        os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        signals.restore()
+    assert first == _ctrl_c_line() + "\n"
+    assert capsys.readouterr().out == ""
+
+
+def test_ctrl_c_at_the_prompt_is_answered_on_a_line_of_its_own(pipe_stdin, capsys,
+                                                                monkeypatch):
+    """At the approval prompt the line starts on a new line (not after "[y/N] "), and
+    the prompt's own line end is not doubled."""
+    from smores_assembly.run_job import console
+    from smores_assembly.run_job.stack import Interrupts
+    real_select = console.select.select
+
+    def select_then_ctrl_c(*a):   # the prompt is written and waits: Ctrl-C now
+        if not signals.interrupted.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_select(*a)
+
+    signals = Interrupts()
+    monkeypatch.setattr(console.select, "select", select_then_ctrl_c)
+    try:
+        assert ask("ok? ", signals.stop) is None
+    finally:
+        signals.restore()
+    assert capsys.readouterr().out == "ok? \n" + _ctrl_c_line() + "\n"
+
+
 def _answer_the_prompt(out: Path, answer) -> tuple[int, str]:
     """``run pair.yaml --approve``; at the prompt, ``answer(proc)``; (exit status, output)."""
     proc = subprocess.Popen(
@@ -93,14 +139,14 @@ def _answer_the_prompt(out: Path, answer) -> tuple[int, str]:
     t = threading.Thread(target=pump, daemon=True)
     t.start()
     try:
-        assert prompted.wait(120), "no approval prompt"
+        assert prompted.wait(HANG_S), "no approval prompt"
         answer(proc)
-        rc = proc.wait(timeout=60)
+        rc = proc.wait(timeout=HANG_S)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.stdin.close()
-        t.join(5)
+        t.join(HANG_S)   # the pump reads to the end of the output
     return rc, "".join(seen)
 
 
@@ -112,6 +158,8 @@ def test_answering_no_at_the_prompt_moves_nothing_and_exits_3(tmp_path, ros_doma
     rc, text = _answer_the_prompt(tmp_path / "out", no)
     assert rc == 3, text[-3000:]
     assert "plan not approved" in text and "Traceback" not in text, text[-3000:]
+    # said once (fresh-user finding: twice, again on the NOT APPROVED line)
+    assert text.count("plan not approved") == 1, text[-3000:]
     assert "NOT APPROVED: 0/" in text and "FAILED" not in text, text[-3000:]
     prompt_line = next(ln for ln in text.splitlines() if "start moving? [y/N]" in ln)
     assert prompt_line.endswith("[y/N] "), prompt_line   # nothing printed onto it
@@ -129,6 +177,9 @@ def test_ctrl_c_at_the_approval_prompt_cancels_at_once(tmp_path, ros_domain):
     # nothing moved: the message says so (fresh-user finding: it said "every module
     # stopped"), and the headline names the interrupt, not a failure
     assert "INTERRUPTED: 0/" in text and "FAILED" not in text, text[-3000:]
+    # answered at once, on a line of its own, before the run's later lines
+    assert f"\n{_ctrl_c_line()}\n" in text, text[-3000:]
+    assert text.index(_ctrl_c_line()) < text.index("INTERRUPTED: 0/"), text[-3000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["success"] is False and "interrupted" in report["error"]
     assert "before any module moved" in report["error"], report["error"]
@@ -177,7 +228,7 @@ def test_nodes_stop_when_the_run_is_killed(tmp_path, ros_domain):
         assert len(nodes) == 7, nodes
     finally:
         proc.kill()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
 
     def alive(pid: int) -> bool:
         try:
@@ -186,10 +237,10 @@ def test_nodes_stop_when_the_run_is_killed(tmp_path, ros_domain):
             return False
         return stat.rsplit(")", 1)[1].split()[0] != "Z"   # a zombie has exited
 
-    deadline = time.monotonic() + 60.0
+    deadline = time.monotonic() + HANG_S
     while any(alive(p) for p in nodes) and time.monotonic() < deadline:
         time.sleep(0.2)   # polling the process table: no event to await
     left = [p for p in nodes if alive(p)]
     for p in left:
         os.kill(p, signal.SIGKILL)
-    assert not left, f"nodes still running 60 s after the run was killed: {left}"
+    assert not left, f"nodes still running {HANG_S:.0f} s after the run was killed: {left}"

@@ -499,3 +499,36 @@ def test_a_position_beyond_the_lab_floor_is_refused_as_probably_millimetres(k, v
                                             r": positions are in metres \(given in "
                                             rf"millimetres\? {value:g} mm = {value / 1000:g} m"):
         scenario_from_dict(d)
+
+
+@pytest.mark.parametrize("text, shown", [("123", "the number 123"), ("1.5", "the number 1.5"),
+                                         ("yes", "the boolean True"),
+                                         ("2024-01-02", "the date 2024-01-02")])
+def test_unquoted_yaml_scalar_name_says_quote_it(tmp_path, text, shown):
+    # fresh-user finding: "name: 123" said "invalid scenario name 123 (... matching
+    # ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ...)" though "123" matches: YAML made it a number
+    p = tmp_path / "s.yaml"
+    p.write_text(f"name: {text}\ntarget: {{nodes: [a], edges: []}}\nmodules: {{m0: [0, 0, 0]}}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    msg = str(info.value)
+    assert info.value.field == "name"
+    assert shown in msg and "quote it" in msg and "A-Za-z0-9_" not in msg
+    # quoted, the same text is a valid name
+    p.write_text(f"name: '{text}'\ntarget: {{nodes: [a], edges: []}}\nmodules: {{m0: [0, 0, 0]}}\n")
+    assert load_scenario(p).name == text
+
+
+def test_unquoted_yaml_scalar_node_and_module_id_say_quote_it(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\ntarget: {nodes: [a, 7], edges: []}\nmodules: {m0: [0, 0, 0]}\n")
+    with pytest.raises(ScenarioError, match=r"target\.nodes\[1\].*the number 7.*quote it"):
+        load_scenario(p)
+    p.write_text("name: s\ntarget: {nodes: [a], edges: []}\nmodules: {on: [0, 0, 0]}\n")
+    with pytest.raises(ScenarioError, match=r"the boolean True.*quote it"):
+        load_scenario(p)
+    # a number is no module id quoted either: no hint to quote it
+    p.write_text("name: s\ntarget: {nodes: [a], edges: []}\nmodules: {5: [0, 0, 0]}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    assert "YAML read" not in str(info.value) and "invalid module id 5" in str(info.value)

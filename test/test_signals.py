@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ros_helpers import HANG_S
 
 pytestmark = pytest.mark.ros
 
@@ -62,11 +63,11 @@ def test_signal_at_a_moment_of_the_nodes_life(exe, sig, delay, installed, ros_do
     time.sleep(delay)  # the moment under test (not a synchronisation)
     proc.send_signal(sig)
     try:
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=HANG_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
-        pytest.fail(f"{exe} did not stop within 30 s of the signal:\n{out[-3000:]}")
+        pytest.fail(f"{exe} did not stop within {HANG_S:.0f} s of the signal:\n{out[-3000:]}")
     assert proc.returncode == 0, out[-3000:]
     assert "Traceback" not in out and "context is invalid" not in out, out[-3000:]
 
@@ -77,7 +78,7 @@ def test_a_double_signal_during_shutdown_still_exits_cleanly(ros_domain):
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
 
@@ -94,7 +95,7 @@ def test_launch_runner_stops_every_node_of_the_stack_cleanly_at_any_moment(ros_d
         runner = LaunchRunner(specs, sink=lines.append)
         runner.start()
         time.sleep(delay)
-        codes = runner.shutdown(timeout=20.0)
+        codes = runner.shutdown(timeout=HANG_S)
         text = "\n".join(lines)
         assert all(c == 0 for c in codes.values()), (delay, codes, text[-3000:])
         assert "Traceback" not in text and "InvalidHandle" not in text, text[-3000:]
@@ -114,7 +115,52 @@ def test_single_process_container_stops_cleanly_at_any_moment(ros_domain):
         runner = LaunchRunner([container_spec(specs)], sink=lines.append)
         runner.start()
         time.sleep(delay)  # the moment under test (not a synchronisation)
-        codes = runner.shutdown(timeout=20.0)
+        codes = runner.shutdown(timeout=HANG_S)
         text = "\n".join(lines)
         assert codes == {"container": 0}, (delay, codes, text[-3000:])
         assert "Traceback" not in text and "InvalidHandle" not in text, text[-3000:]
+
+
+#: a node whose destroy_node blocks for good, like the Fast DDS teardown hang (the PDP
+#: mutex held by a thread waiting for the event thread, which waits for that mutex)
+_HANGING_NODE = """
+import threading, sys
+import rclpy.node
+import smores_assembly.ros.common as common
+common.TEARDOWN_TIMEOUT_S = float(sys.argv[1])
+class Hanging(rclpy.node.Node):
+    def __init__(self):
+        super().__init__("hanging")
+        self.create_timer(0.05, lambda: None)
+        self.get_logger().info("spinning")
+    def destroy_node(self):
+        threading.Event().wait()
+sys.exit(common.run_node(Hanging))
+"""
+
+
+def test_a_node_whose_middleware_teardown_hangs_still_ends_after_the_bound(ros_domain):
+    """A stop while the middleware's teardown hangs: the node says so, writes the Python
+    stacks (where it hangs) and ends with status 0 after the teardown bound, instead of
+    ignoring SIGINT and SIGTERM until its launcher kills it (fake_hardware exit -9 in
+    test_launch_runner_stops_every_node_of_the_stack_cleanly_at_any_moment, once under
+    load)."""
+    proc = subprocess.Popen([sys.executable, "-c", _HANGING_NODE, "1.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir())
+    lines = []
+    for line in proc.stdout:   # the node's own progress: its "spinning" log line
+        lines.append(line)
+        if "spinning" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail("the node did not end after its teardown bound:\n" + "".join(lines) + out)
+    assert proc.returncode == 0, out[-3000:]
+    assert "did not shut down within 1 s" in out, out[-3000:]
+    assert "in destroy_node" in out, out[-3000:]       # the stack says where it hung
+    assert "Traceback" not in out, out[-3000:]

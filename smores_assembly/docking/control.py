@@ -72,6 +72,14 @@ class DockingSettings:
         50.0, "Heading error above which the module turns in place [deg]", 1.0, 180.0)
     nav_goal_tolerance: float = param_field(0.02, "Distance to the path end that ends NAVIGATE [m]",
                                             0.001, 1.0)
+    nav_hold_tolerance: float = param_field(
+        0.002, "Where the timed path dwells, the module closes in on its waypoint to this "
+        "distance before it stops [m] (the navigation's grid leaves (cell - w sqrt 2) / 2 = "
+        "3.4 mm to each of two neighbours turning in place on adjacent cells)", 0.0002, 0.1)
+    nav_approach_min_speed: float = param_field(
+        0.02, "NAVIGATE speed floor while farther than nav_hold_tolerance from the carrot "
+        "[m/s] (keep below the planned path speeds, 0.05 m/s: above them the module runs "
+        "ahead of its timing)", 0.0, 0.5)
     nav_timeout_margin_s: float = param_field(
         30.0, "NAVIGATE ends (to POSE_ADJUST) this long after the path's last stamp [s]",
         0.0, 600.0)
@@ -816,6 +824,11 @@ class TimedPath:
     def end_time(self) -> float:
         return self.points[-1][0]
 
+    def stands(self, tol: float = 1e-3) -> bool:
+        """True when every waypoint lies within ``tol`` [m] of the first (a wait)."""
+        x0, y0 = self.points[0][1], self.points[0][2]
+        return all(math.hypot(x - x0, y - y0) <= tol for _t, x, y in self.points)
+
     @property
     def end(self) -> tuple[float, float]:
         return self.points[-1][1], self.points[-1][2]
@@ -841,8 +854,16 @@ def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings
     """Timed pure pursuit: steer the reference point to the path position at ``t + lookahead``.
 
     The module drives forward only on the path (turning in place when the carrot is more
-    than ``nav_turn_in_place_deg`` off), at ``min(speed, nav_k_dist * distance)``; it stops
-    (waits) when it is at the carrot, which happens where the timed path dwells.
+    than ``nav_turn_in_place_deg`` off), at
+    ``min(speed, max(nav_approach_min_speed, nav_k_dist * distance))``; it stops (waits)
+    when it is within ``nav_hold_tolerance`` of the carrot, which happens where the timed
+    path dwells. The grid the navigation plans on leaves two modules on adjacent cells
+    (0.12 m) 7 mm more than two turning in place need (``w sqrt 2``), 3.4 mm each:
+    stopping at half the 20 mm goal tolerance, as before, a module stood ~9 mm short of its
+    cell and two neighbours turning onto their final legs touched (issue 16, bench_scale
+    random 30 seed 9, stage 1: staging m11 and m16, 0.111 m apart, contact 0.16 mm). The
+    speed floor makes the last centimetres linear instead of exponential (``nav_k_dist``
+    1/s: 50 mm of lag took ~2.7 s to shrink to 3.4 mm, longer than a one-step wait).
 
     Returns:
         ``(v, w, finished)``; ``finished`` when ``t`` is past the last stamp and the module
@@ -855,13 +876,13 @@ def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings
         return 0.0, 0.0, True
     dx, dy = cx - pose.x, cy - pose.y
     d = math.hypot(dx, dy)
-    if d < 0.5 * s.nav_goal_tolerance:
+    if d < s.nav_hold_tolerance:
         return 0.0, 0.0, False
     alpha = wrap_angle(math.atan2(dy, dx) - pose.yaw)
     w = s.nav_k_heading * alpha
     if abs(alpha) > math.radians(s.nav_turn_in_place_deg):
         return 0.0, w, False
-    v = min(speed, s.nav_k_dist * d) * math.cos(alpha)
+    v = min(speed, max(s.nav_approach_min_speed, s.nav_k_dist * d)) * math.cos(alpha)
     return v, w, False
 
 

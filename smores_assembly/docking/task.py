@@ -498,6 +498,47 @@ class Escape:
         return False
 
 
+class PairRoom:
+    """A carried pair's straight move to turning room (state of one phase).
+
+    A carried pair that cannot turn in place where it stands (a module within
+    :func:`~smores_assembly.docking.control.pair_turn_clearance` of the helper's centre)
+    first drives straight, forward or back, to the nearest pose where it can
+    (:func:`~smores_assembly.docking.control.pair_turn_shift`), before it turns: turning
+    where it stood swept the carried module into a neighbour (bench_scale random10: m8
+    against m4 at the start of POSE_ADJUST's direct move; bench_targets
+    random_12_326347789: m3 against the staging m10 at the start of its path, right
+    after the lift). The navigation plans the pair from where this move ends and times
+    its path after it (:func:`smores_assembly.navigation.problem.pair_turn_moves`).
+    """
+
+    def __init__(self):
+        self.room: Pose2D | None = None
+        self.sign = 0.0
+
+    def step(self, ctx: DockingContext, obs: Sequence[tuple[float, float]]) -> bool:
+        """Set the straight command; True while the move runs, False when there is room
+        (or no straight move finds any: the caller turns as before)."""
+        s = ctx.s
+        h = ctx.body_obs.est
+        if h is None:
+            return False
+        if self.room is None:
+            shift = pair_turn_shift(h, obs, s.module_width)
+            if not shift:
+                return False
+            self.room = h.compose(shift, 0.0)
+            self.sign = math.copysign(1.0, shift)
+        left = self.sign * ((self.room.x - h.x) * math.cos(h.yaw)
+                            + (self.room.y - h.y) * math.sin(h.yaw))
+        if left <= 0.002:
+            self.room = None
+            return False
+        v = min(s.near_structure_speed, s.v_max, max(s.adjust_k_pos * left, 0.01))
+        ctx.set_cmd(self.sign * v, 0.0, virtual=False)
+        return True
+
+
 # --------------------------------------------------------------------------------------------
 # phase objects: enter / tick / exit over the context. ``tick`` returns the next phase (or
 # None to stay) or raises a DockingFailure; a transition ends the tick.
@@ -524,12 +565,19 @@ class PhaseStep:
 class Navigate(PhaseStep):
     """Follow the navigation's timed path (waiting ``path_wait_timeout_s`` for one); its end,
     its last stamp plus ``nav_timeout_margin_s``, or no path -> POSE_ADJUST. A body already
-    at its pre-dock position (or on the approach line) goes on at once."""
+    at its pre-dock position (or on the approach line) goes on at once. A path that stands
+    (every waypoint within 1 mm of the first: the navigation holds a module staged on its
+    dock axis until the paths near its slide have passed,
+    :func:`~smores_assembly.navigation.problem.direct_waits`) is waited out where the body
+    stands, without a start escape (escaping straight along its axis from a neighbour
+    took it into the path of a module moving aside)."""
 
     phase = Phase.NAVIGATE
 
     def enter(self, ctx):
         self.escape = Escape()
+        self.room = PairRoom()
+        self.roomy: TimedPath | None = None  # the path a lifted pair made room to turn for
 
     def tick(self, ctx):
         s = ctx.s
@@ -541,7 +589,15 @@ class Navigate(PhaseStep):
             return None
         if ctx.t > ctx.path.end_time + s.nav_timeout_margin_s:
             return Phase.POSE_ADJUST
+        if ctx.path.stands():
+            return Phase.POSE_ADJUST if ctx.t >= ctx.path.end_time else None
         body = ctx.body_obs.est
+        if ctx.uses_helper and ctx.lifted and self.roomy is not ctx.path:
+            # a path's first act may be a turn: a lifted pair makes room first, on every
+            # new path (the navigation plans each from where that move ends)
+            if self.room.step(ctx, ctx.obstacles_for_body()):
+                return None
+            self.roomy = ctx.path
         if self.escape.at_start(ctx, body):
             return None
         v, w, finished = track_timed_path(body, ctx.path, ctx.t, s, s.v_max)
@@ -594,7 +650,7 @@ class PoseAdjust(PhaseStep):
         self.extra = 0.0        # staging distance beyond the stand-off [m]
         self.staging = False    # regulating to the staging pose (not yet the pre-dock)
         self.sliding = False    # sliding along the lane from the staging pose
-        self.room: Pose2D | None = None   # a carried pair's straight move to turning room
+        self.room = PairRoom()  # a carried pair's straight move to turning room
         self.extent: float | None = None  # the lane's far end [m out from the face]
 
     def tick(self, ctx):
@@ -625,7 +681,7 @@ class PoseAdjust(PhaseStep):
         flee = [o for o in obs if o not in neigh] if in_lane else obs
         if (ctx.uses_helper and ctx.lifted and self.reg is None and not self.sliding
                 and not in_lane and not self._staged(ctx, ax, body, lane=bool(neigh))
-                and self._pair_turn_room(ctx, obs)):
+                and self.room.step(ctx, obs)):
             return None
         if self.escape.step(ctx, ctx.body_obs.est, flee):
             self.reg = None   # plan the direct move again once clear
@@ -669,34 +725,6 @@ class PoseAdjust(PhaseStep):
         v, w = self.reg.command(body, s, ctx.speed_limit(body, ax))
         ctx.set_cmd(v, w)
         return None
-
-    def _pair_turn_room(self, ctx: DockingContext, obs: list[tuple[float, float]]) -> bool:
-        """A carried pair that cannot turn in place where it stands (a module within
-        :func:`~smores_assembly.docking.control.pair_turn_clearance` of the helper's
-        centre) first drives straight, forward or back, to the nearest pose where it can
-        (:func:`~smores_assembly.docking.control.pair_turn_shift`), before the direct move
-        (whose first act is a turn) is planned: turning where it stood swept the carried
-        module into a placed neighbour (bench_scale random10: m8 against m4). True while
-        that straight move runs; False when there is room, or no straight move finds any
-        (the direct move as before)."""
-        s = ctx.s
-        h = ctx.body_obs.est
-        if h is None:
-            return False
-        if self.room is None:
-            shift = pair_turn_shift(h, obs, s.module_width)
-            if not shift:
-                return False
-            self.room = h.compose(shift, 0.0)
-            self.room_sign = math.copysign(1.0, shift)
-        left = self.room_sign * ((self.room.x - h.x) * math.cos(h.yaw)
-                                 + (self.room.y - h.y) * math.sin(h.yaw))
-        if left <= 0.002:
-            self.room = None
-            return False
-        v = min(s.near_structure_speed, s.v_max, max(s.adjust_k_pos * left, 0.01))
-        ctx.set_cmd(self.room_sign * v, 0.0, virtual=False)
-        return True
 
     @staticmethod
     def _can_slide(ctx: DockingContext, ax: DockAxis, body: Pose2D) -> bool:

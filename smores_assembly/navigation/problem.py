@@ -33,7 +33,7 @@ from typing import Collection, Mapping
 
 import numpy as np
 
-from smores_assembly.docking.control import pickup_pose
+from smores_assembly.docking.control import pair_turn_shift, pickup_pose
 from smores_assembly.geometry import Pose2D, point_segment_distance
 from smores_assembly.navigation.stage import (NavSettings, Segment, StagePlan,
                                               clear_carried_predock, clear_predock, pose_at,
@@ -60,9 +60,11 @@ class NavProblem:
         helper_targets: helper -> the module it serves now.
         keep_clear: the footprint still to be built (with ``clear_footprint``), else {}.
         slides: module -> its dock's slide ``((x0, y0), (x1, y1))`` (module docstring).
-        backoffs: helper -> (where it stands, where its back-off ends) for every helper
-            still backing off from a hand-over (:func:`backing_off`); the problem has it
-            where its back-off ends (:func:`wait_for_backoffs` times the plan).
+        backoffs: helper -> (where it stands, where its straight move ends) for every
+            helper still backing off from a hand-over (:func:`backing_off`) and every
+            lifted pair that first drives straight to where it can turn
+            (:func:`pair_turn_moves`); the problem has it where that move ends
+            (:func:`wait_for_backoffs` times the plan).
     """
 
     moving: dict[str, tuple[Pose2D, Pose2D]]
@@ -148,6 +150,35 @@ def backing_off(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
     return out
 
 
+def pair_turn_moves(plan, stage: int, poses: Mapping[str, Pose2D],
+                    phases: Mapping[str, Phase], width: float
+                    ) -> dict[str, tuple[Pose2D, Pose2D]]:
+    """Helper -> (its pose, where its straight move ends) for every carried pair of
+    ``stage`` (its module in NAVIGATE) that cannot turn in place where it stands.
+
+    Its path's first act may be a turn, and turning there sweeps the carried module into
+    a module within :func:`~smores_assembly.docking.control.pair_turn_clearance` of the
+    helper: the docking controller first drives such a pair straight, forward or back,
+    to the nearest pose where it can turn (``docking.task.PairRoom``, the rule of
+    :func:`~smores_assembly.docking.control.pair_turn_shift` against every other tracked
+    module). The stage is planned from where that move ends, and
+    :func:`wait_for_backoffs` times the paths after it, as for a back-off (bench_targets
+    random_12_326347789 stage 5: h0 lifted m3 0.150 m from the staging m10, its path
+    turned it at once, m3 touched m10 0.5 s later, 0.13 mm).
+    """
+    out: dict[str, tuple[Pose2D, Pose2D]] = {}
+    for a in plan.actions:
+        h = a.helper
+        if (a.stage != stage or not a.needs_helper or not h or h in out
+                or phases.get(a.module) is not Phase.NAVIGATE or h not in poses):
+            continue
+        obs = [(p.x, p.y) for m, p in poses.items() if m not in (h, a.module)]
+        shift = pair_turn_shift(poses[h], obs, width)
+        if shift:
+            out[h] = (poses[h], poses[h].compose(shift, 0.0))
+    return out
+
+
 def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D]],
                       speed: float, width: float, margin_s: float = 0.5,
                       dt: float = 0.05) -> StagePlan:
@@ -230,6 +261,44 @@ def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D
     return replace(sp, paths=paths, stats=stats)
 
 
+def direct_waits(sp: StagePlan, direct: Collection[str], slides: Mapping[str, Segment],
+                 clearance: float, margin_s: float, dt: float = 0.05) -> dict[str, float]:
+    """How long [s from the stage's start] each module of ``direct`` (sliding straight in
+    from where it stands, no path) waits before it slides: until no moving path of ``sp``
+    comes closer than ``clearance`` [m] to its slide any more (``slides``: its docking
+    axis from the docked position out to where it stands), plus ``margin_s`` (a module
+    may run that far behind its timed path before the navigation replans). Modules
+    without a wait are left out.
+
+    The plan holds a direct module as a fixed obstacle where it stands, so the modules it
+    moves aside from beside the slide, and any path across the lane, are planned as if it
+    stayed there (bench_scale layout, comb 5 x 6, stage 6: the staging m25, 0.081 m beside
+    m24's slide, was moved aside and turned in place towards its first cell while m24 slid
+    past it: contact 0.05 mm)."""
+    out: dict[str, float] = {}
+    for d in sorted(direct):
+        seg = slides.get(d)
+        if seg is None:
+            continue
+        (ax, ay), (bx, by) = seg
+        last = 0.0
+        for m, path in sp.paths.items():
+            if m == d or not _moves(path):
+                continue
+            ts = np.arange(0.0, path[-1][0] + dt, dt)
+            xy = _xy_at(path, ts)
+            ex, ey = bx - ax, by - ay
+            ll = ex * ex + ey * ey
+            u = np.clip(((xy[:, 0] - ax) * ex + (xy[:, 1] - ay) * ey) / ll, 0.0, 1.0) \
+                if ll > 0 else np.zeros(len(ts))
+            near = np.hypot(xy[:, 0] - ax - u * ex, xy[:, 1] - ay - u * ey) < clearance
+            if near.any():
+                last = max(last, float(ts[np.nonzero(near)[0][-1]]))
+        if last > 0.0:
+            out[d] = last + margin_s
+    return out
+
+
 def _moves(path: list[tuple[float, Pose2D]] | None) -> bool:
     """True when ``path`` has a waypoint away from its first position (by > 1 mm)."""
     if not path:
@@ -276,6 +345,24 @@ def _keeps_clear(paths: Mapping[str, list[tuple[float, Pose2D]]],
     return True
 
 
+def undock_walls(zones: Collection[Rect], width: float) -> dict[str, Pose2D]:
+    """Points (``"~wall<i>"`` -> pose, ``world``) along the long axis of every area in
+    ``zones`` (undocks' lanes, turns and parking bodies,
+    :func:`smores_assembly.staging.undock_areas`), at most ``width / 2`` [m] apart: as
+    fixed obstacles of the stage's search they block every cell within its ``clearance``
+    of the area's middle line, so staging paths go round the undocks."""
+    out: dict[str, Pose2D] = {}
+    for z in zones:
+        along, yaw = (z.hx - z.hy, z.yaw) if z.hx >= z.hy else (z.hy - z.hx,
+                                                                   z.yaw + 0.5 * math.pi)
+        n = max(1, int(math.ceil(2.0 * along / (0.5 * width))))
+        c, sn = math.cos(yaw), math.sin(yaw)
+        for i in range(n + 1):
+            d = -along + 2.0 * along * i / n
+            out[f"~wall{len(out)}"] = Pose2D(z.x + d * c, z.y + d * sn, 0.0)
+    return out
+
+
 def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collection[str],
                 phases: Mapping[str, Phase], settings: NavSettings | None = None,
                 staging_settings: StagingSettings | None = None,
@@ -303,8 +390,18 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
     docked = set(docked)
     # a helper still backing off from its hand-over is planned from where it ends
     backoffs = backing_off(plan, k, poses, docked, s.helper_backoff, s.module_width)
+    # a lifted pair that cannot turn where it stands is planned from where its straight
+    # move ends, its carried module with it
+    turns = pair_turn_moves(plan, k, poses, phases, s.module_width)
+    backoffs.update(turns)
     if backoffs:
-        poses = {**poses, **{h: end for h, (_start, end) in backoffs.items()}}
+        moved = {h: end for h, (_start, end) in backoffs.items()}
+        for a in plan.actions:
+            if a.stage == k and a.helper in turns and a.module in poses:
+                start, end = turns[a.helper]
+                q = poses[a.module]
+                moved[a.module] = Pose2D(q.x + end.x - start.x, q.y + end.y - start.y, q.yaw)
+        poses = {**poses, **moved}
     fixed = {plan.root_module} if plan.root_module else set()
     fixed |= set(plan.kept)
     fixed |= {a.module for a in plan.actions if a.stage < k}
@@ -429,9 +526,18 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
         with_kept_goals(plan, poses), k, docked, s.predock_standoff,
         s.module_width) if s.clear_footprint else {}
     obstacles = {m: p for m, p in poses.items() if m not in moving}
+    if any(u.stage == k for u in getattr(plan, "undocks", ())):
+        # an undocking stage (staging only, a reuse reconfiguration): nothing is moved
+        # aside, and the areas the undocks of this stage and later sweep are walls of the
+        # search (the staging paths went through a lane otherwise, and were dropped)
+        fixed |= set(obstacles)
+        walls = undock_walls(zones, s.module_width)
+        obstacles.update(walls)
+        fixed |= set(walls)
     fixed = {m for m in fixed if m in obstacles}
     return NavProblem(moving, obstacles, fixed, missing, staging, zones, direct, carried,
                       helper_targets, keep_clear, slides, backoffs)
 
 
-__all__ = ["NavProblem", "backing_off", "nav_problem", "wait_for_backoffs"]
+__all__ = ["NavProblem", "backing_off", "direct_waits", "nav_problem", "pair_turn_moves",
+           "undock_walls", "wait_for_backoffs"]

@@ -24,7 +24,10 @@ Continuous world, discrete grid:
 * goals (pre-dock poses): each goal is assigned a distinct nearby free cell (again a
   minimum-distance assignment, so two goals falling into one cell get distinct cells);
   after the whole schedule (makespan) every module drives from its goal cell centre
-  straight to its exact goal pose ``(x, y, yaw)``: the last waypoint is the goal pose;
+  straight to its exact goal pose ``(x, y, yaw)``: the last waypoint is the goal pose. The
+  grid does not see that final leg, so a goal cell whose leg passes another module (closer
+  than ``w sqrt 2``, or than that module's distance from the goal) costs more, and movable
+  modules on the chosen leg are moved aside;
 * modules moved aside: obstacles that are not ``fixed`` (idle modules, not docked
   structures) are moved out of the way instead of failing when they stand (a) within
   ``clearance`` of a goal pose, or (b) on a cell chosen as a moving module's start or goal
@@ -33,8 +36,9 @@ Continuous world, discrete grid:
   crossing as few of them as possible), or (d) within ``clearance`` of a point of the
   **footprint still to be built** (``keep_clear``: the docked and pre-dock poses of the
   docks to come, issue 16: at 50-100 modules the target's footprint covers idle modules
-  that nothing else moves out of the way). They become additional agents whose goal is the
-  nearest free cell that is no moving module's start or goal cell, lies on none of their
+  that nothing else moves out of the way), or (e) on the final leg of a chosen goal cell.
+  They become additional agents whose goal is the nearest free cell reachable from their
+  start cell that is no moving module's start or goal cell, lies on none of their
   shortest paths and is not near a goal pose, and (with ``keep_clear``) lies outside the
   convex hull of the footprint grown by ``clearance`` (so a parked module stands in no
   pocket of the target either); they keep their heading.
@@ -54,7 +58,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from smores_assembly.errors import InputError, ParamsError
-from smores_assembly.geometry import MODULE_WIDTH, Pose2D, point_segment_distance, wrap_angle
+from smores_assembly.geometry import (MODULE_WIDTH, Pose2D, point_segment_distance,
+                                     segment_distance, wrap_angle)
 from smores_assembly.navigation.mapf import (ALGORITHMS, Cell, Grid, NavigationError,
                                              UnreachableGoalError, solve)
 from smores_assembly.params import check_ranges, param_field
@@ -293,7 +298,8 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     The pair is planned as the helper's centre with every module blocking the cells within
     :func:`carry_clearance` (instead of ``settings.clearance``) of it, so the pair passes
     idle modules instead of running into them with its carried end: round all of them if
-    it can (idle modules within that clearance of the pre-dock pose are moved aside), else
+    it can (idle modules within that clearance of the pre-dock pose, and those closer
+    than ``slide_clearance`` to one of ``slides``, are moved aside), else
     moving idle ones aside as :func:`plan_stage` does. The grid's cells are one pair
     clearance wide (``cell_margin`` raised), so a module moved aside, one cell from the
     pair at all times (the search's robustness), keeps clear of the carried end too.
@@ -316,6 +322,8 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     # its pre-dock pose (they must go: the pair turns and slides in there)
     near_goal = {o for o, p in obstacles.items() if o not in fixed
                  and math.hypot(p.x - goal.x, p.y - goal.y) < wide.clearance}
+    # ... and those beside an active dock's slide (they must go whatever the pair does)
+    near_goal |= _slide_blockers(obstacles, fixed, slides or {}, s)
     try:
         return plan_stage({helper: (start, goal)}, obstacles, wide,
                           fixed=[o for o in obstacles if o not in near_goal], clock=clock,
@@ -737,8 +745,11 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                   ) -> tuple[dict[str, Cell], dict[str, Cell]]:
     """Start and goal cells of the moving modules, and (in ``lay.aside``) the movable
     obstacles that must go: (a) on a goal pose, (b) on a chosen start/goal cell, (c) on the
-    cheapest corridor between a module's start and goal cells. Repeated until ``aside``
-    stops growing. Returns ``(start_cells, goal_cells)``."""
+    cheapest corridor between a module's start and goal cells, (e) on the straight final
+    leg from a chosen goal cell's centre to the goal pose (:func:`_final_leg_blockers`; a
+    goal cell whose leg passes a fixed module costs ``10`` cells, so it is taken only
+    when no other is near). Repeated until ``aside`` stops growing. Returns
+    ``(start_cells, goal_cells)``."""
     scene, obstacles, fixed_cells, aside = lay.scene, lay.obstacles, lay.fixed_cells, lay.aside
     radius = s.goal_search_cells * scene.c
     # (a) movable obstacles standing on a goal pose must go
@@ -757,12 +768,20 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
     def leg_penalty(a: str, cell: Cell) -> float:
         return 0.0 if a in stay else pen(a, cell)
+    final_leg = _final_leg_blockers(lay, goals_xy, radius, s)
+
+    def final_penalty(a: str, cell: Cell) -> float:
+        hit_fixed, hit = final_leg(a, cell)
+        return (10.0 * scene.c if hit_fixed else 0.0) + penalty_occupied * len(hit - aside)
     for _ in range(len(obstacles) + 2):
         mc = lay.movable_cells()
         before = set(aside)
         goal_cells = _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
                              lambda cell: penalty_occupied if cell in mc else 0.0,
-                             radius, "goal pose")
+                             radius, "goal pose", leg_penalty=final_penalty)
+        # (e) on a chosen goal cell's final leg
+        for m, cell in goal_cells.items():
+            aside |= final_leg(m, cell)[1]
         start_cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
                               lambda cell: penalty_occupied if cell in mc else 0.0,
                               radius, "current pose", leg_penalty=leg_penalty)
@@ -793,6 +812,42 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     return start_cells, goal_cells
 
 
+def _final_leg_blockers(lay: _Layout, goals_xy: dict[str, tuple[float, float]],
+                        radius: float, s: NavSettings):
+    """``(module, cell) -> (a fixed module is hit, the movable ones hit)`` for the straight
+    final leg of ``module`` from ``cell``'s centre to its goal pose (every module drives
+    it after the schedule, off the grid): a module is hit when its centre comes closer to
+    the leg than ``min(w sqrt 2, its distance from the goal)`` (on the leg two bodies
+    never overlap, whatever their headings; a module the goal stands close to, as a
+    parent beside its pre-dock pose, is approached from outside). The caller does not
+    count modules moved aside (they park clear of every final leg, :func:`_park_aside`).
+
+    The grid does not see these legs: bench_scale random 30 seed 9, stage 1, the pair
+    carrying m29 got a goal cell 0.47 m from its pre-dock pose (the cells round it were
+    blocked by modules standing within the pair's clearance) and its final leg ran
+    straight through the idle m21 (contact 0.23 mm, the stage never ended)."""
+    body = s.module_width * math.sqrt(2.0)
+    near: dict[str, list[tuple[str, float, float, float]]] = {}
+    for m, (gx, gy) in goals_xy.items():
+        near[m] = [(o, p.x, p.y, min(body, math.hypot(p.x - gx, p.y - gy)))
+                   for o, p in lay.obstacles.items()
+                   if math.hypot(p.x - gx, p.y - gy) < radius + 2.0 * lay.scene.c + body]
+    cache: dict[tuple[str, Cell], tuple[bool, set[str]]] = {}
+
+    def blockers(m: str, cell: Cell) -> tuple[bool, set[str]]:
+        key = (m, cell)
+        if key not in cache:
+            a = lay.scene.center(cell)
+            g = goals_xy[m]
+            hit = {o for o, x, y, lim in near[m]
+                   if point_segment_distance((x, y), a, g) < lim - 1e-9}
+            fixed_hit = any(o in lay.fixed for o in hit)
+            cache[key] = (fixed_hit, {o for o in hit if o not in lay.fixed})
+        return cache[key]
+
+    return blockers
+
+
 def turn_clearance(width: float = MODULE_WIDTH) -> float:
     """Centre distance [m] at which two modules may both turn in place without touching,
     whatever their headings: ``w sqrt 2`` (two corner radii) plus 5 mm of path error."""
@@ -809,15 +864,26 @@ def _start_leg_penalty(scene: _Scene, moving: Mapping[str, Pose2D],
     stage timed out): ``10`` cells, so such a cell is taken only when no other is near.
     Every module counts, the moving ones at their current poses (they all leave their
     poses for their start cells at once). Boxed in on every side, the cell whose leg
-    falls shortest of that distance costs least."""
+    falls shortest of that distance costs least.
+
+    Between a leg and a module of ``moving`` (the stage's planned modules, not those
+    moved aside) the distance is ``settings.clearance`` when that is larger: a carried
+    pair is planned as its helper's centre with the pair's clearance
+    (:func:`plan_carried`), and a leg of a module moved aside for it that passed within
+    the pair's reach crossed its carried module, or its sweep as it turned to its first
+    cell (random bench targets, the pair just lifted beside an idle module: the moved
+    aside module's leg crossed the carried module at 2.3 s; another passed the turning
+    pair at 0.12 m).
+    """
     body = turn_clearance(s.module_width)
+    wide = _leg_room(s)
     pts = {m: (p.x, p.y) for m, p in moving.items()}
     pts.update({o: (p.x, p.y) for o, p in obstacles.items()})
     ids = list(pts)
     xy = np.array([pts[m] for m in ids], dtype=float).reshape(-1, 2)
-    reach = s.goal_search_cells * scene.c * 2.0 + body
+    reach = s.goal_search_cells * scene.c * 2.0 + wide
     big = 10.0 * scene.c
-    near: dict[str, list[tuple[float, float]]] = {}
+    near: dict[str, list[tuple[tuple[float, float], float]]] = {}
     cache: dict[tuple[str, Cell], float] = {}
 
     def pen(a: str, cell: Cell) -> float:
@@ -826,10 +892,11 @@ def _start_leg_penalty(scene: _Scene, moving: Mapping[str, Pose2D],
             p = pts[a]
             if a not in near:   # the modules a leg of this module may pass (once each)
                 d = np.hypot(xy[:, 0] - p[0], xy[:, 1] - p[1])
-                near[a] = [pts[ids[i]] for i in np.nonzero(d < reach)[0] if ids[i] != a]
+                near[a] = [(pts[ids[i]], wide if (a in moving or ids[i] in moving) else body)
+                           for i in np.nonzero(d < reach)[0] if ids[i] != a]
             c = scene.center(cell)
-            short = max((min(body, math.hypot(q[0] - p[0], q[1] - p[1]))
-                         - point_segment_distance(q, p, c) for q in near[a]), default=0.0)
+            short = max((min(r, math.hypot(q[0] - p[0], q[1] - p[1]))
+                         - point_segment_distance(q, p, c) for q, r in near[a]), default=0.0)
             # graded: boxed in on every side, the leg that squeezes least
             cache[key] = big * (1.0 + short / body) if short > 1e-9 else 0.0
         return cache[key]
@@ -880,9 +947,10 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     """Start and parking cells of the modules moved aside: parking cells are free, no
     moving module's start or goal cell, on none of their shortest paths, not within
     ``clearance`` of a final leg to a goal pose and, with a footprint ``keep``, outside
-    its grown convex hull (:func:`_keep_out_cells`), and at least ``slide_clearance`` from
-    every slide of ``slides``. The search for a parking cell widens
-    (3, 6, 12, ... x ``goal_search_cells``) until every module has one.
+    its grown convex hull (:func:`_keep_out_cells`), at least ``slide_clearance`` from
+    every slide of ``slides``, and reachable from the module's own start cell. The search
+    for a parking cell widens (3, 6, 12, ... x ``goal_search_cells``) until every module
+    has one.
 
     Returns ``(agents_start, agents_goal, blocked)``: start/goal cells of every MAPF agent
     and the cells blocked for the search (fixed and remaining movable obstacles).
@@ -920,21 +988,33 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                         for a0, b0 in segs))
 
     ox = {o: (lay.obstacles[o].x, lay.obstacles[o].y) for o in lay.aside}
-    reach = 3 * radius
-    while True:
-        try:
-            parks = _assign(scene, ox, park_ok, lambda cell: 0.0, reach, "parking area")
-            break
-        except UnreachableGoalError:
-            if reach > scene.c * (scene.W + scene.H):
-                raise
-            reach *= 2
     starts_aside = _assign(scene, ox,
                            lambda a, cell: cell not in blocked and cell not in taken,
                            lambda cell: 0.0, radius, "current pose",
                            leg_penalty=_start_leg_penalty(
                                scene, {m: cur for m, (cur, _) in moving.items()},
                                lay.obstacles, s))
+    # a parking cell the module can reach from its start cell (bench_scale random 30
+    # seed 0, stage 2: m22, moved aside, parked on a cell walled off from its start; the
+    # search failed and the stage's helpers drove without paths into a contact)
+    reachable: dict[Cell, set[Cell]] = {}
+
+    def can_reach(a: str, cell: Cell) -> bool:
+        c0 = starts_aside[a]
+        if c0 not in reachable:
+            reachable[c0] = set(g.distances(c0))
+        return cell in reachable[c0]
+
+    reach = 3 * radius
+    while True:
+        try:
+            parks = _assign(scene, ox, lambda a, cell: park_ok(a, cell) and can_reach(a, cell),
+                            lambda cell: 0.0, reach, "parking area")
+            break
+        except UnreachableGoalError:
+            if reach > scene.c * (scene.W + scene.H):
+                raise
+            reach *= 2
     agents_start.update(starts_aside)
     agents_goal.update(parks)
     return agents_start, agents_goal, blocked
@@ -962,6 +1042,13 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     the schedule at one step per ``cell_size / nominal_speed``, goal cell centre -> goal
     pose (moved-aside modules end on their parking cell centre, heading kept).
 
+    The legs to the start cells are off the grid and run at once. A module of
+    ``moving`` whose leg comes closer than :func:`_leg_room` to the leg of a module moved
+    aside waits at its pose until that module has driven its leg (at ``nominal_speed``,
+    then it waits on its cell): the module moved aside makes way first (a carried pair
+    just lifted turned to its first cell while a module moved aside for it passed at
+    0.15 m, within the pair's reach: random bench targets, closed loop in SimWorld).
+
     Returns ``(paths, dt [s per step], t0 [s])``.
     """
     scene, obstacles, aside = lay.scene, lay.obstacles, lay.aside
@@ -974,15 +1061,29 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     for o in aside:
         cx, cy = scene.center(agents_goal[o])
         final[o] = Pose2D(cx, cy, obstacles[o].yaw)
-    t0 = max(math.hypot(current[a].x - scene.center(agents_start[a])[0],
-                        current[a].y - scene.center(agents_start[a])[1]) / v
-             for a in sol.paths)
+    legs = {a: ((current[a].x, current[a].y), scene.center(agents_start[a]))
+            for a in sol.paths}
+    leg_t = {a: math.dist(*legs[a]) / v for a in sol.paths}
+    room = _leg_room(s)
+    first = {b for b in sol.paths if b in aside}
+    wait: dict[str, float] = {}
+    for a in sorted(set(sol.paths) - first):
+        w = max((leg_t[b] for b in first if segment_distance(*legs[a], *legs[b]) < room),
+                default=0.0)
+        if w > 0.0:
+            wait[a] = w
+    leaders = {b for b in first if any(segment_distance(*legs[a], *legs[b]) < room
+                                       for a in wait)}
+    t0 = max(max((wait.get(a, 0.0) + leg_t[a] for a in sol.paths), default=0.0),
+             max(leg_t.values(), default=0.0))
     t_end = t0 + T * dt
     paths: dict[str, list[tuple[float, Pose2D]]] = {}
     for a, cells in sol.paths.items():
         cur = current[a]
         goal = final[a]
         wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
+        if a in wait:
+            wp.append((wait[a], cur))
         yaw = cur.yaw
         px, py = cur.x, cur.y
         for k in range(T + 1):
@@ -990,6 +1091,8 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
             cx, cy = scene.center(cell)
             if math.hypot(cx - px, cy - py) > 1e-12:
                 yaw = math.atan2(cy - py, cx - px)
+            if k == 0 and a in leaders and leg_t[a] < t0:
+                wp.append((leg_t[a], Pose2D(cx, cy, yaw)))
             wp.append((t0 + k * dt, Pose2D(cx, cy, yaw)))
             px, py = cx, cy
         leg = math.hypot(goal.x - px, goal.y - py)
@@ -999,6 +1102,13 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
             wp[-1] = (wp[-1][0], goal)
         paths[a] = _compress(wp)
     return paths, dt, t0
+
+
+def _leg_room(s: NavSettings) -> float:
+    """Distance [m] two legs to start cells keep when they run at once
+    (:func:`_to_world`): two corner radii and 5 mm (:func:`turn_clearance`), or the
+    search's ``clearance`` when that is larger (a carried pair's, :func:`plan_carried`)."""
+    return max(turn_clearance(s.module_width), s.clearance)
 
 
 #: A module this close [m] to its goal stays there: a fixed obstacle of the search

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import sys
 import time
 import weakref
 from typing import Any, Callable
@@ -41,6 +42,7 @@ from smores_assembly.errors import InputError, ParamsError, SmoresError
 from smores_assembly.geometry import WORLD_FRAME, Pose2D, wrap_angle  # noqa: F401
 from smores_assembly.params import param_field  # noqa: F401  (re-exported)
 from smores_assembly.params import validate_settings
+from smores_assembly.teardown import TEARDOWN_TIMEOUT_S, bounded_call, exit_now
 
 #: Latched QoS for state that late joiners must receive (target, root, plan, connections).
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -553,6 +555,7 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[Node] = []
     executor = None
+    status = 0
     try:
         try:
             executor_kind()   # a bad SMORES_EXECUTOR is refused before any node is made
@@ -560,7 +563,8 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
                 nodes.append(factory())
         except SmoresError as exc:
             rclpy.logging.get_logger(_refusing_node(exc)).fatal(" ".join(str(exc).split()))
-            return 2
+            status = 2
+            return status
         executor = make_executor()
         for node in nodes:
             executor.add_node(node)
@@ -579,9 +583,12 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
     except Exception:
         # The context shut down by someone else (e.g. rclpy.shutdown()) is not an error.
         if stop.requested is None and rclpy.ok():
+            status = 1
             raise
     finally:
-        # Further signals change nothing now: the shutdown below runs to its end.
+        # Further signals change nothing now: the shutdown below runs to its end, each
+        # middleware step bounded (smores_assembly.teardown: a Fast DDS teardown hang
+        # otherwise kept the process alive through SIGINT and SIGTERM until SIGKILL)
         for node in nodes:
             on_shutdown = getattr(node, "on_shutdown", None)
             if callable(on_shutdown):
@@ -589,15 +596,26 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
                     on_shutdown()
                 except Exception:  # never mask the original exit path
                     pass
-        if executor is not None:
-            try:
-                executor.shutdown(timeout_sec=1.0)
-            except Exception:
-                pass
-        for node in nodes:
-            try:
-                node.destroy_node()
-            except Exception:
-                pass
-        rclpy.try_shutdown()
+        if not bounded_call(lambda: _destroy(executor, nodes), TEARDOWN_TIMEOUT_S):
+            name = nodes[0].get_name() if nodes else "node"
+            print(f"[{name}] [WARN] the ROS middleware did not shut down within "
+                  f"{TEARDOWN_TIMEOUT_S:.0f} s (a Fast DDS teardown hang): exiting anyway; "
+                  "the Python stacks follow", file=sys.stderr)
+            exit_now(status, stacks=True)
     return 0
+
+
+def _destroy(executor, nodes: list[Node]) -> None:
+    """The executor, then the nodes, then the context: each step's error is dropped (the
+    process is ending; never mask the original exit path)."""
+    if executor is not None:
+        try:
+            executor.shutdown(timeout_sec=1.0)
+        except Exception:
+            pass
+    for node in nodes:
+        try:
+            node.destroy_node()
+        except Exception:
+            pass
+    rclpy.try_shutdown()

@@ -118,9 +118,12 @@ class ExecutiveNode(Node):
         lp.create_timer(1.0 / self.settings.marker_rate_hz, self._publish_markers)
         # lockstep: turns every 0.05 s; with no goal the simulation is held at the first turn
         # with every module tracked, and a goal always starts at that turn (paused while a
-        # goal executes its stages: the stage loop's own waits give the turns then)
+        # goal executes its stages: the stage loop's own waits give the turns then). "No
+        # goal" is no goal *entered* (_execute): an accepted goal whose execution has not
+        # started yet must not let that turn go (it started a turn later under load)
         self._turn_timer = lp.create_timer(TURN_PERIOD_S, lambda: None)
-        lp.hold(lambda: not self.runner.busy and self._all_tracked())
+        self._goal_entered = False
+        lp.hold(lambda: not self._goal_entered and self._all_tracked())
         self.create_service(Trigger, names.APPROVE, self._on_approve, callback_group=cb)
         self.create_service(Trigger, names.CANCEL, self._on_cancel, callback_group=cb)
         # /assembly/cancel goes through the action's own cancel service, so that a goal
@@ -423,15 +426,21 @@ class ExecutiveNode(Node):
     async def _execute(self, goal_handle):
         """Run the goal with the runner, then give it its result and one terminal state."""
         self._target_sent = False
-        # lockstep: start at a turn of this node; the simulation then waits for the goal's
-        # preparation (target, plan, approval) until the stages start
-        await self._waiter.enter()
-        target = self._with_start_connections(goal_handle.request)
+        # lockstep: start at this node's first turn with every module tracked (where the
+        # simulation is held until a goal enters), whenever the goal came; the simulation
+        # then waits for the goal's preparation (target, plan, approval) until the stages
+        # start. Not tracked within states_timeout_s (here of simulated time: wall seconds
+        # would depend on the load): the goal enters all the same, the runner says what is
+        # missing
+        await self._waiter.enter(self._all_tracked, self.settings.states_timeout_s)
+        self._goal_entered = True
         try:
+            target = self._with_start_connections(goal_handle.request)
             outcome = await self.runner.execute(target)
         finally:
             if self._turn_timer is None:
                 self._turn_timer = self.lockstep.create_timer(TURN_PERIOD_S, lambda: None)
+            self._goal_entered = False
             self._waiter.release()
         res = Assemble.Result()
         res.success = outcome.success

@@ -26,7 +26,8 @@ The stepping loop only uses the world's :class:`smores_assembly.sim.SimWorld` in
 Service ``/fake_hardware/trace`` (std_srvs/Trigger): ``message`` is JSON
 ``{"sha256", "steps", "t", "waiting_for"}``: the SHA-256 of the ground-truth poses and the
 commands applied at every step so far (``trace_sha256`` of the run report), and the
-participant whose turn is awaited (lockstep).
+participant whose turn is awaited (lockstep; ``a > b``: a chained turn, ``a`` hands ``b``
+its turn).
 
 Subscribes (per module ``<id>`` of the scenario):
 
@@ -100,7 +101,7 @@ from smores_assembly.ros.wire import (PoseStampedWriter, read_ack, read_cmd_vel_
                                      read_twist, write_module_states, write_turn)
 from smores_assembly.sim import SimError, SimParams
 from smores_assembly.sim.backend import make_world
-from smores_assembly.sim.lockstep import LockstepSchedule
+from smores_assembly.sim.lockstep import WAIT_WARNING_S, CountWait, LockstepSchedule
 from smores_assembly.sim.settings import FakeHardwareSettings
 
 
@@ -140,9 +141,9 @@ class FakeHardwareNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("fake_hardware", **common.node_kwargs(kwargs))
-        if self.get_parameter("use_sim_time").value:
-            raise ParamsError("use_sim_time: fake_hardware is the time source (it publishes "
-                             "/clock); it must run with use_sim_time:=false")
+        # the rule param_check applies to a params file too (one place: sim.settings)
+        params.check_common_parameters(
+            "fake_hardware", {"use_sim_time": self.get_parameter("use_sim_time").value})
         settings, sim_params = params.node_settings("fake_hardware")
         self.settings: FakeHardwareSettings = common.declare_dataclass_params(
             self, settings, on_change=lambda _s: self._on_settings_change())
@@ -334,10 +335,17 @@ class FakeHardwareNode(Node):
         # every participant receives them (transient local)
         self._sched.count_sent(self._conn_pub.topic_name)
         self._awaiting: tuple[str, int] | None = None
+        #: a chained turn: the participant the awaited one hands its turn to (its answer
+        #: then comes with the awaited one's in it)
+        self._chain_next: str | None = None
         self._awaiting_since = 0.0
+        self._answer_warned = 0   # warnings (and repeated turns) of the awaited answer
+        #: per participant, the stamp of the last answer handled [ns] (a repeated one is
+        #: dropped: it would set the participant's next due time back)
+        self._answered: dict[str, int] = {}
         self._hello_at: float | None = None
         self._started = False
-        self._cmd_wait_since: float | None = None
+        self._cmd_wait: CountWait | None = None   # a step waiting for announced commands
         # one-shot "go on after servicing the other callbacks": a guard condition; under
         # the EventsExecutor (no guard conditions, mishandles a cancelled timer) a timer
         # made on demand (making and destroying an entity costs the other executors a new
@@ -349,19 +357,54 @@ class FakeHardwareNode(Node):
     def _on_ack(self, raw: bytes) -> None:
         try:
             msg = read_ack(raw)
+            inner = read_ack(msg.chained) if msg.chained else None
         except ValueError as exc:
             self.get_logger().error(f"lockstep: an answer ignored: {exc}")
             return
+        t_ns = msg.stamp_ns
+        if inner is not None and self._fresh(inner):
+            # a chained turn's answer: the answer of the participant that handed the turn
+            # over first, then the next turn as if given now (the schedule goes through the
+            # states of the unchained turns)
+            self._handle_ack(inner)
+            if (self._awaiting == (inner.node, inner.stamp_ns) and inner.stamp_ns == t_ns
+                    and self._chain_next == msg.node):
+                got = self._sched.next_turn()
+                if got != msg.node:   # cannot happen: Chain.stop kept the order
+                    self.get_logger().error(
+                        f"lockstep: chained turn of {msg.node} but {got} was next")
+                self._awaiting, self._chain_next = (msg.node, t_ns), None
+        if not self._fresh(msg):
+            return   # an answer handled already (a repeated turn answered twice)
+        if (not msg.hello and self._chain_next is not None
+                and self._awaiting == (msg.node, t_ns)):
+            self._chain_next = None   # answered itself (it woke someone in between)
+        self._handle_ack(msg)
+        # a hello is no answer (its stamp 0 was taken for the answer to a turn at t = 0)
+        if (not msg.hello and self._awaiting == (msg.node, t_ns)
+                and self._chain_next is None):
+            self._awaiting = None
+            if not self._advancing:   # else the turn was answered within _give_turn
+                self._advance()
+
+    def _fresh(self, msg) -> bool:
+        """``msg`` (a hello, or an answer to a turn later than the last one handled of its
+        participant) is to be handled; False for an answer handled already (a participant
+        answers a repeated turn again: :meth:`_check_answer_wait`)."""
+        if msg.hello:
+            return True
+        last = self._answered.get(msg.node)
+        if last is not None and msg.stamp_ns <= last:
+            return False
+        self._answered[msg.node] = msg.stamp_ns
+        return True
+
+    def _handle_ack(self, msg) -> None:
         self._sched.on_ack(msg.node, msg.hello, msg.next_turn_s,
                            dict(zip(msg.topics, msg.counts)), msg.subscribed or None, msg.wake,
                            msg.quiet)
         cmd_subs = self._cmd_subs
         self._cmd_due.update(t for t in msg.topics if t in cmd_subs)
-        t_ns = msg.stamp_ns
-        if self._awaiting == (msg.node, t_ns):
-            self._awaiting = None
-            if not self._advancing:   # else the turn was answered within _give_turn
-                self._advance()
 
     def _commands_complete(self) -> bool:
         """Every command that the answers announced has been taken (and queued for the next
@@ -369,50 +412,121 @@ class FakeHardwareNode(Node):
         if not self._cmd_due:
             return True
         sent, recv = self._sched.sent, self._cmd_received
-        missing = {}
+        short = False
         for t in self._cmd_due:
             n = sent.get(t, 0)
             if recv[t] < n:
                 sub, kind, i = self._cmd_subs[t]
                 executor.take_all(sub, functools.partial(self._queue_command, kind, i))
-                if recv[t] < n:
-                    missing[t] = (recv[t], n)
-        if not missing:
+                short = short or recv[t] < n
+        if not short:
             self._cmd_due.clear()
-            self._cmd_wait_since = None
+            self._cmd_wait = None
             for sub in self._cmd_unparked:
                 executor.park(sub)
             self._cmd_unparked = []
             return True
         now = time.monotonic()
-        if self._cmd_wait_since is None:
-            self._cmd_wait_since = now
-        if now - self._cmd_wait_since < self.settings.lockstep_count_timeout_s:
-            for t in missing:  # not arrived yet: their arrival goes on (_on_command)
+        wait = self._cmd_wait
+        if wait is None:
+            wait = self._cmd_wait = CountWait({t: sent.get(t, 0) for t in self._cmd_due},
+                                              now, self.settings.lockstep_count_timeout_s)
+        if not wait.expired(now):
+            # not arrived yet: their arrival goes on (_on_command); a warning every
+            # WAIT_WARNING_S says what the step waits for
+            for t in wait.missing(recv):
                 sub = self._cmd_subs[t][0]
                 if executor.is_parked(sub):
                     executor.park(sub, False)
                     self._cmd_unparked.append(sub)
+            text = wait.warning(now, recv, self._cmd_senders)
+            if text is not None:
+                self.get_logger().warning(f"lockstep: the step after t={self.world.t:.3f} s "
+                                          f"is {text} (commands announced in the answers)")
             return False
         self.get_logger().warning(
-            f"lockstep: stepping at t={self.world.t:.3f} s without commands announced but "
-            f"not received: {missing}; the run is no longer deterministic")
-        for t, (_, n) in missing.items():
+            f"lockstep: stepping at t={self.world.t:.3f} s without the commands announced "
+            f"but not received after {wait.describe(now, recv, self._cmd_senders)}; the run "
+            "is no longer deterministic")
+        for t, (_, n) in wait.missing(recv).items():
             recv[t] = n
         self._cmd_due.clear()
-        self._cmd_wait_since = None
+        self._cmd_wait = None
         for sub in self._cmd_unparked:
             executor.park(sub)
         self._cmd_unparked = []
         return True
 
-    def _give_turn(self, name: str) -> None:
+    def _cmd_senders(self, topic: str) -> str:
+        """Whether the command subscription of ``topic`` has matched its publisher (for the
+        warnings of a wait for commands)."""
+        return f"matched publishers: {self._cmd_subs[topic][0].get_publisher_count()}"
+
+    def _graph_nodes(self, topic: str, publishers: bool) -> str:
+        """The nodes of the ROS graph with a publisher (else a subscription) on ``topic``."""
+        try:
+            infos = (self.get_publishers_info_by_topic(topic) if publishers
+                     else self.get_subscriptions_info_by_topic(topic))
+        except Exception:  # noqa: BLE001 - a diagnostic only
+            return "?"
+        return ", ".join(sorted({i.node_name for i in infos})) or "none"
+
+    def _check_answer_wait(self, now: float) -> None:
+        """The awaited answer is late: every ``WAIT_WARNING_S`` of wall time, say whose
+        answer to which turn the simulation waits for and whether the protocol's endpoints
+        have matched (a turn topic without the participant's subscription, an answer topic
+        without its publisher: endpoint discovery has not finished), and give the turn
+        again (unchained). A turn or an answer lost (e.g. a reader's one-deep history
+        overwritten) is then recovered: a participant that has the turn ignores the copy,
+        one that answered it already answers again (``LockstepParticipant._answer_again``),
+        also when it had handed the answer on in a chained turn that did not arrive; a
+        repeated answer is dropped (:meth:`_fresh`). It never goes on without the answer:
+        a participant's turn may take long (a held turn waits for a planning node)."""
+        assert self._awaiting is not None
+        waited = now - self._awaiting_since
+        k = int(waited // WAIT_WARNING_S)
+        if k <= self._answer_warned:
+            return
+        self._answer_warned = k
+        name, t_ns = self._awaiting
+        turns = self._turn_pubs[name].topic_name
+        ack = self._ack_sub.topic_name
+        text = (f"lockstep: waiting {waited:.0f} s for {name}'s answer to its turn at "
+                f"t={t_ns * 1e-9:.3f} s")
+        if self._chain_next is not None:
+            nxt = self.resolve_topic_name(lockstep.turn_topic(self._chain_next))
+            text += (f" (to be handed on with {self._chain_next}'s turn; {nxt} has "
+                     f"publishers {self._graph_nodes(nxt, True)})")
+        text += (f"; {turns}: {self._turn_pubs[name].get_subscription_count()} subscription(s)"
+                 f" matched, subscribed in the graph: {self._graph_nodes(turns, False)}; "
+                 f"{ack}: {self._ack_sub.get_publisher_count()} publisher(s) matched, "
+                 f"in the graph: {self._graph_nodes(ack, True)}; giving the turn again")
+        self.get_logger().warning(text)
         expected = self._sched.expected(name)
+        sec, nsec = divmod(t_ns, 1_000_000_000)
+        raw = write_turn(sec, nsec, tuple(expected), list(expected.values()))
+        local = lockstep.local_endpoint(self, self._turn_pubs[name].topic_name)
+        if local is not None:
+            local._on_turn(raw)
+        else:
+            self._turn_pubs[name].publish(raw)
+
+    def _give_turn(self, name: str) -> None:
+        sched = self._sched
+        expected = sched.expected(name)
         t_ns = int(round(self.world.t * 1e9))                   # as _set_stamp
         sec, nsec = divmod(t_ns, 1_000_000_000)
         self._awaiting = (name, t_ns)
         self._awaiting_since = time.monotonic()
-        raw = write_turn(sec, nsec, tuple(expected), list(expected.values()))
+        self._answer_warned = 0
+        chain = sched.chain(name) if self.settings.lockstep_chain_turns else None
+        if chain is None:
+            self._chain_next = None
+            raw = write_turn(sec, nsec, tuple(expected), list(expected.values()))
+        else:   # it hands the next one its turn (issue 10)
+            self._chain_next = chain.next
+            raw = write_turn(sec, nsec, tuple(expected), list(expected.values()), chain.next,
+                             chain.topics, chain.counts, chain.stop)
         pub = self._turn_pubs[name]
         local = lockstep.local_endpoint(self, pub.topic_name)
         if local is not None:   # a participant in this process: a call (it may answer
@@ -441,6 +555,7 @@ class FakeHardwareNode(Node):
             self._last_poll = now
             lockstep.poll(self._ack_sub, self._on_ack)
         if self._awaiting is not None:
+            self._check_answer_wait(now)
             return
         s, sched = self.settings, self._sched
         if not self._started:
@@ -547,6 +662,8 @@ class FakeHardwareNode(Node):
         waiting = ""
         if self.settings.lockstep and self._awaiting is not None:
             waiting = self._awaiting[0]
+            if self._chain_next is not None:   # or the one it handed its turn to
+                waiting += f" > {self._chain_next}"
         resp.success = True
         resp.message = json.dumps({"sha256": self._trace.copy().hexdigest(),
                                    "steps": self.steps, "t": round(self.world.t, 9),

@@ -44,7 +44,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 
 from smores_assembly.msg import LockstepAck, LockstepTurn
 from smores_assembly.ros import executor, names, wire
-from smores_assembly.sim.lockstep import HISTORY_DEPTH
+from smores_assembly.sim.lockstep import (COUNT_TIMEOUT_S, HISTORY_DEPTH, WAIT_WARNING_S,
+                                          CountWait, chained_counts)
 
 TOPIC_ACK = names.LOCKSTEP_ACK
 #: Participants' answers: reliable; transient local so that a hello sent before the fake
@@ -87,7 +88,7 @@ def local_endpoint(node: Node, topic: str) -> Any:
     return _LOCAL.get((id(node.context), topic))
 
 
-def declare(node: Node, count_timeout_s: float = 30.0) -> "LockstepParticipant":
+def declare(node: Node, count_timeout_s: float = COUNT_TIMEOUT_S) -> "LockstepParticipant":
     """Declare the node's read-only ``lockstep`` parameter (default false) and return its
     :class:`LockstepParticipant`.
 
@@ -156,6 +157,10 @@ def _counted_qos(qos: QoSProfile) -> QoSProfile:
     return counted(qos)
 
 
+#: Due time of a wish that waits only for the node's next turn of any kind [ns] (~292 years).
+_FAR_NS = 2**63 - 1
+
+
 def _ns(t_s: float) -> int:
     return int(round(t_s * 1e9))
 
@@ -221,23 +226,43 @@ class TurnWaiter:
             self._lp._holds -= 1
             self._lp._try_finish()
 
-    async def enter(self) -> None:
-        """Continue in the current turn (held) or, outside a turn, at the node's next
-        regular turn (its earliest timer).
+    async def enter(self, ready: Callable[[], bool],
+                    timeout_s: float = math.inf) -> None:
+        """Continue (holding the turn) in the first of the participant's turns, the
+        current one or a later one, at which ``ready()`` is true; at a turn ``timeout_s``
+        of simulated time after the first one it saw, whatever ``ready()`` says (the caller
+        then finds what is missing and fails). Simulated, not wall time: on a busy machine
+        the turn at which it is ready can be many wall seconds away, and entering before it
+        would make the run depend on the load.
 
-        Not at the next step: a request from outside the lockstep (an action goal) arrives
-        at a wall-clock moment, so the step after it depends on the machine's load; asking
-        for a turn then (the repeated hello announces the node's next due time) made the
-        same-seed runs start their goal at different steps (issue 10)."""
+        For a request from outside the lockstep (an action goal), which arrives at a
+        wall-clock moment: the turn it continues in must not depend on that moment. The
+        participant holds every turn at which ``ready()`` is true while no request has
+        entered (a :meth:`LockstepParticipant.hold` predicate), so a request that arrives
+        while the simulation runs continues at the first such turn, and one that arrives
+        later finds the simulation held there. Before, a goal continued in the current
+        turn or at the node's next timer: a goal accepted just before its first held turn,
+        but whose execution started only after it (the executor runs an accepted goal as
+        a task of its own), let that turn go and started one turn later, at t = 0.10
+        instead of 0.05 s, under load (issue 10); asking for a turn at the next step (the
+        repeated hello announces the node's next due time) had started it at 0.03 s."""
         lp = self._lp
         if not lp.enabled:
             return
-        if lp.in_turn:
-            self.hold()
-            return
-        fut: Future[bool] = Future()
-        lp._wishes.append((lp._next_timer_ns(), fut, self, False))
-        await fut
+        limit_ns = _ns(timeout_s) if math.isfinite(timeout_s) else _FAR_NS
+        first_ns: int | None = None
+        while True:
+            if lp.in_turn:
+                if first_ns is None:
+                    first_ns = lp._now_ns
+                if ready() or lp._now_ns - first_ns >= limit_ns:
+                    break
+            fut: Future[bool] = Future()
+            # at the node's next turn, whatever gives it (a timer, a waking message)
+            lp._wishes.append((_FAR_NS, fut, self, True))
+            self.release()
+            await fut
+        self.hold()
 
     async def next(self, period_s: float, early: bool = False) -> None:
         """Wait for the participant's next turn at least ``period_s`` of simulated time
@@ -267,15 +292,22 @@ class LockstepParticipant:
         node: the node; in lockstep it must run with ``use_sim_time`` (its clock is then set
             by the turns instead of ``/clock``).
         enabled: lockstep mode; False makes every method the plain rclpy call.
+        count_timeout_s: wall time a turn waits for the counted messages it expects before
+            it runs without them, with a warning [s].
+        wait_warning_s: wall time between two warnings of a turn waiting for them [s].
 
     Raises:
         ValueError: lockstep without ``use_sim_time``.
     """
 
-    def __init__(self, node: Node, enabled: bool, count_timeout_s: float = 30.0):
+    def __init__(self, node: Node, enabled: bool, count_timeout_s: float = COUNT_TIMEOUT_S,
+                 wait_warning_s: float = WAIT_WARNING_S):
         self.node = node
         self.enabled = bool(enabled)
+        #: wall time a turn waits for its counted inputs before it goes on without them [s]
         self.count_timeout_s = count_timeout_s
+        #: wall time between two warnings of a turn that waits for its inputs [s]
+        self.wait_warning_s = wait_warning_s
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._subs: list[tuple[str, Callable, bool]] = []   # topic, callback, counted
         self._buffer: list[list] = []                       # per subscription
@@ -294,9 +326,22 @@ class LockstepParticipant:
         self._defer_preds: list[Callable[[], bool]] = []
         self._timers_pending = False   # this turn's timers wait for a defer predicate
         self._running = False          # inside this turn's timers (no early finish)
-        self._pending: tuple[int, dict[str, int]] | None = None
-        self._pending_since = 0.0
+        #: the turn given but not started: its time [ns] and its wait for the counted
+        #: messages it expects
+        self._pending: tuple[int, CountWait] | None = None
         self._in_turn = False
+        #: the pending or current turn's chain (``wire.TurnView`` with ``next`` set: hand
+        #: ``next`` its turn when done) and the answer handed over with it (``chained``)
+        self._chain: wire.TurnView | None = None
+        self._chained = b""
+        #: the last answer (serialised) and the participant it was handed on to ("": sent)
+        self._answer = b""
+        self._answer_next = ""
+        #: the counts of the last answer (what the fake hardware knows: a chained turn's
+        #: counts add what was published since)
+        self._sent_acked: dict[str, int] = {}
+        self._published_turn: set[str] = set()
+        self._chain_pubs: dict[str, Any] = {}
         self._turn_ns = -1
         self._turn_start = 0.0
         self._now_ns = 0
@@ -421,10 +466,14 @@ class LockstepParticipant:
 
     # --- protocol ------------------------------------------------------------------------
     def _hello(self) -> None:
-        """Announce the node once its counted subscriptions have found their publishers
-        (or after ``HELLO_MATCH_TIMEOUT_S``), so that the first steps are not missed."""
+        """Announce the node once its counted subscriptions and its turn subscription have
+        found their publishers (or after ``HELLO_MATCH_TIMEOUT_S``), so that the first
+        steps and the first turn are not missed (a turn published before the subscription
+        matched arrives only when it does: the fake hardware waits for its answer)."""
         unmatched = [self._subs[i][0] for i, sub in enumerate(self._sub_objs)
                      if self._subs[i][2] and sub.get_publisher_count() == 0]
+        if self._turn_sub.get_publisher_count() == 0:
+            unmatched.append(self._turn_sub.topic_name)
         if self._hello_since is None:
             self._hello_since = time.monotonic()
         if unmatched and time.monotonic() - self._hello_since < HELLO_MATCH_TIMEOUT_S:
@@ -438,10 +487,14 @@ class LockstepParticipant:
         self._send_ack(hello=True)
 
     def _watchdog(self) -> None:
-        """Once a second (wall): repeat the hello until the first turn, take turns and
-        counted messages whose arrival event was missed, and start a turn that waited
-        ``count_timeout_s`` for messages that never came."""
-        if self.turns == 0 and not self._in_turn and self._hello_timer is None:
+        """Once a second (wall): repeat the hello until the first turn has come, take turns
+        and counted messages whose arrival event was missed, warn (every
+        ``wait_warning_s``) about a turn still waiting for messages and start it after
+        ``count_timeout_s``."""
+        # not once a turn has come (pending): a hello has the stamp of no turn (0) and was
+        # taken for the answer to a turn at t = 0
+        if (self.turns == 0 and not self._in_turn and self._pending is None
+                and self._hello_timer is None):
             self._send_ack(hello=True)
         poll(self._turn_sub, self._on_turn)
         if self._pending is not None:
@@ -473,12 +526,37 @@ class LockstepParticipant:
             return
         t_ns = turn.stamp_ns
         if t_ns <= self._turn_ns:
-            return  # the latched copy of a turn already answered
+            if t_ns == self._turn_ns and not self._in_turn and self._answer:
+                self._answer_again(t_ns)
+            return  # else the latched copy of a turn answered earlier
         expected = dict(zip(turn.topics, turn.counts))
         self._take_counted(expected)
-        self._pending = (t_ns, expected)
-        self._pending_since = time.monotonic()
+        self._chain = turn if turn.next else None
+        self._chained = turn.chained
+        pending = self._pending
+        # the same turn again (the fake hardware repeats a turn it has no answer to): the
+        # wait for its messages goes on from when it began
+        since = pending[1].since if pending is not None and pending[0] == t_ns \
+            else time.monotonic()
+        self._pending = (t_ns, CountWait(expected, since, self.count_timeout_s,
+                                         self.wait_warning_s))
         self._try_run()
+
+    def _answer_again(self, t_ns: int) -> None:
+        """The turn at ``t_ns`` came again after it was answered: the fake hardware, which
+        repeats a turn when its answer is late (a turn or an answer lost, or an answer
+        handed on in a chained turn to a participant that has not received it), gets the
+        same answer once more, straight (a chained answer too: the fake hardware then gives
+        the next participant its turn itself). It ignores an answer it already has."""
+        self.node.get_logger().warning(
+            f"lockstep: the turn at t={t_ns * 1e-9:.3f} s came again after it was answered "
+            f"{'(handed on to ' + self._answer_next + ') ' if self._answer_next else ''}"
+            "(the answer did not reach the fake hardware): answering it again")
+        local = local_endpoint(self.node, self._ack_pub.topic_name)
+        if local is not None:
+            local._on_ack(self._answer)
+        else:
+            self._ack_pub.publish(self._answer)
 
     def _take_counted(self, expected: dict[str, int]) -> None:
         """Take the counted messages a turn expects from their readers.
@@ -497,29 +575,45 @@ class LockstepParticipant:
                 for i in subs_of.get(topic, ()):
                     executor.take_all(self._sub_objs[i], functools.partial(self._on_msg, i))
 
-    def _missing(self, expected: dict[str, int]) -> dict[str, tuple[int, int]]:
-        return {t: (self._received.get(t, 0), n) for t, n in expected.items()
-                if self._received.get(t, 0) < n}
+    def _senders(self, topic: str) -> str:
+        """Who publishes ``topic`` as this node sees it: the nodes of the ROS graph with a
+        publisher on it and how many publishers its subscriptions have matched (a
+        publisher in the graph but not matched: endpoint discovery has not finished)."""
+        try:
+            infos = self.node.get_publishers_info_by_topic(topic)
+        except Exception:  # noqa: BLE001 - a diagnostic only
+            infos = []
+        nodes = sorted({(i.node_namespace.rstrip("/") + "/" + i.node_name) for i in infos})
+        matched = sum(self._sub_objs[i].get_publisher_count()
+                      for i in self._subs_of.get(topic, ()))
+        return (f"publishers in the graph: {', '.join(nodes) or 'none'}; "
+                f"matched here: {matched}")
 
     def _try_run(self) -> None:
         if self._pending is None:
             return
-        t_ns, expected = self._pending
-        missing = self._missing(expected)
+        t_ns, wait = self._pending
+        missing = wait.missing(self._received)
         if missing:
-            if time.monotonic() - self._pending_since < self.count_timeout_s:
-                # not arrived yet: wait for them (their arrival runs the turn)
+            now = time.monotonic()
+            if not wait.expired(now):
+                # not arrived yet: wait for them (their arrival runs the turn), saying what
+                # for every wait_warning_s
                 for t in missing:
                     for i in self._subs_of.get(t, ()):
                         if i not in self._unparked:
                             self._unparked.add(i)
                             executor.park(self._sub_objs[i], False)
+                text = wait.warning(now, self._received, self._senders)
+                if text is not None:
+                    self.node.get_logger().warning(
+                        f"lockstep: turn at t={t_ns * 1e-9:.3f} s {text}")
                 return
             self.node.get_logger().warning(
-                f"lockstep: turn at t={t_ns * 1e-9:.3f} s started without "
-                f"{', '.join(f'{t} ({r}/{n})' for t, (r, n) in missing.items())}; "
-                "the run is no longer deterministic")
-            for t, (r, n) in missing.items():
+                f"lockstep: turn at t={t_ns * 1e-9:.3f} s started without the messages it "
+                f"waited {wait.describe(now, self._received, self._senders)}; the run is "
+                "no longer deterministic")
+            for t, (_, n) in missing.items():
                 self._received[t] = n
         self._pending = None
         self._run_turn(t_ns)
@@ -589,20 +683,16 @@ class LockstepParticipant:
         self._in_turn = False
         self._send_ack()
 
-    def _next_timer_ns(self) -> int:
-        """Due time of the node's earliest timer [ns] (its last turn's time if none)."""
-        dues = [t.due_ns for t in self._timers if not t.cancelled]
-        return min(dues) if dues else self._now_ns
-
     def _next_turn_s(self) -> float:
         dues = [t.due_ns for t in self._timers if not t.cancelled]
-        dues += [w[0] for w in self._wishes]
+        dues += [w[0] for w in self._wishes if w[0] != _FAR_NS]
         return min(dues) * 1e-9 if dues else math.inf
 
     def _send_ack(self, hello: bool = False) -> None:
         sec, nsec = divmod(max(self._turn_ns, 0), 1_000_000_000)
         topics = tuple(sorted(self._sent) if hello else sorted(self._published))
         quiet = tuple(t for t in topics if t not in self._loud) if not hello else ()
+        loud, self._published_turn = self._loud, self._published
         self._published = set()
         self._loud = set()
         subscribed: tuple[str, ...] = ()
@@ -612,14 +702,51 @@ class LockstepParticipant:
             self._announced = announced
             subscribed = tuple(t for t, _ in announced) or ("",)  # "": announced, none
             wake = tuple(t for t, w in announced if w)
+        chained, chain = b"", None
+        if not hello:   # the answer to this turn: its chain and the answer handed over
+            chained, chain = self._chained, self._chain
+            self._chained, self._chain = b"", None
         raw = self._ack_writer.encode(
             sec, nsec, hello, self._next_turn_s(), topics, [self._sent[t] for t in topics],
-            subscribed, wake, quiet)
+            subscribed, wake, quiet, chained)
+        handed = chain is not None and self._hand_over(chain, sec, nsec, raw, loud)
+        if not hello:   # for a repeated turn (_answer_again)
+            self._answer = raw
+            self._answer_next = chain.next if handed and chain is not None else ""
+        self._sent_acked = dict(self._sent)
+        if handed:
+            return
         local = local_endpoint(self.node, self._ack_pub.topic_name)
         if local is not None:   # the fake hardware in this process: a call, not DDS
             local._on_ack(raw)
         else:
             self._ack_pub.publish(raw)
+
+    def _hand_over(self, chain: wire.TurnView, sec: int, nsec: int, answer: bytes,
+                   loud: set) -> bool:
+        """A chained turn is done: give ``chain.next`` its turn with this ``answer`` in it
+        (the fake hardware gets both with the next one's answer), its counts plus what this
+        answer reports beyond the last one; False when this turn published a waking message
+        on a ``chain.stop`` topic (then answer as usual, and the fake hardware gives the
+        next turn, after those it woke)."""
+        before = self._sent_acked
+        published = {t: self._sent[t] - before.get(t, 0) for t in self._published_turn}
+        expected = chained_counts(chain.next_topics, chain.next_counts, published, loud,
+                                  chain.stop)
+        if expected is None:
+            return False
+        raw = wire.write_turn(sec, nsec, tuple(expected), list(expected.values()),
+                              chained=answer)
+        pub = self._chain_pubs.get(chain.next)
+        if pub is None:   # made at the first hand-over to it (its name comes with the turn)
+            pub = self._chain_pubs[chain.next] = self.node.create_publisher(
+                LockstepTurn, turn_topic(chain.next), TURN_QOS, event_callbacks=NO_EVENTS_PUB)
+        local = local_endpoint(self.node, pub.topic_name)
+        if local is not None:   # the next participant in this process: a call
+            local._on_turn(raw)
+        else:
+            pub.publish(raw)
+        return True
 
 
 def _time_msg(t_ns: int):

@@ -313,6 +313,12 @@ class MocapBridgeNode(Node):
             return
         now = self._now()
         if not self._rate_started:
+            # the first window starts with the data, on a running clock: started before the
+            # first sample (the stack still starting) or, on use_sim_time, before the first
+            # /clock (time 0), it counted samples that could not have come yet and warned
+            # of a low rate once, just after the start
+            if self._wall_last_any is None or now <= 0.0:
+                return
             self.rates.start(now)
             self._rate_started = True
             return

@@ -83,8 +83,10 @@ from smores_assembly import params
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.problem import NavProblem, nav_problem, wait_for_backoffs
-from smores_assembly.navigation.stage import NavSettings, StagePlan, WorkClock, pose_at
+from smores_assembly.navigation.problem import (NavProblem, direct_waits, nav_problem,
+                                                wait_for_backoffs)
+from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock, pose_at,
+                                              turn_clearance)
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
@@ -269,10 +271,9 @@ class NavigationNode(Node):
             self.get_logger().error(f"stage {self._stage + 1}: untracked modules {sorted(missing)} "
                                     "are not planned (empty path)")
             self._publish_empty(missing, t_start)
-        if direct:
+        if not moving and not staging and not carried and not aside:
             # on their axis at the staging pose: the controller slides them straight in
             self._publish_empty(sorted(direct), t_start)
-        if not moving and not staging and not carried and not aside:
             self._current = None
             self._stop_en_route(set(), t_start)
             return True
@@ -291,6 +292,7 @@ class NavigationNode(Node):
             sp = wait_for_backoffs(sp, prob.backoffs, self.settings.helper_backoff_speed,
                                    self.settings.module_width)
         except (NavigationError, InputError) as exc:
+            self._publish_empty(sorted(direct), t_start)
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
             self.get_logger().error(self.last_error + " — publishing empty paths "
                                     f"for {sorted(set(moving) | set(carried))} "
@@ -307,6 +309,14 @@ class NavigationNode(Node):
             self._publish_empty(sorted(set(moving) | set(carried)), t_start)
             return False
         self.last_error = ""
+        # on their axis at the staging pose: the controller slides them straight in, once
+        # the paths near their slides have passed (a path that stands, then ends)
+        waits = direct_waits(sp, direct, prob.slides, turn_clearance(self.settings.module_width),
+                             self.settings.replan_lag_m / self.settings.nominal_speed)
+        self._publish_empty(sorted(set(direct) - set(waits)), t_start)
+        for d, t_wait in sorted(waits.items()):
+            here = obstacles[d]
+            self._pub(d).publish(timed_path_to_msg([(0.0, here), (t_wait, here)], t_start))
         if not sp.paths:
             # every staging move dropped (a zone, a carried pair's area) and nothing else
             # moves: as with nothing to plan (the log line below needs a search's stats)
@@ -324,6 +334,7 @@ class NavigationNode(Node):
             f"stage {self._stage + 1} ({reason}): planned {sorted(set(moving) | set(carried))}"
             + (f", staging {staged}" if staged else "")
             + (f", straight in {sorted(direct)}" if direct else "")
+            + "".join(f", {d} slides in after {t:.1f} s" for d, t in sorted(waits.items()))
             + (f", moved aside {sp.moved_aside}" if sp.moved_aside else "")
             + (f", waiting {st['backoff_wait_s']:.1f} s for {sorted(prob.backoffs)} to back off"
                if "backoff_wait_s" in st else "")

@@ -369,18 +369,48 @@ def _u64_seq(size: int, values) -> tuple[bytes, int]:
     return head + b"\x00" * pad + struct.pack(f"<{n}Q", *values), size + pad + 8 * n
 
 
-def write_turn(sec: int, nanosec: int, topics: tuple[str, ...], counts) -> bytes:
+def _octets(size: int, data: bytes) -> tuple[bytes, int]:
+    """A CDR ``uint8[]`` at data offset ``size`` (padding included) and the offset after
+    it."""
+    pad = -size % 4
+    return b"\x00" * pad + _U32.pack(len(data)) + data, size + pad + 4 + len(data)
+
+
+def write_turn(sec: int, nanosec: int, topics: tuple[str, ...], counts, next_name: str = "",
+               next_topics: tuple[str, ...] = (), next_counts=(), stop: tuple[str, ...] = (),
+               chained: bytes = b"") -> bytes:
     """A serialised ``LockstepTurn``: stamp ``sec``/``nanosec``, the counted topics and the
-    number of messages expected on each (``counts``, as many as ``topics``).
+    number of messages expected on each (``counts``, as many as ``topics``); for a chained
+    turn the participant to hand the turn to (``next_name``), its ``next_topics`` and
+    ``next_counts``, the ``stop`` topics, and (a turn handed over) the handing
+    participant's serialised answer ``chained``.
 
     Raises:
-        ValueError: a topic with a NUL character, or lengths that differ.
+        ValueError: a topic or name with a NUL character, or lengths that differ.
     """
     if len(topics) != len(counts):
         raise ValueError(f"LockstepTurn: {len(topics)} topics but {len(counts)} counts")
+    if len(next_topics) != len(next_counts):
+        raise ValueError(f"LockstepTurn: {len(next_topics)} next_topics but "
+                         f"{len(next_counts)} next_counts")
     seq = _string_seq(tuple(topics))
-    tail, _ = _u64_seq(8 + len(seq), counts)
-    return b"".join((_ENCAPSULATION_LE, _TIME.pack(sec, nanosec), seq, tail))
+    parts = [_ENCAPSULATION_LE, _TIME.pack(sec, nanosec), seq]
+    tail, size = _u64_seq(8 + len(seq), counts)
+    parts.append(tail)
+    out: list[bytes] = []
+    size = _string(out, size, next_name)
+    parts += out
+    pad = -size % 4
+    seq = _string_seq(tuple(next_topics))
+    parts.append(b"\x00" * pad + seq)
+    tail, size = _u64_seq(size + pad + len(seq), next_counts)
+    parts.append(tail)
+    pad = -size % 4
+    seq = _string_seq(tuple(stop))
+    parts.append(b"\x00" * pad + seq)
+    tail, _ = _octets(size + pad + len(seq), chained)
+    parts.append(tail)
+    return b"".join(parts)
 
 
 def _read_string(raw, off: int) -> tuple[str, int]:
@@ -418,6 +448,15 @@ def _read_u64_seq(raw, off: int) -> tuple[list[int], int]:
     return list(struct.unpack_from(f"<{count}Q", raw, off)), off + 8 * count
 
 
+def _read_octets(raw, off: int) -> tuple[bytes, int]:
+    """``(bytes, offset after them)`` of a CDR ``uint8[]`` at absolute offset ``off``."""
+    off += -(off - 4) % 4
+    n = _U32.unpack_from(raw, off)[0]
+    if off + 4 + n > len(raw):
+        raise ValueError(f"{n} bytes at byte {off} past the end")
+    return bytes(raw[off + 4:off + 4 + n]), off + 4 + n
+
+
 def _fallback(raw, msg_type_name: str):
     from rclpy.serialization import deserialize_message  # noqa: PLC0415
 
@@ -431,6 +470,11 @@ class TurnView(NamedTuple):
     stamp_ns: int
     topics: list[str]
     counts: list[int]
+    next: str = ""
+    next_topics: list[str] = []
+    next_counts: list[int] = []
+    stop: list[str] = []
+    chained: bytes = b""
 
 
 def read_turn(raw: bytes) -> TurnView:
@@ -443,18 +487,26 @@ def read_turn(raw: bytes) -> TurnView:
     if len(raw) >= 4 and raw[:2] == b"\x00\x00":   # big endian: rclpy
         m = _fallback(raw, "LockstepTurn")
         return TurnView(m.stamp.sec * 1_000_000_000 + m.stamp.nanosec, list(m.topics),
-                        list(m.counts))
+                        list(m.counts), m.next, list(m.next_topics), list(m.next_counts),
+                        list(m.stop), bytes(m.chained))
     try:
         if len(raw) < 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
             raise ValueError("not little-endian CDR")
         sec, nanosec = _TIME.unpack_from(raw, 4)
         topics, off = _read_string_seq(raw, 12)
-        counts, _ = _read_u64_seq(raw, off)
+        counts, off = _read_u64_seq(raw, off)
+        next_name, off = _read_string(raw, off)
+        next_topics, off = _read_string_seq(raw, off)
+        next_counts, off = _read_u64_seq(raw, off)
+        stop, off = _read_string_seq(raw, off)
+        chained, _ = _read_octets(raw, off)
     except (struct.error, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"not a CDR LockstepTurn ({len(raw)} bytes): {exc}") from None
-    if len(topics) != len(counts):
-        raise ValueError(f"LockstepTurn: {len(topics)} topics but {len(counts)} counts")
-    return TurnView(sec * 1_000_000_000 + nanosec, topics, counts)
+    if len(topics) != len(counts) or len(next_topics) != len(next_counts):
+        raise ValueError(f"LockstepTurn: {len(topics)} topics but {len(counts)} counts, "
+                         f"{len(next_topics)} next_topics but {len(next_counts)} next_counts")
+    return TurnView(sec * 1_000_000_000 + nanosec, topics, counts, next_name, next_topics,
+                    next_counts, stop, chained)
 
 
 class AckWriter:
@@ -471,11 +523,13 @@ class AckWriter:
 
     def encode(self, sec: int, nanosec: int, hello: bool, next_turn_s: float,
                topics: tuple[str, ...], counts, subscribed: tuple[str, ...] = (),
-               wake: tuple[str, ...] = (), quiet: tuple[str, ...] = ()) -> bytes:
+               wake: tuple[str, ...] = (), quiet: tuple[str, ...] = (),
+               chained: bytes = b"") -> bytes:
         """The answer at stamp ``sec``/``nanosec``: ``hello``, the simulated time of the next
         due timer [s], the cumulative ``counts`` of the ``topics`` published, the counted
-        (``subscribed``) and ``wake`` topics (empty: unchanged), and the ``quiet`` topics
-        (published, but waking nobody).
+        (``subscribed``) and ``wake`` topics (empty: unchanged), the ``quiet`` topics
+        (published, but waking nobody), and the serialised answer ``chained`` of the
+        participant that handed over the turn (a chained turn; empty: none).
 
         Raises:
             ValueError: a topic with a NUL character, or lengths that differ.
@@ -496,6 +550,7 @@ class AckWriter:
             chunk = _string_seq(tuple(seq))
             parts.append(b"\x00" * pad + chunk)
             size += pad + len(chunk)
+        parts.append(_octets(size, chained)[0])
         return b"".join(parts)
 
 
@@ -511,6 +566,7 @@ class AckView(NamedTuple):
     subscribed: list[str]
     wake: list[str]
     quiet: list[str]
+    chained: bytes = b""
 
 
 def read_ack(raw: bytes) -> AckView:
@@ -524,7 +580,7 @@ def read_ack(raw: bytes) -> AckView:
         m = _fallback(raw, "LockstepAck")
         return AckView(m.stamp.sec * 1_000_000_000 + m.stamp.nanosec, m.node, m.hello,
                        m.next_turn_s, list(m.topics), list(m.counts), list(m.subscribed),
-                       list(m.wake), list(m.quiet))
+                       list(m.wake), list(m.quiet), bytes(m.chained))
     try:
         if len(raw) < 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
             raise ValueError("not little-endian CDR")
@@ -538,10 +594,11 @@ def read_ack(raw: bytes) -> AckView:
         counts, off = _read_u64_seq(raw, off)
         subscribed, off = _read_string_seq(raw, off)
         wake, off = _read_string_seq(raw, off)
-        quiet, _ = _read_string_seq(raw, off)
+        quiet, off = _read_string_seq(raw, off)
+        chained, _ = _read_octets(raw, off)
     except (struct.error, UnicodeDecodeError, ValueError, IndexError) as exc:
         raise ValueError(f"not a CDR LockstepAck ({len(raw)} bytes): {exc}") from None
     if len(topics) != len(counts):
         raise ValueError(f"LockstepAck: {len(topics)} topics but {len(counts)} counts")
     return AckView(sec * 1_000_000_000 + nanosec, node, hello, next_turn_s, topics, counts,
-                   subscribed, wake, quiet)
+                   subscribed, wake, quiet, chained)

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from smores_assembly.errors import InputError, ParamsError, SmoresError
-from smores_assembly.run_job.console import assignment_note, say
+from smores_assembly.run_job.console import (assignment_note, params_line, say,
+                                             started_line)
 from smores_assembly.run_job.results import expected_connections
+from smores_assembly.teardown import TEARDOWN_TIMEOUT_S, bounded_call, exit_now  # noqa: F401
 from smores_assembly.vocabulary import counted
 
 __all__ = ["DEFAULT_TIMEOUT_S", "expected_connections", "run", "stack_started"]
@@ -162,7 +162,10 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     from smores_assembly.run_job.stack import (Interrupts, NodeLog, StackExited,
                                                effective_seed, launch_specs)
 
-    specs = launch_specs(args)
+    applied: dict[str, dict[str, object]] = {}
+    specs = launch_specs(args, applied)
+    if getattr(args, "params_file", None):
+        say(params_line(args.params_file, applied))
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     log = NodeLog(out / "nodes.log")
     signals = Interrupts()
@@ -170,8 +173,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     _STARTED["stack"] = True
     runner.start()
     try:
-        say(f"started {counted(len(specs), 'process')}: {', '.join(s.name for s in specs)} "
-            f"(logs: {out}/nodes.log)")
+        say(started_line([s.name for s in specs], out / "nodes.log"))
         # Our own SIGINT/SIGTERM handlers stay in force (see Interrupts).
         rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         observer = ObserverNode(runner, signals.stop, out,
@@ -217,7 +219,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     wall = time.monotonic() - t_wall0
     verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario,
                     declined=outcome.declined, interrupted=signals.interrupted.is_set())
-    note = assignment_note(plan, verdict.plan) if outcome.result is not None else ""
+    # said when the stack's plan arrived (StackPlanNote); here only if it was not seen
+    note = (assignment_note(plan, verdict.plan)
+            if outcome.result is not None and not outcome.plan_seen else "")
     if note:
         say(note)
     run_info = {"seed": effective_seed(args), "lockstep": lockstep,
@@ -226,39 +230,16 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
                 "trace_steps": trace["steps"] if trace else 0,
                 "trace_end_s": trace["t"] if trace else 0.0,
                 "namespace": namespace or "/", "local_nodes": list(local),
-                "remote_nodes": list(remote)}
+                "remote_nodes": list(remote),
+                "params_file": (str(Path(args.params_file).resolve())
+                                if getattr(args, "params_file", None) else None),
+                "params_applied": applied}
     write_up(out, scenario, outcome.result, verdict, wall, observer.obs, codes,
              recorded=bool(args.record), extra=run_info)
     code = _exit_code(signals, exited, out, verdict, outcome)
     if hung:
-        # a DDS thread still holds its locks: the interpreter's own exit would wait on it
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_now(code)
     return code
-
-
-#: how long [s] a teardown step of the run's own ROS participant may take before the run
-#: goes on without it (normally well under a second)
-TEARDOWN_TIMEOUT_S = 30.0
-
-
-def bounded_call(fn: Callable[[], object], timeout: float) -> bool:
-    """Call ``fn()`` in a daemon thread and wait at most ``timeout`` [s] for it; True when it
-    returned (or raised: its exception is dropped, a teardown step must not hide the
-    results), False when it is still running (e.g. blocked inside the middleware)."""
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - a teardown step's error must not end the run
-            pass
-        finally:
-            done.set()
-
-    threading.Thread(target=work, daemon=True, name="bounded-teardown").start()
-    return done.wait(timeout)
 
 
 def _exit_code(signals, exited, out: Path, verdict, outcome) -> int:

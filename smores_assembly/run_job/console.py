@@ -1,13 +1,14 @@
 """What ``smores-assemble run`` prints and asks on the terminal (no ROS imports)."""
 from __future__ import annotations
 
+import math
 import os
 import select
 import sys
 import threading
-import time
 
-from smores_assembly.vocabulary import Phase
+from smores_assembly.report import activity_start
+from smores_assembly.vocabulary import Phase, counted
 
 
 def say(msg: str) -> None:
@@ -25,6 +26,9 @@ def say(msg: str) -> None:
 _held_lock = threading.Lock()
 #: node lines held back while a prompt waits for an answer (None: no prompt open)
 _held: list[str] | None = None
+#: the open prompt's line still waits for its end (an answer, or the newline that
+#: :func:`ask` or :func:`notice` writes when the run is stopped at the prompt)
+_prompt_line = {"open": False}
 
 
 def echo(line: str) -> None:
@@ -36,6 +40,16 @@ def echo(line: str) -> None:
             _held.append(line)
             return
     print(line, file=sys.stderr, flush=True)
+
+
+def notice(msg: str) -> None:
+    """Print one line at once from any thread, also while :func:`ask` waits (unlike
+    :func:`echo`, not held back): on a new line of its own when a prompt is open."""
+    with _held_lock:
+        if _prompt_line["open"]:
+            _prompt_line["open"] = False
+            msg = "\n" + msg
+        say(msg)
 
 
 def _is_tty(stream) -> bool:
@@ -71,6 +85,27 @@ def print_plan(plan) -> None:
             + (f" (helper {a.helper})" if a.needs_helper else "") for a in acts))
 
 
+def started_line(names: list[str], log_path) -> str:
+    """The line that says which node processes the run started here (``names``) and where
+    their log is; with none (``--nodes none``: the whole stack runs elsewhere) it says so
+    (it said "started 0 processes:  (logs: ...)" of a log that stays empty)."""
+    if not names:
+        return "started no process here (--nodes none): every node of the stack runs elsewhere"
+    return f"started {counted(len(names), 'process')}: {', '.join(names)} (logs: {log_path})"
+
+
+def params_line(path: str, applied: dict[str, dict[str, object]]) -> str:
+    """The line that says which ``--params-file`` a run applied and what it set:
+    ``applied`` is node -> parameter -> value in force from the file (the report records
+    the same, ``params_file`` and ``params_applied``)."""
+    if not applied:
+        return f"params file {path}: no value of it in force on the nodes started here"
+    return f"params file {path} applied: " + "; ".join(
+        f"{node} " + ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
+                               for k, v in sorted(d.items()))
+        for node, d in applied.items())
+
+
 def assignment_note(file_plan, stack_plan) -> str:
     """A note when the plan the stack made from the measured (mocap) poses assigns modules
     differently from ``file_plan``, made from the scenario file's poses (what ``plan``
@@ -84,6 +119,35 @@ def assignment_note(file_plan, stack_plan) -> str:
             f"{', '.join(f'{n}->{a.get(n)}' for n in differ)} (total travel "
             f"{stack_plan.total_cost_m:.3f} m vs {file_plan.total_cost_m:.3f} m: a near-tie "
             f"that the measurement noise decides)")
+
+
+class StackPlanNote:
+    """Says :func:`assignment_note` once, as soon as the plan the stack made (from the
+    measured poses) is known: with the plan at the ``--approve`` prompt, else before the
+    first progress line (it was printed only after the run: fresh-user finding).
+
+    ``stack_plan``: returns the stack's plan (a :class:`~smores_assembly.planning.Plan`)
+    or None while it is not known.
+    """
+
+    def __init__(self, file_plan, stack_plan):
+        self.file_plan = file_plan
+        self.stack_plan = stack_plan
+        #: the stack's plan was seen (and the note said when there was one)
+        self.seen = False
+
+    def check(self, plan=None) -> None:
+        """Say the note if the stack's plan (``plan``, else ``stack_plan()``) is known
+        and not yet seen."""
+        if self.seen:
+            return
+        plan = plan if plan is not None else self.stack_plan()
+        if plan is None:
+            return
+        self.seen = True
+        note = assignment_note(self.file_plan, plan)
+        if note:
+            say(note)
 
 
 def ask(prompt: str, stop=None, poll_s: float = 0.1) -> str | None:
@@ -101,6 +165,7 @@ def ask(prompt: str, stop=None, poll_s: float = 0.1) -> str | None:
             return ""
     sys.stdout.write(prompt)
     sys.stdout.flush()
+    _prompt_line["open"] = True
     _hold(True)   # node lines wait until the answer (they would land on the prompt line)
     try:
         while not stop.is_set():
@@ -110,56 +175,103 @@ def ask(prompt: str, stop=None, poll_s: float = 0.1) -> str | None:
                 return ""
             if ready:
                 line = sys.stdin.readline()
-                if not _is_tty(sys.stdin):   # a terminal echoed the answer and its newline
-                    sys.stdout.write("\n")
-                    sys.stdout.flush()
+                _end_prompt_line(echoed=_is_tty(sys.stdin))
                 return line.rstrip("\n") if line else ""
-        sys.stdout.write("\n")
-        sys.stdout.flush()
+        _end_prompt_line(echoed=False)
         return None
     finally:
+        _prompt_line["open"] = False
         _hold(False)
 
 
-class ProgressPrinter:
-    """Prints a line whenever the stage or any module's phase changes (at most 1/s else)."""
+def _end_prompt_line(echoed: bool) -> None:
+    """End the open prompt's line: a terminal echoed the answer and its newline
+    (``echoed``); else a newline, unless :func:`notice` wrote one already."""
+    with _held_lock:
+        if _prompt_line["open"] and not echoed:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        _prompt_line["open"] = False
 
-    def __init__(self, num_stages: int):
+
+#: An unchanged progress line is printed again (its gaps updated) after this much simulated
+#: time without a change [s]: a long NAVIGATE still shows signs of life, and a 10-Hz
+#: status stream does not print a line per status.
+REPEAT_S = 5.0
+
+
+class ProgressPrinter:
+    """The progress lines of ``run``: a line whenever the stage or any module's phase or
+    retry count changes, and the same line again after :data:`REPEAT_S` of simulated time
+    without a change, e.g. ``[  22.6 s] stage 3/4 | m4 APPROACH gap 61 mm``.
+
+    Fed with every ``DockingStatusArray`` of the run as it is recorded (:meth:`on_status`,
+    an :attr:`Observations.status_listeners` entry), it prints every phase change that the
+    report holds, the last DOCKED or UNDOCKED of a run included, at the report's time of
+    it (fresh-user finding: fed the last status seen every 0.5 s of wall time, it missed
+    the phases shorter than that, e.g. the one-status DOCKED at a stage's end, and timed
+    the others by a status up to 1.4 s after their start).
+
+    ``recorder``: the run's :class:`~smores_assembly.report.PhaseRecorder` (the report's
+    origin, its first docking activity, is read from it); ``feedback``: returns the last
+    ``Assemble`` feedback (None before the first one): its stage stands in for a status
+    without an active stage.
+    """
+
+    def __init__(self, num_stages: int, plan_note: StackPlanNote | None = None,
+                 recorder=None, feedback=lambda: None):
         self.num_stages = num_stages
+        #: said before the first progress line (the plan is known by then)
+        self.plan_note = plan_note
+        self.recorder = recorder
+        self.feedback = feedback
         self.last: list | None = None  # stage and phases last shown
-        self.t_last = 0.0
+        self.t_last = -math.inf        # their line's time [s]
+        self.t0: float | None = None   # the report's origin [s, ROS time], once known
+
+    def on_status(self, status) -> None:
+        """Show ``status`` (a ``DockingStatusArray``, already given to ``recorder``), timed
+        from the report's origin; nothing before the first docking activity (the report
+        starts there)."""
+        if self.t0 is None and self.recorder is not None:
+            # fixed once known: a later phase cannot start before it (stamps in order)
+            self.t0 = activity_start(self.recorder, None)
+        if self.t0 is not None:
+            self.show(self.feedback(), status, self.t0)
 
     def show(self, fb, status, t0: float | None = None) -> None:
-        """Show the ``Assemble`` feedback ``fb`` and the last ``DockingStatusArray`` ``status``
+        """Show the ``Assemble`` feedback ``fb`` and the ``DockingStatusArray`` ``status``
         (either may be None).
 
         ``t0``: the report's time origin [s, ROS time] (its first docking activity); when
-        given, the line's time is the status sample's stamp from ``t0``, the same clock and
-        origin as the report's phase times (the feedback's ``elapsed_s`` comes at 2 Hz of
-        wall time, several simulated seconds apart at full pace, and counts from the goal).
+        given, the line's time is the status's stamp from ``t0``, the same clock and
+        origin as the report's phase times, else the feedback's ``elapsed_s`` (it comes at
+        2 Hz of wall time, several simulated seconds apart at full pace, and counts from
+        the goal).
         """
-        if status is None and fb is None:
+        if status is None:
             return
-        stage = status.stage + 1 if status is not None and status.stage >= 0 else (
-            fb.stage if fb is not None else 0)
+        stage = status.stage + 1 if status.stage >= 0 else (fb.stage if fb is not None else 0)
         mods = []
         key = [stage]
-        if status is not None:
-            for s in status.modules:
-                key.append((s.module, s.phase_name, s.retries))
-                extra = ""
-                if s.phase in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
-                    extra = f" gap {s.face_gap_mm:.0f} mm"
-                if s.retries:
-                    extra += f" retry {s.retries}"
-                mods.append(f"{s.module} {s.phase_name}{extra}")
-        now = time.monotonic()
-        if fb is None or not mods:   # nothing to show yet (planning, or no module active)
-            return
-        if key != self.last or now - self.t_last > 5.0:
-            self.last, self.t_last = key, now
+        for s in status.modules:
+            key.append((s.module, s.phase_name, s.retries))
+            extra = ""
+            if s.phase in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
+                extra = f" gap {s.face_gap_mm:.0f} mm"
+            if s.retries:
+                extra += f" retry {s.retries}"
+            mods.append(f"{s.module} {s.phase_name}{extra}")
+        if t0 is not None:
+            t = status.header.stamp.sec + 1e-9 * status.header.stamp.nanosec - t0
+        elif fb is not None:
             t = fb.elapsed_s
-            if status is not None and t0 is not None:
-                t = status.header.stamp.sec + 1e-9 * status.header.stamp.nanosec - t0
-            elapsed = f"{t:6.1f} s"
-            say(f"[{elapsed}] stage {stage}/{self.num_stages} | " + " | ".join(mods))
+        else:
+            return
+        if not mods:   # nothing to show (planning, or no module active)
+            return
+        if key != self.last or t - self.t_last > REPEAT_S:
+            if self.plan_note is not None:
+                self.plan_note.check()
+            self.last, self.t_last = key, t
+            say(f"[{t:6.1f} s] stage {stage}/{self.num_stages} | " + " | ".join(mods))

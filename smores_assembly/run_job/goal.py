@@ -6,9 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from smores_assembly.run_job.console import (ProgressPrinter, ask, assignment_note,
+from smores_assembly.run_job.console import (ProgressPrinter, StackPlanNote, ask,
                                              print_plan, say)
-from smores_assembly.run_job.results import activity_start
 
 #: Wall-clock waits of the goal conversation [s].
 SERVER_WAIT_S = 60.0
@@ -33,6 +32,8 @@ class GoalOutcome:
     #: the user answered no at the ``--approve`` prompt: the goal was cancelled before
     #: any module moved
     declined: bool = False
+    #: the stack's plan was seen during the run (its assignment note, if any, was said)
+    plan_seen: bool = False
 
 
 def _result(res_future) -> Any:
@@ -97,12 +98,21 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
         if not goal_handle.accepted:
             raise RuntimeError("the Assemble goal was rejected (is another assembly running?)")
         res_future = tracker.request_result(goal_handle)
+        plan_note = StackPlanNote(plan, lambda: _read_plan(observer.obs.stack_plan))
         if approve and not _approve(node, spin_until, state, res_future, goal_handle, plan,
-                                    Trigger, stop, lambda: observer.obs.stack_plan):
+                                    Trigger, stop, lambda: observer.obs.stack_plan,
+                                    plan_note):
             out.declined = True
             out.error = "plan not approved: goal cancelled before any module moved"
-            say(out.error)
-        printer = ProgressPrinter(len(plan.stages))
+            # said once here (the verdict line's NOT APPROVED does not repeat it)
+            say("plan not approved: cancelling the goal (no module moved) and shutting "
+                "the nodes down ...")
+        # every status as it is recorded, up to the observer's end (also those that come
+        # after the result, before the report is written): the report's phases, each at
+        # its time (sampled here every 0.5 s of wall time, the lines missed short phases)
+        observer.obs.status_listeners.append(ProgressPrinter(
+            len(plan.stages), plan_note, observer.obs.recorder,
+            lambda: state["fb"]).on_status)
         deadline = time.monotonic() + timeout
         while not res_future.done() and not stop.is_set():
             if time.monotonic() > deadline:
@@ -111,9 +121,6 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                 break
             spin_until(res_future.done, 0.5)
             res_future = tracker.retry_result(goal_handle, res_future)
-            rec = observer.obs.recorder
-            printer.show(state["fb"], observer.obs.last_status,
-                         activity_start(rec) if rec.intervals else None)
         if res_future.done():
             out.result = _result(res_future)
         elif goal_handle is not None:
@@ -140,6 +147,7 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
                        RESULT_CONNECTIONS_WAIT_S, interruptible=False)
         t_end = time.monotonic() + 0.2
         spin_until(lambda: time.monotonic() > t_end, 1.0, interruptible=False)
+        out.plan_seen = plan_note.seen
     except RuntimeError as exc:
         out.error = out.error or ("interrupted (Ctrl-C) before the assembly started"
                                   if interrupted.is_set() else str(exc))
@@ -160,8 +168,21 @@ def _has_connections(connections_msg, reported) -> bool:
     return want <= have
 
 
+def _read_plan(msg):
+    """The :class:`~smores_assembly.planning.Plan` of an ``AssemblyPlan`` message (None:
+    no message, or one that cannot be read)."""
+    if msg is None:
+        return None
+    from smores_assembly.errors import InputError
+    from smores_assembly.ros.convert import msg_to_plan
+    try:
+        return msg_to_plan(msg)
+    except InputError:
+        return None
+
+
 def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_type,
-             stop, stack_plan=lambda: None) -> bool:
+             stop, stack_plan=lambda: None, plan_note: StackPlanNote | None = None) -> bool:
     """Wait for WAITING_APPROVAL, print the plan and ask; approve through
     ``/assembly/approve`` on "y"/"yes", else cancel the goal. Ctrl-C at the prompt
     (``stop`` set) returns at once: the caller cancels the goal.
@@ -185,10 +206,8 @@ def _approve(node, spin_until, state, res_future, goal_handle, plan, trigger_typ
         except InputError as exc:
             say(f"warning: the stack's plan could not be read ({exc}); showing the file's")
     print_plan(shown)
-    if shown is not plan:
-        note = assignment_note(plan, shown)
-        if note:
-            say(note)
+    if shown is not plan and plan_note is not None:
+        plan_note.check(shown)
     answer = ask("Approve this plan and start moving? [y/N] ", stop)
     if answer is None:   # Ctrl-C at the prompt: nothing has moved
         state["unanswered"] = True

@@ -21,6 +21,12 @@ TRAJ_STEP_M = 0.002
 MOVING_SPEED = 0.004
 #: Two moving intervals of a module closer than this [s] are one.
 MOTION_MERGE_S = 0.5
+#: Rate of the ground truth a run without a recording asks the fake hardware for [Hz]
+#: (the launch's 50 Hz otherwise; a params file's ``ground_truth_rate_hz`` wins): what the
+#: report needs of it (trajectory points, the final poses, the motion intervals of the
+#: timeline, merged within :data:`MOTION_MERGE_S`) at a fifth of the messages (issue 10:
+#: each costs the fake hardware a publish and this process a wake-up share and a take).
+REPORT_TRUTH_RATE_HZ = 10.0
 #: Longest wait of one executor spin in :meth:`ObserverNode.spin_until` [s, wall]: a message
 #: or a future that a wait's predicate reads ends the spin at once, so this only bounds how
 #: late a time-based predicate, Ctrl-C, a dead node and the recording's topic poll are seen
@@ -37,7 +43,9 @@ class Observations:
     ``traj``: per module, ground-truth points ``(x [m], y [m], yaw [rad])`` in ``world``,
     thinned to :data:`TRAJ_STEP_M`; ``final``: last ground-truth pose per module;
     ``connections``: the last ``ConnectionArray``; ``collisions``: one dict per
-    ``CollisionEvent``; ``last_status``: the last ``DockingStatusArray``; ``stack_plan``:
+    ``CollisionEvent``; ``status_listeners``: called with every ``DockingStatusArray``
+    once it is recorded (the progress lines, :meth:`ProgressPrinter.on_status`);
+    ``stack_plan``:
     the last ``AssemblyPlan`` task_assignment published (the plan the stack executes, made
     from the measured poses); ``motion``: per
     module, the intervals ``[start, end]`` [s, ROS time] in which its ground-truth speed
@@ -53,7 +61,7 @@ class Observations:
     final: dict = field(default_factory=dict)
     connections: object = None
     collisions: list = field(default_factory=list)
-    last_status: object = None
+    status_listeners: list = field(default_factory=list)
     stack_plan: object = None
     motion: dict = field(default_factory=dict)
     t_truth: float | None = None   # stamp [s] of the last ground truth
@@ -93,7 +101,8 @@ class Observations:
             self.recorder.sample(t, s.module, phase, s.retries, {
                 "face_gap_mm": s.face_gap_mm, "lateral_error_mm": s.lateral_error_mm,
                 "yaw_error_deg": s.yaw_error_deg}, s.message)
-        self.last_status = msg
+        for listener in self.status_listeners:
+            listener(msg)
 
     def on_connections(self, msg) -> None:
         self.connections = msg

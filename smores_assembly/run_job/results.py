@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smores_assembly.planning import Plan
-from smores_assembly.report import (PhaseInterval, PhaseRecorder, final_errors, outside,
-                                    plot_timeline, plot_trajectories, pose_error, write_json)
+from smores_assembly.report import (PhaseInterval, PhaseRecorder, activity_start, final_errors,
+                                    outside, plot_timeline, plot_trajectories, pose_error,
+                                    write_json)
 from smores_assembly.run_job.console import say
 from smores_assembly.vocabulary import Phase
 
@@ -106,12 +107,6 @@ def stage_bounds(plan, recorder: PhaseRecorder) -> list[tuple[float, float]]:
     return bounds
 
 
-def activity_start(recorder: PhaseRecorder) -> float:
-    """Time of the first docking activity [s, ROS time]: t = 0 of the report and timeline."""
-    return min((iv.start for ivs in recorder.intervals.values() for iv in ivs
-                if iv.phase not in (Phase.IDLE, Phase.DOCKED, Phase.UNDOCKED)), default=0.0)
-
-
 def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) -> dict:
     """The ``report.json`` dictionary. ``obs``: the run's :class:`Observations`; ``codes``:
     exit code per node; ``wall``: wall time of the run [s]."""
@@ -174,13 +169,25 @@ def build_report(scenario, result, verdict: Verdict, wall: float, obs, codes) ->
 
 
 def staging_moves(plan, recorder: PhaseRecorder, motion: dict,
-                  modules: list[str]) -> list[list[tuple[float, float]]]:
-    """Per module of ``modules``: the intervals [s, ROS time] in which it moved (``motion``,
-    :attr:`Observations.motion`) outside its own docking and undocking phases."""
+                  rows: list[tuple[str, bool]], min_s: float = 0.2
+                  ) -> list[list[tuple[float, float]]]:
+    """Per timeline row ``(module, undock)`` (``undock``: the row of the module's undock,
+    else of its dock): the intervals [s, ROS time] in which the module moved
+    (``motion``, :attr:`Observations.motion`) outside its own docking and undocking
+    phases, each at least ``min_s`` long. A move belongs to one row: for a module that
+    the plan undocks and docks again, the moves up to the end of its undock (its
+    UNDOCKED) are its undock row's, the later ones (a reuse plan's staging while others
+    undock) its dock row's (they were drawn on both: fresh-user finding)."""
     out = []
-    for m in modules:
+    for m, undock_row in rows:
         undock, dock = split_intervals(plan, recorder, m)
-        out.append(outside(motion.get(m, []), [*undock, *dock]))
+        moves = outside(motion.get(m, []), [*undock, *dock], min_s)
+        if undock:
+            t = undock[-1].end
+            moves = ([(lo, min(hi, t)) for lo, hi in moves] if undock_row
+                     else [(max(lo, t), hi) for lo, hi in moves])
+            moves = [(lo, hi) for lo, hi in moves if hi - lo >= min_s]
+        out.append(moves)
     return out
 
 
@@ -208,9 +215,9 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "",
                           title=f"{scenario.name}: trajectories"
                                 + (f" ({ended}: ends are where the modules stopped)"
                                    if ended else "")
-                                + "\n(dotted: start, filled: end, hatched: a helper's end, "
-                                  "dashed: target, arrows: direction)",
-                          stage_of={a.module: a.stage for a in plan.actions},
+                                + "\n(dotted: start, filled: end with the name in bold, "
+                                  "hatched: a helper's end,\ndashed: target, arrows: "
+                                  "direction)",
                           # every listed helper (also one that carried nothing, moved
                           # aside) and any spare module that carries
                           helpers=list(dict.fromkeys(
@@ -231,9 +238,9 @@ def draw_pictures(out: Path, scenario, plan, obs, ended: str = "",
                   [PhaseInterval(i.phase, i.start - t0, i.end - t0)
                    for i in split_intervals(plan, recorder, a.module)[1]]) for a in docks]
         groups += [f"stage {a.stage + 1}" for a in docks]
-        movers = ([u.module for u in sorted(getattr(plan, "undocks", []),
-                                            key=lambda u: (u.stage, u.module))]
-                  + [a.module for a in docks])
+        movers = ([(u.module, True) for u in sorted(getattr(plan, "undocks", []),
+                                                    key=lambda u: (u.stage, u.module))]
+                  + [(a.module, False) for a in docks])
         staging = [[(lo - t0, hi - t0) for lo, hi in moves]
                    for moves in staging_moves(plan, recorder, obs.motion, movers)]
         helping: list[list[tuple[float, float]]] = [[] for _ in rows]
@@ -282,6 +289,7 @@ def write_up(out: Path, scenario, result, verdict: Verdict, wall: float, obs, co
     say(f"{verdict_word}: {len(formed & expected)}/"
         f"{len(expected)} target connections{undone}, "
         f"assembly {report['assembly_time_s']:.1f} s simulated, {wall:.1f} s wall"
-        + (f" — {error}" if error else ""))
+        # not approved: the word says it, and the line said when it was answered
+        + (f" — {error}" if error and not verdict.declined else ""))
     say(f"report: {out}/report.json, pictures: {out}/trajectories.png, {out}/timeline.png"
         + (f", recording: {out}/assembly.mcap" if recorded else ""))

@@ -230,7 +230,28 @@ def effective_seed(args) -> int:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def launch_specs(args) -> list:
+def params_file_applied(spec, path: str) -> dict[str, object]:
+    """The values of the params file ``path`` that the node of ``spec`` (a
+    :class:`~smores_assembly.launch.ProcessSpec`) runs with: the file's sections for the
+    node, less what a later ``--params-file`` or ``-p`` of its command line sets (rcl
+    applies them in order, the last one wins; e.g. a ``--seed`` flag, or the launch's
+    ``use_sim_time``). Parameter -> value, typed as rcl types it."""
+    from smores_assembly.params_file import params_for, parse_params_file  # noqa: PLC0415
+    cmd, out = spec.cmd, {}
+    for i, a in enumerate(cmd[:-1]):
+        if a == "--params-file":
+            values = params_for(parse_params_file(cmd[i + 1]), spec.node)
+            if cmd[i + 1] == path:
+                out.update(values)
+            else:
+                for name in values:
+                    out.pop(name, None)
+        elif a == "-p" and ":=" in cmd[i + 1]:
+            out.pop(cmd[i + 1].split(":=", 1)[0], None)
+    return out
+
+
+def launch_specs(args, applied: dict[str, dict[str, object]] | None = None) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
     (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
     ``--namespace``, ``--nodes``: only those nodes are started here, the others run on
@@ -238,7 +259,13 @@ def launch_specs(args) -> list:
     ``--backend``, ``--real-time-factor``, ``--seed`` when given: ``-p`` overrides of
     fake_hardware after its parameter files (:data:`RUN_FLAG_PARAMS`);
     ``--single-process``: then one process, :mod:`smores_assembly.ros.container`, runs
-    the nodes)."""
+    the nodes; without ``--record`` the ground truth at
+    :data:`~smores_assembly.run_job.observer.REPORT_TRUTH_RATE_HZ`).
+
+    ``applied``: when a dict, it gets the ``--params-file`` values in force per node
+    started here (node name -> :func:`params_file_applied`; nodes the file leaves alone
+    are left out).
+    """
     from smores_assembly.launch import launch_file, load_launch
     launch_args = {"scenario": str(Path(args.scenario).resolve())}
     namespace = check_namespace(getattr(args, "namespace", None) or "")
@@ -256,6 +283,9 @@ def launch_specs(args) -> list:
         launch_args["real_time_factor"] = str(float(rtf))
     if getattr(args, "backend", None):
         launch_args["backend"] = args.backend
+    if not getattr(args, "record", False):
+        from smores_assembly.run_job.observer import REPORT_TRUTH_RATE_HZ  # noqa: PLC0415
+        launch_args["ground_truth_rate_hz"] = str(REPORT_TRUTH_RATE_HZ)
     specs = load_launch(launch_file("fake_assembly"), launch_args)
     local = select_nodes(getattr(args, "nodes", None))
     specs = [s for s in specs if s.name in local]
@@ -277,6 +307,12 @@ def launch_specs(args) -> list:
             from smores_assembly.run_job.console import say  # noqa: PLC0415
             say(f"{flag} {value} wins over {param}: {from_file[param][0]} of "
                 f"{args.params_file}:{from_file[param][1]}")
+    if applied is not None and getattr(args, "params_file", None):
+        path = launch_args["params_file"]
+        for spec in specs:
+            values = params_file_applied(spec, path)
+            if values:
+                applied[spec.name] = values
     if getattr(args, "single_process", False):
         from smores_assembly.ros.container import container_spec
         specs = [container_spec(specs)]
@@ -305,24 +341,52 @@ class NodeLog:
         self._file.close()
 
 
+#: The line a run prints at once on its first SIGINT/SIGTERM ({what}: "Ctrl-C" or
+#: "SIGTERM"): cancelling the goal, stopping the nodes and writing the report take seconds
+#: (~17 s on a loaded machine), during which the run was silent (fresh-user finding).
+INTERRUPT_NOTICE = ("{what}: cancelling the assembly and shutting the nodes down (the "
+                    "report is still written) ...")
+
+
 class Interrupts:
     """SIGINT/SIGTERM handlers that only set events, so that Ctrl-C cancels the goal and
     shuts the stack down in order instead of tearing the ROS context down under it.
 
     ``stop`` is set by a signal (the loops waiting on the stack end); ``interrupted`` tells
-    that a signal came (exit status 130). :meth:`restore` puts the previous handlers back.
+    that a signal came (exit status 130). The first signal is answered at once with one
+    line, :data:`INTERRUPT_NOTICE`, printed by a thread of this object (a signal handler
+    must not write to a buffered stream the main thread may be writing to), also while the
+    approval prompt waits. :meth:`restore` puts the previous handlers back.
     """
 
     def __init__(self):
+        from smores_assembly.run_job.console import notice  # noqa: PLC0415
+        self._notice = notice
         self.stop = threading.Event()
         self.interrupted = threading.Event()
+        self._signum: int | None = None
+        self._wake = threading.Event()   # a signal came, or restore()
+        self._announcer = threading.Thread(target=self._announce, daemon=True,
+                                           name="interrupt-notice")
+        self._announcer.start()
         self._old_int = signal.signal(signal.SIGINT, self._on_signal)
         self._old_term = signal.signal(signal.SIGTERM, self._on_signal)
 
-    def _on_signal(self, *_) -> None:
+    def _on_signal(self, signum=None, _frame=None) -> None:
+        if self._signum is None:
+            self._signum = signum if signum is not None else signal.SIGINT
         self.interrupted.set()
         self.stop.set()
+        self._wake.set()
+
+    def _announce(self) -> None:
+        self._wake.wait()
+        if self._signum is not None:
+            self._notice(INTERRUPT_NOTICE.format(
+                what="SIGTERM" if self._signum == signal.SIGTERM else "Ctrl-C"))
 
     def restore(self) -> None:
         signal.signal(signal.SIGINT, self._old_int)
         signal.signal(signal.SIGTERM, self._old_term)
+        self._wake.set()
+        self._announcer.join(timeout=5.0)   # the notice comes before the run's last lines

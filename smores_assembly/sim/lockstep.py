@@ -10,7 +10,7 @@ before its turn). The transport (ROS messages) is in :mod:`smores_assembly.ros.l
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 #: Tolerance when comparing simulated times [s].
@@ -18,6 +18,84 @@ TIME_EPS = 1e-9
 #: History kept by every counted writer (reliable, transient local): a subscription made
 #: after a participant's hello receives that many of the messages published before it.
 HISTORY_DEPTH = 100
+
+
+#: Wall time between two warnings of a lockstep wait (for announced messages, for an
+#: answer) [s].
+WAIT_WARNING_S = 10.0
+#: Wall time after which a turn or a step goes on without announced messages that did not
+#: come [s] (default of the participants and of ``lockstep_count_timeout_s``).
+COUNT_TIMEOUT_S = 30.0
+
+
+class CountWait:
+    """A wait for counted messages that were announced but have not all arrived: a
+    participant's turn waiting for its inputs, or the fake hardware's next step waiting
+    for the commands the answers announced.
+
+    It is bounded: after ``timeout_s`` of wall time (:meth:`expired`) the caller goes on
+    without them (the run is then no longer deterministic, and says so). Waiting for ever
+    turned a rare endpoint-discovery stall into a hang (a CI run of Task 1 timed out after
+    600 s). Meanwhile :meth:`warning` says, every ``warn_every_s``, what it waits for and
+    from whom, so that a node's log tells why the simulation stands still.
+
+    Args:
+        expected: messages to have received per topic before the wait ends.
+        since: wall time the wait began [s] (any monotonic clock; the same as ``now``).
+        timeout_s: wall time after which the wait gives up [s], > 0 (``math.inf``: never).
+        warn_every_s: wall time between two warnings [s], > 0.
+
+    Raises:
+        ValueError: ``timeout_s`` or ``warn_every_s`` not > 0.
+    """
+
+    def __init__(self, expected: dict[str, int], since: float,
+                 timeout_s: float = COUNT_TIMEOUT_S, warn_every_s: float = WAIT_WARNING_S):
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s: expected > 0, got {timeout_s!r}")
+        if not warn_every_s > 0:
+            raise ValueError(f"warn_every_s: expected > 0, got {warn_every_s!r}")
+        self.expected = dict(expected)
+        self.since = since
+        self.timeout_s = timeout_s
+        self.warn_every_s = warn_every_s
+        self._warned = 0
+
+    def missing(self, received: dict[str, int]) -> dict[str, tuple[int, int]]:
+        """Topic -> (received, expected) of the topics still short of their count."""
+        return {t: (received.get(t, 0), n) for t, n in self.expected.items()
+                if received.get(t, 0) < n}
+
+    def done(self, received: dict[str, int]) -> bool:
+        """Every expected message has been received: the wait is over."""
+        return not self.missing(received)
+
+    def expired(self, now: float) -> bool:
+        """``timeout_s`` of wall time have passed since the wait began (``now`` [s])."""
+        return now - self.since >= self.timeout_s
+
+    def describe(self, now: float, received: dict[str, int],
+                 senders: Callable[[str], str] = lambda _t: "") -> str:
+        """``"<s> s for /a (r/n; <senders(/a)>), ..."``: how long it has waited at ``now``
+        [s] and for what; ``senders(topic)`` says who publishes it (e.g. the nodes of its
+        publishers and how many of them are matched), left out when empty."""
+        parts = []
+        for t, (r, n) in sorted(self.missing(received).items()):
+            who = senders(t)
+            parts.append(f"{t} ({r}/{n}{'; ' + who if who else ''})")
+        return f"{now - self.since:.0f} s for {', '.join(parts)}"
+
+    def warning(self, now: float, received: dict[str, int],
+                senders: Callable[[str], str] = lambda _t: "") -> str | None:
+        """The text of the warning due at wall time ``now`` [s] (one per ``warn_every_s``
+        of waiting, none when nothing is missing): ``"waiting "`` + :meth:`describe`;
+        else None."""
+        k = int((now - self.since) // self.warn_every_s)
+        if not self.missing(received) or k <= self._warned:
+            return None
+        self._warned = k
+        return (f"waiting {self.describe(now, received, senders)} (it goes on without them "
+                f"after {self.timeout_s:.0f} s)")
 
 
 @dataclass
@@ -31,6 +109,48 @@ class ParticipantState:
     wake: set[str] = field(default_factory=set)
     woken: bool = False
     last_turn_s: float = -math.inf
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chained turn: the participant that has the turn hands ``next`` its turn at the
+    same time when it is done, instead of answering the fake hardware (which would then
+    give ``next`` its turn), unless it published a waking message on a topic of ``stop``
+    in its turn (that would give a participant ordered between the two a turn first).
+
+    ``topics``/``counts``: every topic ``next`` counts and the messages it must have
+    received on each before its turn, without those the handing participant publishes in
+    its turn (:func:`chained_counts` adds them).
+    """
+
+    next: str
+    topics: tuple[str, ...]
+    counts: tuple[int, ...]
+    stop: tuple[str, ...]
+
+
+def chained_counts(chain_topics, chain_counts, published: dict[str, int],
+                   woke: Collection[str], stop: Collection[str]) -> dict[str, int] | None:
+    """The messages the next participant of a chained turn (:class:`Chain`) must have
+    received per topic before its turn, once the handing participant's turn is done (as
+    :meth:`LockstepSchedule.expected` would give after its answer: topics with none left
+    out), or None when it must answer the fake hardware instead.
+
+    Args:
+        chain_topics, chain_counts: the chain's topics and counts (as given with the turn).
+        published: messages the participant published in its turn, per topic.
+        woke: topics of ``published`` it published waking (not quiet).
+        stop: the chain's ``stop`` topics.
+
+    Raises:
+        ValueError: ``chain_topics`` and ``chain_counts`` of different lengths.
+    """
+    if len(chain_topics) != len(chain_counts):
+        raise ValueError(f"chain: {len(chain_topics)} topics but {len(chain_counts)} counts")
+    if any(t in stop for t in woke):
+        return None
+    out = {t: int(n) + published.get(t, 0) for t, n in zip(chain_topics, chain_counts)}
+    return {t: n for t, n in out.items() if n > 0}
 
 
 class LockstepSchedule:
@@ -86,6 +206,11 @@ class LockstepSchedule:
                 the same: a periodic refresh whose content that matters did not change,
                 e.g. a docking status with the same phases; the nodes waking on it read it
                 at their next turn).
+
+        A hello wakes nobody: what a participant published before its first turn (the
+        executive's first ``active_stage``) reaches the others at their first turns, and
+        whether it also gave one of them a turn at t = 0 depended on which hello came
+        first, a matter of wall time.
         """
         p = self.parts.get(name)
         if p is None:
@@ -106,7 +231,7 @@ class LockstepSchedule:
                 t, 0 if first else max(0, self.sent.get(t, 0) - HISTORY_DEPTH))
                 for t in subscribed if t}
             p.wake = set(wake or ())
-        for topic in changed:
+        for topic in () if hello else changed:
             if topic in quiet:
                 continue
             for q in self.parts.values():
@@ -143,6 +268,26 @@ class LockstepSchedule:
         name = self._queue.pop(0)
         self._position = self.order.index(name)
         return name
+
+    def chain(self, name: str) -> Chain | None:
+        """The chained turn after ``name``'s (the turn :meth:`next_turn` just returned), or
+        None: the next participant queued in this step and what ``name`` needs to hand it
+        its turn itself (see :class:`Chain`). The fake hardware then waits for one answer
+        (the last one's, carrying ``name``'s) instead of two, and wakes once instead of
+        twice (issue 10: the bridge hands the controller its turn, 50 times per simulated
+        s). ``name``'s answer is then handled with :meth:`on_ack` before :meth:`next_turn`
+        returns the next one, as without the chain, so the schedule goes through the same
+        states."""
+        if not self._queue:
+            return None
+        nxt = self._queue[0]
+        i, j = self.order.index(name), self.order.index(nxt)
+        # a message of `name` that wakes a participant ordered between the two gives it
+        # its turn before `nxt`: `name` then answers as without a chain
+        stop = sorted({t for q in self.order[i + 1:j] for t in self.parts[q].wake})
+        p = self.parts[nxt]
+        counts = {t: self.sent.get(t, 0) - base for t, base in p.subscribed.items()}
+        return Chain(nxt, tuple(counts), tuple(counts.values()), tuple(stop))
 
     def next_due(self) -> float:
         """Earliest simulated time at which some participant is due [s] (inf: none)."""

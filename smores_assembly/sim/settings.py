@@ -6,6 +6,7 @@ The physics tunables are :class:`smores_assembly.sim.SimParams`; the node
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from smores_assembly.errors import ParamsError
 from smores_assembly.geometry import WORLD_FRAME
@@ -19,6 +20,20 @@ from smores_assembly.ros.names import MOCAP_FRAME, VICON_FORMAT
 DEFAULT_PARTICIPANTS = ["mocap_bridge", "executive", "navigation", "docking_controller"]
 #: Formats of the simulated mocap output (``mocap_format``).
 MOCAP_FORMATS = ("vicon", "frame")
+
+
+def check_common_parameters(values: Mapping[str, Any]) -> None:
+    """The fake hardware's rule on the parameters rclpy declares on every node
+    (``values``: name -> value, those given; see :data:`smores_assembly.params.COMMON_CHECKS`):
+    it is the time source (it publishes ``/clock``), so ``use_sim_time`` must be false.
+
+    Raises:
+        ParamsError: ``use_sim_time`` true (field ``use_sim_time``).
+    """
+    if values.get("use_sim_time"):
+        raise ParamsError("use_sim_time: fake_hardware is the time source (it publishes "
+                          "/clock); it must run with use_sim_time:=false",
+                          field="use_sim_time")
 
 
 @dataclass
@@ -83,6 +98,11 @@ class FakeHardwareSettings:
     lockstep_count_timeout_s: float = param_field(
         30.0, "lockstep: wall time to wait for commands announced but not received before "
               "stepping without them (with a warning) [s]", 0.1, 3600.0)
+    lockstep_chain_turns: bool = param_field(
+        True, "lockstep: chained turns (a participant hands the next one of the step its "
+              "turn, with its answer, when nobody in between can be woken; same turns and "
+              "trace, one fake-hardware wake-up less); false: every turn from and every "
+              "answer to the fake hardware")
 
     def validate(self) -> None:
         """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
