@@ -36,12 +36,15 @@ def node(name: str) -> list[str]:
     return node_command(PACKAGE, name)
 
 
-def run_cli(args: list[str], timeout: float, **kwargs):
+def run_cli(args: list[str], timeout: float, prefix: tuple[str, ...] = (), **kwargs):
     """``subprocess.run([smores-assemble, *args], capture_output=True, text=True, ...)``,
-    except that a run past ``timeout`` [s, wall] is stopped as a user stops it: SIGINT
+    except that a run past ``timeout`` [s, wall] (or interrupted by any exception, e.g.
+    pytest-timeout's) is stopped as a user stops it: SIGINT
     (``run`` stops its nodes, which live in their own sessions), then SIGKILL after 60 s.
     ``subprocess.run``'s own timeout kills only ``run`` and leaves its nodes running (a
-    stack kept loading the machine for up to 45 min after a timed-out test).
+    stack kept loading the machine for up to 45 min after a timed-out test). ``prefix``
+    goes before the command, e.g. ``ip netns exec NS`` (which execs it: the signals reach
+    ``run`` itself).
 
     Raises:
         subprocess.TimeoutExpired: after the stop, with the output so far.
@@ -49,18 +52,21 @@ def run_cli(args: list[str], timeout: float, **kwargs):
     import signal
     import subprocess
 
-    proc = subprocess.Popen([*cli(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **kwargs)
+    proc = subprocess.Popen([*prefix, *cli(), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
     try:
         out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except BaseException as exc:   # also pytest-timeout's failure or Ctrl-C: never orphan it
         proc.send_signal(signal.SIGINT)
         try:
             out, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-        raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err) from None
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise subprocess.TimeoutExpired(proc.args, timeout, output=out,
+                                            stderr=err) from None
+        raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

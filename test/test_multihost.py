@@ -218,10 +218,9 @@ def test_task1_split_over_two_hosts(two_hosts, tmp_path, ros_domain):
         env=env_a, stdout=log_a, stderr=subprocess.STDOUT, cwd=REPO)
     out = tmp_path / "out"
     try:
-        r = subprocess.run(
-            host_b.exec(*installed.cli(), "run", str(TASK1),
-                        "--nodes", "pipeline", "--out", str(out), "--timeout", "600"),
-            env=env_b, capture_output=True, text=True, timeout=900, cwd=REPO)
+        r = installed.run_cli(
+            ["run", str(TASK1), "--nodes", "pipeline", "--out", str(out), "--timeout", "600"],
+            timeout=900, prefix=tuple(host_b.exec()), env=env_b, cwd=REPO)
     finally:
         hardware.send_signal(signal.SIGINT)  # the launch runner shuts its nodes down
         try:

@@ -30,6 +30,6 @@ def test_comb_5x6_of_33_modules_assembles_without_collision(tmp_path, ros_domain
     params.write_text("/**/navigation:\n  ros__parameters:\n    clear_footprint: true\n")
     r = installed.run_cli(
         ["run", str(DATA / "comb_5x6.yaml"), "--out", str(tmp_path / "run"), "--timeout",
-         "4000", "--real-time-factor", "0", "--params-file", str(params)],
-        timeout=4500, cwd=REPO)
+         "1500", "--real-time-factor", "0", "--params-file", str(params)],
+        timeout=1700, cwd=REPO)
     installed.assembled_report(r, tmp_path / "run", n_connections=29)

@@ -28,5 +28,5 @@ def test_corner_and_carried_pair_targets_assemble_without_collision(name, tmp_pa
                                                                      ros_domain):
     r = installed.run_cli(
         ["run", str(DATA / f"{name}.yaml"), "--out", str(tmp_path), "--timeout", "1500"],
-        timeout=1800, cwd=REPO)
+        timeout=1700, cwd=REPO)
     installed.assembled_report(r, tmp_path)
