@@ -520,10 +520,18 @@ def pair_clearance(helper: Pose2D, point: tuple[float, float], width: float) -> 
     """Distance [m] from ``point`` (a module centre, ``world``) to the footprint of a
     helper carrying a module one ``width`` ahead: the ``2 w x w`` rectangle from ``-w/2``
     to ``1.5 w`` along the helper's heading and ``+-w/2`` across it (0 inside)."""
-    dx, dy = point[0] - helper.x, point[1] - helper.y
-    c, s_ = math.cos(helper.yaw), math.sin(helper.yaw)
+    return footprint_clearance(helper, point, width, 1.5 * width)
+
+
+def footprint_clearance(body: Pose2D, point: tuple[float, float], width: float,
+                        front: float) -> float:
+    """Distance [m] from ``point`` (``world``) to the rectangle from ``-w/2`` to ``front``
+    [m] along ``body``'s heading and ``+-w/2`` across it (0 inside): a module's square
+    with ``front = w/2``, a helper carrying one (:func:`pair_clearance`) with ``1.5 w``."""
+    dx, dy = point[0] - body.x, point[1] - body.y
+    c, s_ = math.cos(body.yaw), math.sin(body.yaw)
     u, v = c * dx + s_ * dy, -s_ * dx + c * dy
-    du = max(-0.5 * width - u, 0.0, u - 1.5 * width)
+    du = max(-0.5 * width - u, 0.0, u - front)
     dv = max(abs(v) - 0.5 * width, 0.0)
     return math.hypot(du, dv)
 
@@ -549,21 +557,44 @@ def pair_turn_shift(helper: Pose2D, obstacles: Sequence[tuple[float, float]], wi
         ``0.0`` when the pair can turn where it stands; the shift (``|shift| <= limit``);
         or None when neither direction reaches such a pose within ``limit``.
     """
-    turn = pair_turn_clearance(width)
+    return turn_shift(helper, obstacles, width, pair_turn_clearance(width), 1.5 * width,
+                      step, limit)
+
+
+def turn_shift(body: Pose2D, obstacles: Sequence[tuple[float, float]], width: float,
+               turn: float, front: float, step: float = 0.005,
+               limit: float = 0.3) -> float | None:
+    """Straight move [m] along ``body``'s heading (signed, + forward) to the nearest pose
+    where no obstacle centre lies within ``turn`` [m] of the body's centre (where it can
+    turn in place), the body's footprint being the rectangle of
+    :func:`footprint_clearance` (``front``: a module's square ``w/2``, a carried pair
+    ``1.5 w``, :func:`pair_turn_shift`).
+
+    The straight move itself must keep the footprint from coming closer to any obstacle
+    than it is at the start, and never within the corner radius ``w / sqrt 2`` (+ 2 mm)
+    of one that is farther (obstacle yaws are unknown). The shorter of the two directions
+    wins.
+
+    Returns:
+        ``0.0`` when the body can turn where it stands; the shift (``|shift| <= limit``);
+        or None when neither direction reaches such a pose within ``limit``.
+    """
 
     def turn_clear(p: Pose2D) -> bool:
         return all(math.hypot(p.x - ox, p.y - oy) >= turn for ox, oy in obstacles)
 
-    if turn_clear(helper):
+    if turn_clear(body):
         return 0.0
     corner = width / math.sqrt(2.0) + 0.002
-    floor = [min(pair_clearance(helper, o, width), corner) - 1e-4 for o in obstacles]
+    floor = [min(footprint_clearance(body, o, width, front), corner) - 1e-4
+             for o in obstacles]
     best: float | None = None
     for sign in (1.0, -1.0):
         d = step
         while d <= limit + 1e-9:
-            p = helper.compose(sign * d, 0.0)
-            if any(pair_clearance(p, o, width) < f for o, f in zip(obstacles, floor)):
+            p = body.compose(sign * d, 0.0)
+            if any(footprint_clearance(p, o, width, front) < f
+                   for o, f in zip(obstacles, floor)):
                 break
             if turn_clear(p):
                 if best is None or d < abs(best):

@@ -33,7 +33,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              pair_turn_clearance, pair_turn_shift, pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
-                                             virtual_pose)
+                                             turn_shift, virtual_pose)
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
 from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
@@ -431,18 +431,35 @@ class DockingContext:
                                              carry_yaw))
 
 
+#: a planned escape that has driven this far [m] past its room without getting clear stops
+ESCAPE_OVERSHOOT = 0.02
+
+
 class Escape:
     """Drive straight away from a module the body starts too close to (state of one phase).
 
     Straight (forward or backward, no turning: turning in place there could sweep a corner
-    into a neighbour) while a module is closer than ``escape_distance`` and moving along
-    the heading increases the distance to the nearest modules; the direction is kept until
-    the body is clear. Boxed in along the heading, it turns in place towards the line of
+    into a neighbour) while a module is closer than ``escape_distance``. The direction is
+    the shorter straight move to where the body can turn, every module centre
+    ``escape_distance`` away, without coming closer to any module on the way
+    (:func:`~smores_assembly.docking.control.turn_shift`, the single-body rule of a
+    carried pair's :class:`PairRoom`); the body drives until it is clear. With no such
+    pose within its limit either way, the old rule: the direction whose clearance grows
+    over the next few centimetres, kept while moving on increases the distance to the
+    nearest modules; boxed in along the heading, it turns in place towards the line of
     best clearance first.
+
+    Before, the direction was always chosen by the clearance 5 cm on and the move ended
+    as soon as the next 5 mm brought the body closer: with the nearest module nearly abeam
+    (its distance first dips by a fraction of a millimetre, then grows) the escape ended
+    at once, 0.086 m from it, and the body turned in place into it (bench_targets
+    random_11_236536086: h0 after its back-off beside m6, 0.48 mm, then blocked until the
+    helper timed out).
     """
 
     def __init__(self):
         self.sign = 0.0
+        self.room: Pose2D | None = None   # where the body can turn (a planned escape)
         self.was_clear = False
 
     def step(self, ctx: DockingContext, body: Pose2D,
@@ -467,9 +484,23 @@ class Escape:
 
         now = clearance(0.0)
         if now >= s.escape_distance:
-            self.sign = 0.0
+            self.sign, self.room = 0.0, None
             return None
         if not self.sign:
+            shift = turn_shift(body, obstacles, s.module_width, s.escape_distance,
+                               0.5 * s.module_width)
+            if shift:
+                self.sign = math.copysign(1.0, shift)
+                self.room = body.compose(shift, 0.0)
+        if self.room is not None:
+            # a planned escape: on until clear (checked above); past the room by more
+            # than a turn's worth of pose error, the plan did not hold: stop
+            left = self.sign * ((self.room.x - body.x) * math.cos(body.yaw)
+                                + (self.room.y - body.y) * math.sin(body.yaw))
+            if left < -ESCAPE_OVERSHOOT:
+                self.sign, self.room = 0.0, None
+                return None
+        elif not self.sign:
             step = max(0.05, s.escape_distance - now + 0.01)
             fwd, back = clearance(step), clearance(-step)
             if max(fwd, back) <= now + 0.004:
