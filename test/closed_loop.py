@@ -94,7 +94,7 @@ def _tick(task, world, t: float, samples, connected: bool, path, cmds: dict) -> 
 def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                    path_delay: float = 0.04, t_max: float = 20.0,
                    backing_off: dict[str, float] | None = None, direct=(),
-                   lifted: Collection[str] = ()
+                   lifted: Collection[str] = (), backed_off: dict[str, float] | None = None
                    ) -> tuple[list[tuple[float, str, str]], dict[str, float]]:
     """Run one stage closed loop in a SimWorld of ``poses``, as the docking controller
     node does: one DockingTask per action of ``actions`` (plan order; one helper serves
@@ -116,6 +116,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
     carried at ``carry_yaw``, and the task starts in NAVIGATE carrying, as
     :class:`~smores_assembly.docking.task.Lift` leaves it (as :func:`dock_in_world`'s
     ``carried_by``).
+
+    ``backed_off``: filled with helper -> the simulated time [s] its back-off ended.
 
     Returns:
         (collision events ``(t, a, b)``, each module's largest distance [m] from its
@@ -159,6 +161,8 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
         for h, (p0, d) in list(backs.items()):
             if world.pose(h).distance_to(p0) >= d:
                 del backs[h]
+                if backed_off is not None:
+                    backed_off[h] = t
                 continue
             cmds[h] = (-min(s.near_structure_speed, s.v_max), 0.0)
             busy.add(h)
