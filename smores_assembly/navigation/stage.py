@@ -1048,6 +1048,8 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     then it waits on its cell): the module moved aside makes way first (a carried pair
     just lifted turned to its first cell while a module moved aside for it passed at
     0.15 m, within the pair's reach: random bench targets, closed loop in SimWorld).
+    The final legs run after the schedule, timed by :func:`_final_leg_waits` so that no
+    two of them come too close (a module waits on its last cell for another's leg).
 
     Returns ``(paths, dt [s per step], t0 [s])``.
     """
@@ -1077,6 +1079,9 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     t0 = max(max((wait.get(a, 0.0) + leg_t[a] for a in sol.paths), default=0.0),
              max(leg_t.values(), default=0.0))
     t_end = t0 + T * dt
+    last_xy = {a: scene.center(cells[min(T, len(cells) - 1)]) for a, cells in sol.paths.items()}
+    leg_wait = _final_leg_waits(last_xy, {a: (final[a].x, final[a].y) for a in sol.paths},
+                                v, turn_clearance(s.module_width), FINAL_LEG_MARGIN_S)
     paths: dict[str, list[tuple[float, Pose2D]]] = {}
     for a, cells in sol.paths.items():
         cur = current[a]
@@ -1097,11 +1102,86 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
             px, py = cx, cy
         leg = math.hypot(goal.x - px, goal.y - py)
         if leg > 1e-12:
-            wp.append((t_end + leg / v, goal))
+            w = leg_wait.get(a, 0.0)
+            if w > 0.0:
+                wp.append((t_end + w, wp[-1][1]))
+            wp.append((t_end + w + leg / v, goal))
         else:
             wp[-1] = (wp[-1][0], goal)
         paths[a] = _compress(wp)
     return paths, dt, t0
+
+
+#: Slack [s] a final leg that waits for another one (:func:`_final_leg_waits`) adds to
+#: that leg's planned end: the module ahead may trail its timed path a little (its last
+#: in-place turn), and it regulates onto its goal heading after the path.
+FINAL_LEG_MARGIN_S = 1.0
+
+
+def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
+                     goal_xy: Mapping[str, tuple[float, float]], speed: float, room: float,
+                     margin_s: float, dt: float = 0.05) -> dict[str, float]:
+    """How long [s after the schedule's end] each agent waits on its last grid cell before
+    its straight final leg (cell centre -> goal pose), so that no two final legs bring
+    their modules closer than ``min(room, their goals' distance, their cells' distance)``.
+
+    Every agent drives its final leg at once after the schedule, off the grid, and nobody
+    checked two legs against each other: a staging module's goal lay 0.072 m from the cell
+    that the active stage's module left at the same moment (bench_reconfig
+    reconf_7_661718012 reuse, stage 4: contact m0/m6 0.28 mm; reconf_7_651328766, two
+    staging modules: m0/m6 0.24 mm). A module stands on its cell until its leg starts and
+    at its goal once its leg is done. The legs are timed pair by pair, earliest contact
+    first: of two legs that come too close, one starts ``margin_s`` after the other ends,
+    the order that keeps that pair apart and ends sooner; every pair is judged again with
+    the new timing (a module waiting on its cell is in the way of a leg that passed its
+    cell after it had left: the comb 5 x 6 of test_scale_e2e, m19/m25), until no pair
+    comes too close; a pair no order keeps apart is left as it is. ``speed`` [m/s]: the
+    legs' speed.
+    """
+    agents = sorted(a for a in cell_xy
+                    if math.dist(cell_xy[a], goal_xy[a]) > 1e-12)
+    dur = {a: math.dist(cell_xy[a], goal_xy[a]) / speed for a in agents}
+    need = {(a, b): min(room, math.dist(goal_xy[a], goal_xy[b]),
+                        math.dist(cell_xy[a], cell_xy[b])) - 1e-9
+            for i, a in enumerate(agents) for b in agents[i + 1:]}
+    start = {a: 0.0 for a in agents}
+
+    def pos(a: str, t: float, st: Mapping[str, float]) -> tuple[float, float]:
+        (cx, cy), (gx, gy) = cell_xy[a], goal_xy[a]
+        u = min(1.0, max(0.0, (t - st[a]) / dur[a]))
+        return cx + u * (gx - cx), cy + u * (gy - cy)
+
+    def contact(a: str, b: str, st: Mapping[str, float]) -> float | None:
+        """First instant [s] the pair comes too close with the legs started at ``st``."""
+        t0 = min(st[a], st[b])
+        t1 = max(st[a] + dur[a], st[b] + dur[b])
+        n = int(math.ceil((t1 - t0) / dt)) + 1
+        for k in range(n + 1):
+            t = min(t1, t0 + k * dt)
+            if math.dist(pos(a, t, st), pos(b, t, st)) < need[(a, b)]:
+                return t
+        return None
+
+    given_up: set[tuple[str, str]] = set()
+    for _ in range(4 * len(agents) ** 2 + 1):
+        hits = [(t, a, b) for (a, b) in need if (a, b) not in given_up
+                and (t := contact(a, b, start)) is not None]
+        if not hits:
+            break
+        _t, a, b = min(hits)
+        best = None
+        for first, then in ((a, b), (b, a)):
+            st = dict(start)
+            st[then] = max(st[then], st[first] + dur[first] + margin_s)
+            if contact(a, b, st) is None:
+                end = st[then] + dur[then]
+                if best is None or end < best[0] - 1e-9:
+                    best = (end, st)
+        if best is None:
+            given_up.add((a, b))
+        else:
+            start = best[1]
+    return {a: t for a, t in start.items() if t > 0.0}
 
 
 def _leg_room(s: NavSettings) -> float:
