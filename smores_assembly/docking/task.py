@@ -662,7 +662,8 @@ class PoseAdjust(PhaseStep):
     staging pose further out on the axis (:func:`~smores_assembly.docking.control.staging_extra`:
     clear enough to turn there), aligned with the axis, then *slides* along the lane to
     the pre-dock pose and on into APPROACH; inside the lane (aligned, on the axis) it does
-    not flee from the lane's flush neighbours. The slide follows the axis with the
+    not flee from the lane's flush neighbours, and when it is not aligned well enough to
+    slide it still turns only at the staging pose. The slide follows the axis with the
     approach law (:func:`~smores_assembly.docking.control.approach_command`: the heading
     stays within a few degrees of the axis), never by steering at the pre-dock point:
     near a point the bearing is mocap noise, and turning on it swept the body's corner
@@ -733,7 +734,13 @@ class PoseAdjust(PhaseStep):
                 self.extra = (staging_extra(ax, ctx.face_offset, s.standoff, obs,
                                             ctx.turn_clearance(), width=s.module_width)
                               if neigh or pair else 0.0)
-                self.staging = self.extra > 0.0 and not in_lane
+                # in the lane (1 cm, 10 deg) but too far off to slide (half the APPROACH
+                # bounds, else it slid above), the body turns at the staging pose too, not
+                # on its way to the pre-dock point: steering on that point's bearing swept
+                # its corner into the flush neighbour (bench_reconfig reconf_9_534836507
+                # reuse, stage 7: m3 turned ~5 deg by a path of 0.04 s, 3 cm beyond its
+                # pre-dock pose beside m0, contact 0.10 mm)
+                self.staging = self.extra > 0.0
                 aim = ax.body_pose(ctx.face_offset, s.standoff + self.extra) \
                     if self.staging else goal
                 wps = ([] if in_lane else
