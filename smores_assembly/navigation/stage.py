@@ -1141,9 +1141,14 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
     agents = sorted(a for a in cell_xy
                     if math.dist(cell_xy[a], goal_xy[a]) > 1e-12)
     dur = {a: math.dist(cell_xy[a], goal_xy[a]) / speed for a in agents}
-    need = {(a, b): min(room, math.dist(goal_xy[a], goal_xy[b]),
-                        math.dist(cell_xy[a], cell_xy[b])) - 1e-9
-            for i, a in enumerate(agents) for b in agents[i + 1:]}
+    need: dict[tuple[str, str], float] = {}
+    for i, a in enumerate(agents):
+        for b in agents[i + 1:]:
+            d = min(room, math.dist(goal_xy[a], goal_xy[b]),
+                    math.dist(cell_xy[a], cell_xy[b])) - 1e-9
+            # legs farther apart than that never come too close, whatever their timing
+            if segment_distance(cell_xy[a], goal_xy[a], cell_xy[b], goal_xy[b]) < d:
+                need[(a, b)] = d
     start = {a: 0.0 for a in agents}
 
     def pos(a: str, t: float, st: Mapping[str, float]) -> tuple[float, float]:
