@@ -6,9 +6,11 @@ import random
 from collections.abc import Iterator
 
 from bench.bench_targets import make_scenario
-from smores_assembly.errors import PlanningError
+from smores_assembly.errors import NavigationError, PlanningError
+from smores_assembly.navigation.problem import wait_for_backoffs
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import Scenario, scenario_from_dict
+from smores_assembly.staging import plan_stage_carrying
 
 
 def bench_plans(count: int, seed: int, sizes: tuple[int, int] = (5, 12)
@@ -24,6 +26,19 @@ def bench_plans(count: int, seed: int, sizes: tuple[int, int] = (5, 12)
         except PlanningError:
             continue
         yield sc, plan
+
+
+def plan_like_node(prob, nav, width: float):
+    """The stage plan of a :class:`~smores_assembly.navigation.problem.NavProblem` as the
+    navigation node makes it (carried pairs first, then the helpers' back-offs as their
+    first moves), or None when the grid cannot plan the stage at all."""
+    try:
+        sp, _ = plan_stage_carrying(prob.moving, prob.staging, prob.carried, prob.obstacles,
+                                    prob.zones, nav, fixed=prob.fixed, width=width,
+                                    keep_clear=prob.keep_clear, slides=prob.slides)
+    except NavigationError:
+        return None
+    return wait_for_backoffs(sp, prob.backoffs, nav.helper_backoff_speed, width)
 
 
 def stage_start_world(plan, sc: Scenario, k: int, targets: dict) -> dict:

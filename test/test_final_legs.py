@@ -24,18 +24,17 @@ from __future__ import annotations
 
 import random
 
-from random_plans import bench_plans
+from random_plans import bench_plans, plan_like_node
 from test_stage_clearance import MARGIN, _body, _gap
 
 from bench.bench_reconfig import make_pair
-from smores_assembly.errors import NavigationError, PlanningError
+from smores_assembly.errors import PlanningError
 from smores_assembly.geometry import Pose2D
-from smores_assembly.navigation.problem import nav_problem, wait_for_backoffs
+from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, _final_leg_waits, turn_clearance
 from smores_assembly.planning import with_schedule
 from smores_assembly.reconfigure import plan_reconfiguration
 from smores_assembly.scenario import scenario_from_dict
-from smores_assembly.staging import plan_stage_carrying
 
 W = 0.08
 
@@ -98,14 +97,9 @@ def _stage_plans(sc, plan, nav: NavSettings):
         prob = nav_problem(plan, k, poses, set(), {}, nav)
         if not prob.staging:
             continue
-        try:
-            sp, _ = plan_stage_carrying(prob.moving, prob.staging, prob.carried,
-                                        prob.obstacles, prob.zones, nav, fixed=prob.fixed,
-                                        width=W, keep_clear=prob.keep_clear,
-                                        slides=prob.slides)
-        except NavigationError:
+        sp = plan_like_node(prob, nav, W)
+        if sp is None:
             continue  # a stage the grid cannot plan at all (not this test's matter)
-        sp = wait_for_backoffs(sp, prob.backoffs, nav.helper_backoff_speed, W)
         if sp.paths:
             yield k, sp
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 import math
 
 from bench.bench_targets import make_scenario
-from random_plans import bench_plans, stage_start_world
+from random_plans import bench_plans, plan_like_node, stage_start_world
 from smores_assembly.docking import DockingSettings
-from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, square_overlap
-from smores_assembly.navigation.problem import nav_problem, wait_for_backoffs
+from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings, carried_predock
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import scenario_from_dict
-from smores_assembly.staging import plan_stage_carrying, staging_poses
+from smores_assembly.staging import staging_poses
 
 W = 0.08
 STANDOFF = 0.06
@@ -141,14 +140,9 @@ def _stage_plans(sc, plan, nav: NavSettings, handed_over: bool = False):
     for k in range(len(plan.stages)):
         poses = _world_at(plan, sc, k, targets)
         prob = nav_problem(plan, k, poses, set(), {}, nav, staging_targets=targets)
-        try:
-            sp, _ = plan_stage_carrying(prob.moving, prob.staging, prob.carried,
-                                        prob.obstacles, prob.zones, nav, fixed=prob.fixed,
-                                        width=W, keep_clear=prob.keep_clear,
-                                        slides=prob.slides)
-        except NavigationError:
+        sp = plan_like_node(prob, nav, W)
+        if sp is None:
             continue  # a stage the grid cannot plan at all (not this test's matter)
-        sp = wait_for_backoffs(sp, prob.backoffs, nav.helper_backoff_speed, W)
         if not handed_over:
             poses = {**poses, **{h: end for h, (_s, end) in prob.backoffs.items()}}
         if sp.paths:
