@@ -22,11 +22,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: command-line tools: ``bin/<name>``.
 CLI_SCRIPTS = {
-    "smores-assemble": "smores_assembly.cli:main",
+    "smores-assemble": "smores_assembly.entry:assemble",
 }
 #: ROS 2 nodes, one executable each: ``lib/smores_assembly/<name>`` on a ROS install.
 NODE_SCRIPTS = {
-    name: f"smores_assembly.ros.{name}:main"
+    name: f"smores_assembly.entry:{name}"
     for name in ("container", "docking_controller", "executive", "fake_hardware",
                  "gazebo_spawn", "mocap_bridge", "navigation", "root_search",
                  "task_assignment")

@@ -1,0 +1,61 @@
+"""Console entry points that survive a Ctrl-C while they are still importing (no ROS imports).
+
+``smores-assemble`` and every node import numpy, scipy, networkx and rclpy before their
+``main`` can install a signal handler: ~0.5-1 s in which a Ctrl-C (or the SIGINT a launcher
+sends to a stack that is stopped while it starts) printed a traceback from deep inside
+``importlib``, or an ``ImportError`` when it landed in a C extension's initialisation
+(numpy's). Each entry point here holds a SIGINT back while it imports its real module
+(the import completes), then, when one came, prints one line and exits with 130 (128 +
+SIGINT, the shell's convention) without calling ``main``: nothing has moved by then. A
+process started with SIGINT ignored (a background job, ``nohup``) keeps ignoring it.
+Otherwise ``main`` runs with Python's default handler back in force, unchanged.
+
+setup.py names these functions as its console scripts (pip) and the scripts CMake writes
+for ``ros2 run`` (``lib/smores_assembly/<node>``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+from collections.abc import Callable
+
+#: exit status of a process interrupted by SIGINT before it did anything (128 + 2)
+INTERRUPTED_EXIT = 130
+
+
+def _guarded(module: str, prog: str, what: str) -> Callable[[], int]:
+    """An entry point that imports ``module`` and returns ``module.main()``; a SIGINT during
+    the import is held back until the import ends, then prints ``"<prog>: <what>"`` to
+    stderr and the entry point returns :data:`INTERRUPTED_EXIT` (``main`` is not called)."""
+
+    def entry() -> int:
+        interrupted: list[int] = []
+        guard = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if guard:
+            signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+        try:
+            target = importlib.import_module(module)
+        finally:
+            if guard:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+        if interrupted:
+            print(f"{prog}: {what}", file=sys.stderr)
+            return INTERRUPTED_EXIT
+        return int(target.main() or 0)
+
+    entry.__name__ = entry.__qualname__ = module.rsplit(".", 1)[-1]
+    entry.__doc__ = f"Run ``{module}.main()``, quiet when interrupted while importing it."
+    return entry
+
+
+#: ``smores-assemble``
+assemble = _guarded("smores_assembly.cli", "smores-assemble",
+                    "interrupted before any module moved")
+
+#: the nodes, one executable each; setup.py's NODE_SCRIPTS names the same (test_entry)
+NODES = ("container", "docking_controller", "executive", "fake_hardware", "gazebo_spawn",
+         "mocap_bridge", "navigation", "root_search", "task_assignment")
+for _name in NODES:
+    globals()[_name] = _guarded(f"smores_assembly.ros.{_name}", _name, "interrupted while starting")

@@ -1,0 +1,69 @@
+"""A Ctrl-C while an executable still imports its modules prints one line, not a traceback.
+
+``smores-assemble`` and every node spend ~0.5-1 s importing numpy, scipy, networkx and
+rclpy before their own handlers are in force; :mod:`smores_assembly.entry` guards that
+import. Judged on a real process: a child started through the entry point is sent SIGINT
+while it is provably inside the import (the import blocks on a pipe the test holds and
+releases only after the signal was sent).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from smores_assembly import entry
+
+
+def test_guard_returns_main_result_and_130_when_interrupted_in_import(tmp_path):
+    (tmp_path / "slowmod.py").write_text(textwrap.dedent("""
+        import os, sys
+        os.write(int(os.environ["READY_FD"]), b"x")   # now inside the import
+        os.read(int(os.environ["BLOCK_FD"]), 1)         # blocks until the test writes
+        def main():
+            return 7   # must not run after an interrupted import
+    """))
+    (tmp_path / "quickmod.py").write_text(textwrap.dedent("""
+        import signal
+        def main():   # 7: Python's default handler is back; 3: still ignored, as started
+            h = signal.getsignal(signal.SIGINT)
+            return 7 if h is signal.default_int_handler else 3 if h == signal.SIG_IGN else 1
+    """))
+    ready_r, ready_w = os.pipe()
+    block_r, block_w = os.pipe()
+    code = ("import sys; from smores_assembly.entry import _guarded; "
+            "sys.exit(_guarded(sys.argv[1], 'prog', 'interrupted early')())")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+           "READY_FD": str(ready_w), "BLOCK_FD": str(block_r)}
+    quick = subprocess.run([sys.executable, "-c", code, "quickmod"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert quick.returncode == 7, quick.stderr
+    ignored = subprocess.run([sys.executable, "-c", code, "quickmod"], env=env,
+                             capture_output=True, text=True, timeout=120,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert ignored.returncode == 3, ignored.stderr   # a background job keeps ignoring it
+    proc = subprocess.Popen([sys.executable, "-c", code, "slowmod"], env=env,
+                            pass_fds=(ready_w, block_r), stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.close(ready_w)
+    os.close(block_r)
+    try:
+        assert os.read(ready_r, 1) == b"x"     # the child is inside the guarded import
+        proc.send_signal(signal.SIGINT)
+        os.write(block_w, b"x")                # let the import end
+        _, err = proc.communicate(timeout=120)
+    finally:
+        os.close(ready_r)
+        os.close(block_w)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == entry.INTERRUPTED_EXIT
+    assert err.strip() == "prog: interrupted early"   # one line, no traceback
+
+
+def test_every_entry_point_is_callable_and_named_after_its_module():
+    assert entry.assemble.__name__ == "cli"
+    for name in entry.NODES:
+        assert getattr(entry, name).__name__ == name
