@@ -10,12 +10,17 @@ SIGINT, the shell's convention) without calling ``main``: nothing has moved by t
 process started with SIGINT ignored (a background job, ``nohup``) keeps ignoring it.
 Otherwise ``main`` runs with Python's default handler back in force, unchanged.
 
+Each entry point also enables :mod:`faulthandler`: a process that dies of a fatal signal
+(SIGSEGV, SIGABRT, ... inside the middleware; a ``run`` once ended with exit -11 under load)
+writes every thread's Python stack to its stderr (the node's log), so the crash has a place.
+
 setup.py names these functions as its console scripts (pip) and the scripts CMake writes
 for ``ros2 run`` (``lib/smores_assembly/<node>``).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import signal
 import sys
@@ -31,6 +36,7 @@ def _guarded(module: str, prog: str, what: str) -> Callable[[], int]:
     stderr and the entry point returns :data:`INTERRUPTED_EXIT` (``main`` is not called)."""
 
     def entry() -> int:
+        faulthandler.enable()
         interrupted: list[int] = []
         guard = signal.getsignal(signal.SIGINT) is signal.default_int_handler
         if guard:

@@ -67,3 +67,20 @@ def test_every_entry_point_is_callable_and_named_after_its_module():
     assert entry.assemble.__name__ == "cli"
     for name in entry.NODES:
         assert getattr(entry, name).__name__ == name
+
+
+def test_a_fatal_signal_in_main_leaves_the_python_stack_on_stderr(tmp_path):
+    (tmp_path / "crashmod.py").write_text(textwrap.dedent("""
+        import os, signal
+        def crash_here():
+            os.kill(os.getpid(), signal.SIGSEGV)
+        def main():
+            crash_here()
+    """))
+    code = ("import sys; from smores_assembly.entry import _guarded; "
+            "sys.exit(_guarded('crashmod', 'prog', 'interrupted')())")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == -signal.SIGSEGV
+    assert "Segmentation fault" in r.stderr and "crash_here" in r.stderr, r.stderr
