@@ -149,7 +149,10 @@ def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0,
                 mapf[int(m.group(1))] = mapf.get(int(m.group(1)), 0.0) + float(m.group(2))
     except OSError:
         pass
-    run_wall = marks.get("end", t0) - marks.get("start", t0)
+    # a run stopped before its verdict (timeout, Ctrl-C) has no "end" mark: it ran until
+    # the process ended (was t0: a negative wall time); no "start" mark: it never ran
+    end = marks.get("end", t0 + wall)
+    run_wall = max(0.0, end - marks.get("start", end))
     return {"success": bool(report.get("success")),
             "error": report.get("error", "".join(lines[-3:]).strip()),
             "sim_s": sim, "wall_s": round(run_wall, 1), "process_wall_s": round(wall, 1),
