@@ -278,7 +278,8 @@ def run_case(case: str, mode: str, workdir: Path, timeout: float) -> dict:
     after = sum(cpu - per_pid.get(pid, (name, 0.0))[1]
                 for pid, (name, cpu) in at_verdict.items())
     sim = float(report.get("assembly_time_s", 0.0))
-    run_wall = marks.get("goal_end", t0) - marks.get("start", t0)
+    end = marks.get("goal_end", t0 + wall)   # no progress line: until the process ended
+    run_wall = max(0.0, end - marks.get("start", end))
     total = sum(run_cpu.values())
     return {"case": case, "mode": mode, "success": report.get("success"),
             "error": report.get("error", "".join(lines[-3:]).strip()),
