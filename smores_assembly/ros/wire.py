@@ -159,8 +159,11 @@ def write_module_states(sec: int, nanosec: int, frame_id: str, modules) -> bytes
     return b"".join(out)
 
 
-def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
-    """``(header stamp [s], modules)`` of a serialised ``ModuleStateArray``.
+def _decode_states(raw: bytes) -> tuple[float, list[tuple[str, tuple, bool, float]]]:
+    """``(header stamp [s], entries)`` of a serialised ``ModuleStateArray``: per module
+    ``(id, the 10 doubles x y yaw px py pz qx qy qz qw, tracked, stamp [s])`` in the
+    message's order. The one CDR walk behind :func:`read_module_states` and
+    :func:`read_mocap_frame`.
 
     Raises:
         ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
@@ -175,24 +178,35 @@ def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
         off += -(off - 4) % 4
         count = _U32.unpack_from(raw, off)[0]
         off += 4
-        mods = []
+        entries = []
         for _ in range(count):
             off += -(off - 4) % 4
             n = _U32.unpack_from(raw, off)[0]
             mid = bytes(raw[off + 4:off + 3 + n]).decode()
             off += 4 + n
             off += -(off - 4) % 8
-            x, y, yaw = _STATE.unpack_from(raw, off)[:3]
+            fields = _STATE.unpack_from(raw, off)
             off += _STATE.size
             tracked = raw[off] != 0
             off += 1
             off += -(off - 4) % 4
             ssec, snsec = _TIME.unpack_from(raw, off)
             off += _TIME.size
-            mods.append(ModuleStateView(mid, x, y, yaw, tracked, ssec + snsec * 1e-9))
+            entries.append((mid, fields, tracked, ssec + snsec * 1e-9))
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise ValueError(f"not a CDR ModuleStateArray ({len(raw)} bytes): {exc}") from None
-    return sec + nanosec * 1e-9, mods
+    return sec + nanosec * 1e-9, entries
+
+
+def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
+    """``(header stamp [s], modules)`` of a serialised ``ModuleStateArray``.
+
+    Raises:
+        ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
+    """
+    stamp, entries = _decode_states(raw)
+    return stamp, [ModuleStateView(mid, f[0], f[1], f[2], tracked, t)
+                   for mid, f, tracked, t in entries]
 
 
 def read_mocap_frame(raw: bytes) -> tuple[float, list[tuple[str, float, tuple, tuple]]]:
@@ -204,35 +218,9 @@ def read_mocap_frame(raw: bytes) -> tuple[float, list[tuple[str, float, tuple, t
     Raises:
         ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
     """
-    if len(raw) < 4 + 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
-        raise ValueError(f"not a little-endian CDR ModuleStateArray ({len(raw)} bytes, "
-                         f"encapsulation {bytes(raw[:4]).hex()})")
-    try:
-        sec, nanosec = _TIME.unpack_from(raw, 4)
-        n = _U32.unpack_from(raw, 12)[0]
-        off = 16 + n                          # absolute offsets; data starts at 4
-        off += -(off - 4) % 4
-        count = _U32.unpack_from(raw, off)[0]
-        off += 4
-        bodies = []
-        for _ in range(count):
-            off += -(off - 4) % 4
-            n = _U32.unpack_from(raw, off)[0]
-            mid = bytes(raw[off + 4:off + 3 + n]).decode()
-            off += 4 + n
-            off += -(off - 4) % 8
-            _, _, _, px, py, pz, qx, qy, qz, qw = _STATE.unpack_from(raw, off)
-            off += _STATE.size
-            tracked = raw[off] != 0
-            off += 1
-            off += -(off - 4) % 4
-            ssec, snsec = _TIME.unpack_from(raw, off)
-            off += _TIME.size
-            if tracked:
-                bodies.append((mid, ssec + snsec * 1e-9, (px, py, pz), (qw, qx, qy, qz)))
-    except (struct.error, IndexError, UnicodeDecodeError) as exc:
-        raise ValueError(f"not a CDR ModuleStateArray ({len(raw)} bytes): {exc}") from None
-    return sec + nanosec * 1e-9, bodies
+    stamp, entries = _decode_states(raw)
+    return stamp, [(mid, t, (f[3], f[4], f[5]), (f[9], f[6], f[7], f[8]))
+                   for mid, f, tracked, t in entries if tracked]
 
 
 # --- geometry_msgs/Twist ---------------------------------------------------------------------
