@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "--timeout; 2 bad "
                                "input, refused before anything starts; 3 plan not approved "
                                "at the --approve prompt (nothing moved); 130 Ctrl-C "
-                               "(assembly cancelled, every module stopped, report written)")
+                               "(once the stack is up: assembly cancelled, every module "
+                               "stopped, report written; before: nothing moved, no report)")
     pr.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
     pr.add_argument("--out", metavar="DIR", default=None,
                     help="output directory for report.json, the pictures and nodes.log "
@@ -82,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="plan first and wait for operator approval before moving")
     pr.add_argument("--record", action="store_true", help="record the run's topics (MCAP)")
     pr.add_argument("--timeout", metavar="S", type=_positive, default=None,
-                    help=f"give up after S seconds of wall-clock time (default: "
+                    help=f"give up after S seconds of wall-clock time, counted from the "
+                         f"goal's acceptance (the stack's start-up is not counted; default: "
                          f"{RUN_DEFAULT_TIMEOUT_S:g} s, "
                          f"smores_assembly.run_job.DEFAULT_TIMEOUT_S)")
     pr.add_argument("--real-time-factor", metavar="F", type=_non_negative, default=None,

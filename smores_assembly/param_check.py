@@ -22,6 +22,7 @@ from smores_assembly.params import (NODE_SETTINGS, check_common_parameters, node
                                      validate_settings)
 from smores_assembly.params_file import ParamsFileError, ParamsSection, parse_params_file
 from smores_assembly.scenario import module_id_error
+from smores_assembly.sim.settings import DEFAULT_PARTICIPANTS
 
 #: parameters declared outside the settings dataclasses (prefix match for dotted groups).
 EXTRA_PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -30,6 +31,19 @@ EXTRA_PARAMETERS: dict[str, tuple[str, ...]] = {
 COMMON_PARAMETERS = ("use_sim_time",)
 #: their defaults, as rclpy declares them on every node
 COMMON_DEFAULTS: dict[str, Any] = {"use_sim_time": False}
+#: the nodes that declare ``lockstep`` (default false) outside their settings dataclasses
+#: (``smores_assembly.ros.lockstep.declare``): the fake hardware's default participants
+LOCKSTEP_NODES = tuple(DEFAULT_PARTICIPANTS)
+
+
+def _default(node: str, name: str, fields: dict) -> Any:
+    """The value ``node`` gives parameter ``name`` when no file sets it: its settings'
+    default, rclpy's for the common ones, false for a participant's ``lockstep``."""
+    if name in fields:
+        return fields[name][1]
+    if name == "lockstep" and node in LOCKSTEP_NODES:
+        return False
+    return COMMON_DEFAULTS.get(name)
 
 
 def _fields(node: str) -> dict[str, tuple[dataclasses.Field, Any]]:
@@ -65,8 +79,19 @@ def _check_value(where: str, f: dataclasses.Field, default: Any, value: Any) -> 
 
 def _known(name: str, node: str, fields: dict) -> bool:
     return (name in fields or name in COMMON_PARAMETERS
+            or (name == "lockstep" and node in LOCKSTEP_NODES)
             or any(name == p or (p.endswith(".") and name.startswith(p))
                    for p in EXTRA_PARAMETERS.get(node, ())))
+
+
+def declares(executable: str, name: str) -> bool:
+    """Whether the node ``executable`` (e.g. ``docking_controller``) declares parameter
+    ``name``: a value for it in a ``/**`` section reaches only the nodes that do (rcl
+    leaves the others' undeclared values unused). True for an executable this module has
+    no settings for (nothing known to leave out)."""
+    if executable not in NODE_SETTINGS:
+        return True
+    return _known(name, executable, _fields(executable))
 
 
 def _check_module_ids(where: str, value: Any) -> None:
@@ -78,8 +103,13 @@ def _check_module_ids(where: str, value: Any) -> None:
             raise ParamsFileError(f"{where}: {err}")
 
 
+def _check_bool(where: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ParamsFileError(f"{where}: expected a bool, got {value!r}")
+
+
 #: checks of parameters declared outside the settings dataclasses
-EXTRA_CHECKS = {"module_ids": _check_module_ids}
+EXTRA_CHECKS = {"module_ids": _check_module_ids, "lockstep": _check_bool}
 
 
 def _as_field(value: Any, default: Any) -> Any:
@@ -287,7 +317,7 @@ def check_params_file(path: str | Path, readers: dict[str, str] | None = None,
             noted: dict[Any, list[str]] = {}   # pinned value -> nodes (one note each)
             for fqn, exe in owners.items():
                 node = fqn.rsplit("/", 1)[-1]
-                default = cache.get(exe, {}).get(name, (None, COMMON_DEFAULTS.get(name)))[1]
+                default = _default(exe, name, cache.get(exe, {}))
                 # the one rule for a value the launch sets after this file: one that
                 # differs from the node's default (its settings' or rclpy's, e.g.
                 # use_sim_time) is refused with the hint; one equal to it asks for nothing

@@ -419,6 +419,58 @@ def test_run_says_and_records_which_params_file_values_are_in_force(tmp_path, fl
     assert "docking_controller approach_speed=0.01" in line
 
 
+def test_a_stack_wide_value_is_in_force_only_on_the_nodes_that_declare_it(tmp_path):
+    """Fresh-user finding: ``/**: approach_speed`` was reported applied to all 7 nodes;
+    rcl leaves an undeclared value unused, so only the docking controller runs with it.
+    Oracle: the shipped config/<node>.yaml files, which list every parameter a node
+    declares (test_shipped_config_is_the_dataclass_defaults)."""
+    from smores_assembly.cli import build_parser
+    from smores_assembly.run_job.stack import launch_specs
+    f = tmp_path / "p.yaml"
+    f.write_text("/**:\n  ros__parameters:\n    approach_speed: 0.02\n")
+    check_params_file(f)
+    declaring = {c.stem for c in (REPO / "config").glob("*.yaml")
+                 if re.search(r"^\s+approach_speed:", c.read_text(), re.M)}
+    applied: dict = {}
+    launch_specs(build_parser().parse_args(
+        ["run", str(REPO / "config/scenarios/mobile_manipulator.yaml"), "--params-file",
+         str(f)]), applied)
+    assert declaring == {"docking_controller"}
+    assert applied == {n: {"approach_speed": 0.02} for n in declaring}
+
+
+@pytest.mark.parametrize("text,note,error", [
+    # every lockstep participant declares lockstep (default false): false is noted for
+    # all of them in one line, not refused for the first participant without it in its
+    # settings (fresh-user finding), nor "unknown" under the participant's own name
+    ("/**: {ros__parameters: {lockstep: false}}",
+     "/**.lockstep: docking_controller, executive, fake_hardware, mocap_bridge, navigation "
+     "get lockstep from the launch", None),
+    ("/**/mocap_bridge: {ros__parameters: {lockstep: false}}",
+     "/**/mocap_bridge.lockstep: mocap_bridge gets lockstep from the launch", None),
+    ("/**/mocap_bridge: {ros__parameters: {lockstep: true}}", None, None),  # as launched
+    ("/**/mocap_bridge: {ros__parameters: {lockstep: 1}}", None, "expected a bool, got 1"),
+    ("/**/root_search: {ros__parameters: {lockstep: false}}", None,
+     "root_search.lockstep: unknown parameter"),   # no participant
+])
+def test_lockstep_is_a_parameter_of_every_participant(tmp_path, text, note, error):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    notes: list[str] = []
+    if error is not None:
+        with pytest.raises(ParamsFileError, match=re.escape(error)):
+            check_params_file(f, notes=notes)
+        return
+    check_params_file(f, notes=notes)
+    assert notes == ([] if note is None else [notes[0]]), notes
+    if note is not None:
+        assert notes[0].startswith(f"note: {f}:1: {note}"), notes
+    # with --free-running the launch sets false: true there would be ignored, so refused
+    if "true" in text:
+        with pytest.raises(ParamsFileError, match="use run --free-running"):
+            check_params_file(f, pinned={"mocap_bridge": {"lockstep": False}})
+
+
 def test_run_help_names_every_node_the_params_file_is_passed_to(tmp_path):
     """Fresh-user finding: ``run --help`` said --params-file is "overrides for the pipeline
     nodes", but the run passes it to fake_hardware and mocap_bridge too. Oracle: the

@@ -235,14 +235,17 @@ def params_file_applied(spec, path: str) -> dict[str, object]:
     :class:`~smores_assembly.launch.ProcessSpec`) runs with: the file's sections for the
     node, less what a later ``--params-file`` or ``-p`` of its command line sets (rcl
     applies them in order, the last one wins; e.g. a ``--seed`` flag, or the launch's
-    ``use_sim_time``). Parameter -> value, typed as rcl types it."""
+    ``use_sim_time``), and less what the node does not declare (a ``/**`` value for
+    another node's parameter). Parameter -> value, typed as rcl types it."""
+    from smores_assembly.param_check import declares  # noqa: PLC0415
     from smores_assembly.params_file import params_for, parse_params_file  # noqa: PLC0415
     cmd, out = spec.cmd, {}
     for i, a in enumerate(cmd[:-1]):
         if a == "--params-file":
             values = params_for(parse_params_file(cmd[i + 1]), spec.node)
             if cmd[i + 1] == path:
-                out.update(values)
+                out.update({k: v for k, v in values.items()
+                            if declares(spec.executable, k)})
             else:
                 for name in values:
                     out.pop(name, None)
