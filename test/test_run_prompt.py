@@ -77,20 +77,31 @@ def _ctrl_c_line() -> str:
 
 def test_the_first_ctrl_c_is_answered_at_once_with_one_line(capsys):
     """Ctrl-C during ``run`` was silent for ~17 s (cancel, node shut-down, report:
-    fresh-user finding). The first signal prints one line before anything else is done
-    (the handler's thread has printed it when it ends), a second one nothing more."""
-    from smores_assembly.run_job.stack import Interrupts
+    fresh-user finding). The first signal prints one line before anything else is done;
+    a second one says that the shut-down goes on (it was ignored without a word: second
+    fresh-user finding), a third nothing more."""
+    from smores_assembly.run_job.stack import INTERRUPT_AGAIN_NOTICE, Interrupts
+    from smores_assembly.teardown import TEARDOWN_TIMEOUT_S
     signals = Interrupts()
     try:
         os.kill(os.getpid(), signal.SIGINT)   # the handler runs before the next line
         assert signals.interrupted.is_set() and signals.stop.is_set()
-        signals._announcer.join(timeout=HANG_S)
+        assert signals.wait_said(1, HANG_S)
         first = capsys.readouterr().out
+        os.kill(os.getpid(), signal.SIGINT)
+        assert signals.wait_said(2, HANG_S)
+        second = capsys.readouterr().out
         os.kill(os.getpid(), signal.SIGINT)
     finally:
         signals.restore()
+    signals._announcer.join(timeout=HANG_S)
+    assert not signals._announcer.is_alive()
     assert first == _ctrl_c_line() + "\n"
+    assert second == INTERRUPT_AGAIN_NOTICE.format(what="Ctrl-C",
+                                                   bound=TEARDOWN_TIMEOUT_S) + "\n"
+    assert "still shutting down" in second
     assert capsys.readouterr().out == ""
+    assert signals.said == 2
 
 
 def test_ctrl_c_at_the_prompt_is_answered_on_a_line_of_its_own(pipe_stdin, capsys,

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from smores_assembly.errors import InputError
+from smores_assembly.teardown import TEARDOWN_TIMEOUT_S
 
 #: Log levels of node output that are also echoed to stderr.
 WATCH = ("WARN", "ERROR", "FATAL")
@@ -349,6 +350,10 @@ class NodeLog:
 #: (~17 s on a loaded machine), during which the run was silent (fresh-user finding).
 INTERRUPT_NOTICE = ("{what}: cancelling the assembly and shutting the nodes down (the "
                     "report is still written) ...")
+#: the answer to a second signal while the stack shuts down (said once; the shut-down is
+#: bounded, so it is not cut short: that would lose the report)
+INTERRUPT_AGAIN_NOTICE = ("{what} again: still shutting down (every step is bounded, "
+                          "at most {bound:.0f} s each); the report follows")
 
 
 class Interrupts:
@@ -359,7 +364,8 @@ class Interrupts:
     that a signal came (exit status 130). The first signal is answered at once with one
     line, :data:`INTERRUPT_NOTICE`, printed by a thread of this object (a signal handler
     must not write to a buffered stream the main thread may be writing to), also while the
-    approval prompt waits. :meth:`restore` puts the previous handlers back.
+    approval prompt waits; a second one with :data:`INTERRUPT_AGAIN_NOTICE` (the shut-down
+    goes on), later ones with nothing. :meth:`restore` puts the previous handlers back.
     """
 
     def __init__(self):
@@ -368,6 +374,10 @@ class Interrupts:
         self.stop = threading.Event()
         self.interrupted = threading.Event()
         self._signum: int | None = None
+        self._count = 0                  # signals received
+        self.said = 0                    # notices printed (at most 2)
+        self._said_cv = threading.Condition()
+        self._restored = False
         self._wake = threading.Event()   # a signal came, or restore()
         self._announcer = threading.Thread(target=self._announce, daemon=True,
                                            name="interrupt-notice")
@@ -378,18 +388,34 @@ class Interrupts:
     def _on_signal(self, signum=None, _frame=None) -> None:
         if self._signum is None:
             self._signum = signum if signum is not None else signal.SIGINT
+        self._count += 1
         self.interrupted.set()
         self.stop.set()
         self._wake.set()
 
     def _announce(self) -> None:
-        self._wake.wait()
-        if self._signum is not None:
-            self._notice(INTERRUPT_NOTICE.format(
-                what="SIGTERM" if self._signum == signal.SIGTERM else "Ctrl-C"))
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while self._signum is not None and self.said < min(self._count, 2):
+                what = "SIGTERM" if self._signum == signal.SIGTERM else "Ctrl-C"
+                self._notice(INTERRUPT_NOTICE.format(what=what) if self.said == 0 else
+                             INTERRUPT_AGAIN_NOTICE.format(what=what,
+                                                           bound=TEARDOWN_TIMEOUT_S))
+                with self._said_cv:
+                    self.said += 1
+                    self._said_cv.notify_all()
+            if self._restored or self.said >= 2:
+                return
+
+    def wait_said(self, lines: int, timeout: float) -> bool:
+        """Wait at most ``timeout`` [s] until ``lines`` notices were printed; True if so."""
+        with self._said_cv:
+            return self._said_cv.wait_for(lambda: self.said >= lines, timeout)
 
     def restore(self) -> None:
         signal.signal(signal.SIGINT, self._old_int)
         signal.signal(signal.SIGTERM, self._old_term)
+        self._restored = True
         self._wake.set()
         self._announcer.join(timeout=5.0)   # the notice comes before the run's last lines
