@@ -5,12 +5,16 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from bench.bench_scale import scale_scenario_dict
 from bench.bench_targets import make_scenario
+from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import NavigationError, PlanningError
-from smores_assembly.navigation.problem import wait_for_backoffs
+from smores_assembly.geometry import wrap_angle
+from smores_assembly.navigation.problem import nav_problem, wait_for_backoffs
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import Scenario, scenario_from_dict
-from smores_assembly.staging import plan_stage_carrying
+from smores_assembly.staging import plan_stage_carrying, staging_poses
+from smores_assembly.vocabulary import Phase
 
 
 def bench_plans(count: int, seed: int, sizes: tuple[int, int] = (5, 12)
@@ -54,3 +58,41 @@ def stage_start_world(plan, sc: Scenario, k: int, targets: dict) -> dict:
         elif a.module in targets:
             poses[a.module] = targets[a.module]
     return poses
+
+
+def scale_plans(n: int, count: int, seed: int):
+    """Pipelined plans of ``count`` bench_scale random targets of ``n`` nodes, their
+    generator seeds drawn with ``seed`` (refused targets skipped): (scenario, plan)."""
+    for s in random.Random(seed).sample(range(1000), count):
+        data = scale_scenario_dict("random", n, s)
+        data["name"] = f"random{n}_seed{s}"
+        sc = scenario_from_dict(data)
+        try:
+            yield sc, with_schedule(plan_assembly(sc), "pipelined")
+        except PlanningError:
+            continue
+
+
+def pair_problems(plans, nav, width: float = 0.08, standoff: float = 0.06):
+    """``(name, action, poses, problem)`` of every carried dock that is its helper's first
+    of its stage: the world as the stage starts, the helper one ``width`` [m] behind its
+    module on the pick-up axis (``standoff`` [m] out from the pick-up pose), the module
+    lifted (its docking face ahead, ``carry_yaw``); ``problem``: ``nav_problem`` of the
+    stage with the module in NAVIGATE (``nav``: NavSettings)."""
+    for sc, plan in plans:
+        targets = staging_poses(plan, standoff)
+        first: set[tuple[int, str]] = set()
+        for a in plan.actions:
+            if not a.needs_helper or not a.helper or (a.stage, a.helper) in first:
+                continue
+            first.add((a.stage, a.helper))
+            poses = stage_start_world(plan, sc, a.stage, targets)
+            others = [(p.x, p.y) for m, p in poses.items() if m not in (a.helper, a.module)]
+            pick = pickup_pose(poses[a.module], poses[a.helper], others, width, standoff)
+            h = pick.compose(standoff, 0.0, 0.0)
+            poses[a.helper] = h
+            poses[a.module] = h.compose(width, 0.0, wrap_angle(-a.child_face.angle))
+            prob = nav_problem(plan, a.stage, poses, set(), {a.module: Phase.NAVIGATE}, nav,
+                               staging_targets=targets)
+            if a.helper in prob.carried:
+                yield sc.name, a, poses, prob

@@ -24,61 +24,18 @@ here (the pair's turn there is a matter of its own).
 from __future__ import annotations
 
 import math
-import random
 
-from bench.bench_scale import scale_scenario_dict
-from random_plans import bench_plans, stage_start_world
-from smores_assembly.docking.control import pickup_pose
-from smores_assembly.errors import NavigationError, PlanningError
+from random_plans import bench_plans, pair_problems, scale_plans
+from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, square_overlap, wrap_angle
 from smores_assembly.navigation.mapf import UnreachableGoalError
-from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.stage import NavSettings
-from smores_assembly.planning import plan_assembly, with_schedule
-from smores_assembly.scenario import scenario_from_dict
-from smores_assembly.staging import plan_stage_carrying, staging_poses
-from smores_assembly.vocabulary import Phase
+from smores_assembly.staging import plan_stage_carrying
 
 W = 0.08
 STANDOFF = 0.06
 MARGIN = 0.001
 STEP = 0.005       # sampling step along a leg [m]
-
-
-def _scale_plans(n: int, count: int, seed: int):
-    """Pipelined plans of ``count`` bench_scale random targets of ``n`` nodes, their
-    generator seeds drawn with ``seed`` (refused targets skipped)."""
-    for s in random.Random(seed).sample(range(1000), count):
-        data = scale_scenario_dict("random", n, s)
-        data["name"] = f"random{n}_seed{s}"
-        sc = scenario_from_dict(data)
-        try:
-            yield sc, with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
-
-
-def _pair_problems(plans, nav: NavSettings):
-    """``(name, action, poses, problem)`` of every carried dock that is its helper's first
-    of its stage: the world as the stage starts, the helper one width behind its module
-    on the pick-up axis, the module lifted (its docking face ahead, ``carry_yaw``)."""
-    for sc, plan in plans:
-        targets = staging_poses(plan, STANDOFF)
-        first: set[tuple[int, str]] = set()
-        for a in plan.actions:
-            if not a.needs_helper or not a.helper or (a.stage, a.helper) in first:
-                continue
-            first.add((a.stage, a.helper))
-            poses = stage_start_world(plan, sc, a.stage, targets)
-            others = [(p.x, p.y) for m, p in poses.items() if m not in (a.helper, a.module)]
-            pick = pickup_pose(poses[a.module], poses[a.helper], others, W, STANDOFF)
-            h = pick.compose(STANDOFF, 0.0, 0.0)
-            poses[a.helper] = h
-            poses[a.module] = h.compose(W, 0.0, wrap_angle(-a.child_face.angle))
-            prob = nav_problem(plan, a.stage, poses, set(), {a.module: Phase.NAVIGATE}, nav,
-                               staging_targets=targets)
-            if a.helper in prob.carried:
-                yield sc.name, a, poses, prob
 
 
 def _plan(prob, nav: NavSettings):
@@ -130,8 +87,8 @@ def test_carried_pair_paths_keep_clear_of_standing_modules_random_targets():
     cell, 2 of the 250 pair paths ran their last leg through a standing module."""
     nav = NavSettings()
     bad, checked = [], 0
-    plans = [*_scale_plans(30, 8, 16), *bench_plans(40, 42)]
-    for name, a, poses, prob in _pair_problems(plans, nav):
+    plans = [*scale_plans(30, 8, 16), *bench_plans(40, 42)]
+    for name, a, poses, prob in pair_problems(plans, nav, W, STANDOFF):
         try:
             sp = _plan(prob, nav)
         except NavigationError:
@@ -156,7 +113,7 @@ def test_modules_moved_aside_for_a_pair_can_reach_their_parking_cells_random_tar
     so."""
     nav = NavSettings()
     bad, checked = [], 0
-    for name, a, _poses, prob in _pair_problems(_scale_plans(30, 8, 16), nav):
+    for name, a, _poses, prob in pair_problems(scale_plans(30, 8, 16), nav, W, STANDOFF):
         checked += 1
         try:
             _plan(prob, nav)
