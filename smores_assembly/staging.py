@@ -805,7 +805,7 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
                          nav_settings=None, fixed: Collection[str] = (),
                          width: float = MODULE_WIDTH, clock_factory=None,
                          keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
-                         slides=None):
+                         slides=None, hold_zones: Collection[Rect] = ()):
     """Plan the active stage's modules and the staging moves together.
 
     One :func:`smores_assembly.navigation.stage.plan_stage` problem with the staging
@@ -813,7 +813,11 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     then checked with :func:`path_enters` against ``zones`` (the active stage's): offenders
     are dropped (they stay where they are, as obstacles) and the stage planned again. When
     the joint problem cannot be planned, the staging moves are dropped one by one (latest
-    first) until it can; without any the result is that of plan_stage alone.
+    first) until it can; without any the result is that of plan_stage alone. A module the
+    plan moves aside whose path comes into ``hold_zones`` (a carried pair's, planned
+    apart, :func:`plan_stage_carrying`) is held where it stands (a fixed obstacle) and the
+    stage planned again; when holding them leaves the stage unplannable, the plan before
+    the first hold is returned.
 
     Args:
         moving: the active stage's modules -> (current pose, goal); staging: later-stage
@@ -835,29 +839,47 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
     staged = dict(staging)
     zones = list(zones)
+    held: set[str] = set()
+    before_hold = None
     while True:
         mv = dict(moving)
         mv.update(staged)
         obs = {m: p for m, p in obstacles.items() if m not in mv}
-        fx = [m for m in fixed if m in obs]
+        fx = [m for m in set(fixed) | held if m in obs]
         try:
-            sp = plan_stage(mv, obs, nav_settings, fixed=fx,
+            sp = plan_stage(mv, obs, nav_settings, fixed=sorted(fx),
                             clock=clock_factory() if clock_factory else None,
                             keep_clear=keep_clear, slides=slides)
         except NavigationError:
+            if before_hold is not None:
+                # holding them walls the stage in: the plan as it was before
+                sp, staged = before_hold
+                break
             if not staged:
                 raise
             staged.pop(sorted(staged)[-1])
             continue
         bad = [m for m in staged if path_enters(sp.paths.get(m, []), zones, width)]
-        if not bad:
-            if staged:
-                clearance = getattr(nav_settings, "clearance", 0.115)
-                for m in sorted(moving):
-                    retime_final_leg(sp.paths, m, clearance)
-            return sp, sorted(staged)
-        for m in bad:
-            staged.pop(m)
+        if bad:
+            for m in bad:
+                staged.pop(m)
+            continue
+        # a module moved aside here through a carried pair's area, where the pair's plan
+        # had it stand (bench_scale random 30 seed 9, stage 2: m28, moved aside by the
+        # stage's plan, parked on the cell m27 passed on its way to its wide start cell,
+        # 0.29 mm, and m1 ran into the blocked m27)
+        cross = sorted(m for m in sp.moved_aside if m not in held and m not in mv
+                       and path_enters(sp.paths.get(m, []), hold_zones, width))
+        if not cross:
+            break
+        if before_hold is None:
+            before_hold = (sp, dict(staged))
+        held |= set(cross)
+    if staged:
+        clearance = getattr(nav_settings, "clearance", 0.115)
+        for m in sorted(moving):
+            retime_final_leg(sp.paths, m, clearance)
+    return sp, sorted(staged)
 
 
 def pair_reach(width: float = MODULE_WIDTH) -> float:
@@ -905,8 +927,10 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     path or staging pose would enter it where it is (the pair's plan went round it
     there). Modules a pair's plan moves aside stage in no plan and are fixed obstacles of
     the stage's plan; the area their paths cover (body radius + ``pair_margin``) is
-    added to the zones like the pair's. Without staging the stage's modules are planned
-    by ``plan_stage`` as before.
+    added to the zones like the pair's; a module the stage's plan moves aside through
+    those zones is held where it stands instead (``plan_stage_pipelined``'s
+    ``hold_zones``). Without staging or carried pairs the stage's modules are planned by
+    ``plan_stage`` as before.
 
     Args:
         moving, staging, obstacles, zones, nav_settings, fixed, width, clock_factory,
@@ -941,7 +965,8 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # random_10_974250758 stage 3: m8 beside m4's slide, contact m4-m8 0.10 mm)
         cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
                           clock=clock_factory() if clock_factory else None,
-                          keep_clear=keep_clear if alone else None, slides=slides)
+                          keep_clear=keep_clear if alone else None, slides=slides,
+                          carried_pose=obstacles.get(module))
         pair_plans.append(cp)
         aside |= set(cp.moved_aside)
         held_pairs |= {h, module}
@@ -960,7 +985,12 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         sp, staged = plan_stage_pipelined(moving, st, obstacles, list(zones) + pair_zones,
                                           nav_settings, fixed=fx, width=width,
                                           clock_factory=clock_factory, keep_clear=keep_clear,
-                                          slides=slides)
+                                          slides=slides, hold_zones=pair_zones)
+    elif moving and carried:
+        sp, _ = plan_stage_pipelined(moving, {}, obstacles, (), nav_settings, fixed=fx,
+                                     width=width, clock_factory=clock_factory,
+                                     keep_clear=keep_clear, slides=slides,
+                                     hold_zones=pair_zones)
     elif moving or (slides and not carried):
         sp = plan_stage(moving, obstacles, nav_settings, fixed=[m for m in fx if m in obstacles],
                         clock=clock_factory() if clock_factory else None,
