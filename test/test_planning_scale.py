@@ -404,3 +404,55 @@ def test_dock_corridor_cells_equal_the_stepwise_definition():
             beside.append((x - n[1], y + n[0]))
             beside.append((x + n[1], y - n[0]))
         assert (d.cell, d.normal, d.corridor, d.beside) == (c, n, tuple(want), tuple(beside))
+
+
+def test_plan_pauses_the_collector_and_restores_it(monkeypatch):
+    """``plan_assembly`` plans with the cyclic collector off (no full-heap pass inside the
+    plan) and leaves it as it found it: on stays on, off stays off, also when the plan is
+    refused. Oracle: ``gc.isenabled()`` read inside the schedule and after the call."""
+    import gc
+
+    import smores_assembly.planning as planning
+    from smores_assembly.errors import PlanningError
+    seen = []
+    real = planning.build_schedule
+    monkeypatch.setattr(planning, "build_schedule",
+                        lambda *a, **k: (seen.append(gc.isenabled()), real(*a, **k))[1])
+    nodes, edges = comb_tree(3, 3)
+    rng = random.Random(5)
+    modules = {f"m{i}": [rng.uniform(-1, 1), rng.uniform(-1, 1), 0.0] for i in range(12)}
+    data = {"name": "comb", "module_width": 0.08,
+            "target": {"nodes": nodes, "edges": [e.to_dict() for e in edges]},
+            "modules": modules}
+    sc = scenario_from_dict(data)
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            plan = plan_assembly(sc)
+            assert gc.isenabled() is state
+            assert len(plan.actions) == len(nodes) - 1
+            with pytest.raises(PlanningError):  # too few modules: refused inside the pause
+                plan_assembly(sc, modules={m: sc.modules[m] for m in list(sc.modules)[:4]})
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen and not any(seen)
+
+
+def test_lane_params_equal_the_docking_settings_formula():
+    """The cached ``(start, clearance)`` of a dock's driven body equals the formula of the
+    docking controller's settings worked out afresh (``obstacle_clearance``; a carried
+    pair: one width more, at least ``carry_clearance``), for both kinds and several
+    widths and standoffs."""
+    from smores_assembly.docking.control import DockingSettings
+    from smores_assembly.navigation.stage import carry_clearance
+    from smores_assembly.planning import _body_lane_params
+    for w in (0.05, 0.08, 0.1):
+        for standoff in (0.02, 0.04, 0.07):
+            for helper in (False, True):
+                c = DockingSettings().obstacle_clearance
+                if helper:
+                    c = max(c + w, carry_clearance(w))
+                want = (standoff / w + (1.0 if helper else 0.0), c / w)
+                assert _body_lane_params(helper, w, standoff) == want
