@@ -456,3 +456,38 @@ def test_lane_params_equal_the_docking_settings_formula():
                     c = max(c + w, carry_clearance(w))
                 want = (standoff / w + (1.0 if helper else 0.0), c / w)
                 assert _body_lane_params(helper, w, standoff) == want
+
+
+@pytest.mark.parametrize("kind", ["clustered", "one_side", "grid", "uniform"])
+@pytest.mark.parametrize("n,extra", [(64, 0), (120, 13), (320, 30)])
+def test_assign_modules_in_solver_order_matches_scipy(kind, n, extra, monkeypatch):
+    """``assign_modules`` solves a clustered problem with its goal rows outside in and its
+    module columns by bearing (``_solver_order``) and maps the result back: the mapping is
+    one module per goal, its summed distance is scipy's optimum on the name-ordered matrix
+    (oracle), the reported total is that mapping's summed ``math.dist``, and it does not
+    depend on the dicts' order. The warm (reordered) path is taken on clustered goals."""
+    import smores_assembly.planning as planning
+    taken = []
+    real = planning._solver_order
+    monkeypatch.setattr(planning, "_solver_order",
+                        lambda g, m: (taken.append(len(g)), real(g, m))[1])
+    rng = np.random.default_rng(7 * n + extra + len(kind))
+    cost0, g, mods = _instance(rng, n, n + extra, kind)
+    names = [f"n{i:03d}" for i in range(n)]
+    ids = [f"m{i:03d}" for i in range(n + extra)]
+    goals = {k: Pose2D(float(x), float(y), 0.0) for k, (x, y) in zip(names, g)}
+    modules = {k: Pose2D(float(x), float(y), 0.0) for k, (x, y) in zip(ids, mods)}
+    mapping, total = assign_modules(goals, modules)
+    assert sorted(mapping) == names and len(set(mapping.values())) == n
+    r, c = linear_sum_assignment(cost0)
+    assert total == pytest.approx(cost0[r, c].sum(), rel=1e-12, abs=1e-9)
+    assert total == pytest.approx(sum(math.dist((goals[k].x, goals[k].y),
+                                                (modules[v].x, modules[v].y))
+                                      for k, v in mapping.items()), rel=1e-12)
+    shuffled_g = dict(reversed(list(goals.items())))
+    order = list(modules.items())
+    random.Random(n).shuffle(order)
+    mapping2, total2 = assign_modules(shuffled_g, dict(order))
+    assert mapping2 == mapping and total2 == total
+    if kind in ("clustered", "one_side"):
+        assert taken, "the clustered instance goes through the solver order"
