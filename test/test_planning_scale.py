@@ -491,3 +491,20 @@ def test_assign_modules_in_solver_order_matches_scipy(kind, n, extra, monkeypatc
     assert mapping2 == mapping and total2 == total
     if kind in ("clustered", "one_side"):
         assert taken, "the clustered instance goes through the solver order"
+
+
+def test_interval_gap_equals_max_formula():
+    """``_gap`` (the stage lanes' box and spot gaps) equals ``max(0.0, a0 - b1, b0 - a1)``
+    bit for bit on random, touching, nested, integer and degenerate (point) intervals."""
+    from smores_assembly.planning import _gap
+    rng = random.Random(11)
+    for _ in range(20000):
+        pts = [rng.choice([rng.uniform(-5, 5), float(rng.randint(-3, 3)), rng.randint(-3, 3)])
+               for _ in range(4)]
+        a0, a1 = sorted(pts[:2])
+        b0, b1 = sorted(pts[2:])
+        if rng.random() < 0.2:
+            b1 = b0  # a point (a turning spot)
+        want = max(0.0, a0 - b1, b0 - a1)
+        got = _gap(a0, a1, b0, b1)
+        assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
