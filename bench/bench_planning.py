@@ -17,6 +17,14 @@ random trees of 100+ nodes; a refusal is timed, it comes after the assignment). 
 about the same size
 (``topology.comb_tree``, always plannable) is timed beside each random tree. Goal (issue 16):
 1,000 modules planned in < 0.1 s.
+
+Since p16 (docs/RESULTS.md, "Planning at 1,000 nodes, p16"): ``plan_assembly`` pauses the
+cyclic garbage collector (a full collection had landed inside 2 of the 5 random plans, 48 /
+71 ms of them: the max and median here depended on where the collector struck); the
+warm-started assignment solves its columns by bearing (``planning._solver_order``); the
+stage lanes' per-dock constants are cached. Plans are unchanged. The ``lsa %`` column counts
+every ``linear_sum_assignment`` call of the plan (the coarse levels' too). PyPI's LAPJV
+wheels were compared on the same matrices and not adopted (RESULTS).
 """
 from __future__ import annotations
 
