@@ -15,15 +15,25 @@ the module it handed over, fetching its next module along the navigation's plan
 from its path's reference than ``LAG_MAX``.
 
 Stages whose made-up world is no run's are left out: the helper touching another module
-where it hands over. A back-off ending closer than ``escape_distance`` to another module
-is a run's world (bench_targets seed 47 random_11_236536086: h0 0.086 m beside m6, then
-a turn in place into it, ``test_escape_abeam``): the helper's start escape takes it off
-its path there, so those stages are judged by collisions alone (the back-off's own
-geometry is ``test_stage_clearance``'s matter).
+where it hands over, or a module standing where its back-off ends (by more than 1 mm,
+squares): that is where the helper stood at its pre-dock pose (``standoff`` =
+``helper_backoff``), so in a run the stage before had moved that module aside (its
+``blockers``), while this world puts a module still to be carried at its start pose
+(random_12_407811516 stage 1 m1, random_9_1073254676 stage 4 m5, random_12_409491658
+stage 6 m7: 3.5 to 24 mm into the back-off's end; they were the three "contacts during
+the back-off" this test left out). The modules sliding straight in from where they stand
+wait as the node has them wait (``direct_waits``, the helper's back-off among the paths
+it judges; without it the harness let them slide at once: random_8_501750179 stage 3,
+m3 into h0 at 2.2 s, none with it). A back-off ending closer than ``escape_distance``
+to another module is a run's world (bench_targets seed 47 random_11_236536086: h0 0.086 m
+beside m6, then a turn in place into it, ``test_escape_abeam``): the helper's start
+escape takes it off its path there, so those stages are judged by collisions alone (the
+back-off's own geometry is ``test_stage_clearance``'s matter).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from bench.bench_targets import make_scenario
 from closed_loop import stage_in_world
@@ -31,8 +41,8 @@ from random_plans import bench_plans, stage_start_world
 from smores_assembly.docking import DockingSettings
 from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import Pose2D, square_overlap
-from smores_assembly.navigation.problem import nav_problem, wait_for_backoffs
-from smores_assembly.navigation.stage import NavSettings, carried_predock
+from smores_assembly.navigation.problem import direct_waits, nav_problem, wait_for_backoffs
+from smores_assembly.navigation.stage import NavSettings, carried_predock, turn_clearance
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import scenario_from_dict
 from smores_assembly.staging import plan_stage_carrying, staging_poses
@@ -74,6 +84,9 @@ def _after_hand_over(sc, plan, k: int, nav: NavSettings, beside: bool = False):
     if h not in prob.backoffs:
         return None
     end = prob.backoffs[h][1]
+    if any(square_overlap((end.x, end.y, end.yaw), (p.x, p.y, p.yaw), W) > 1e-3
+           for m, p in poses.items() if m != h):
+        return None
     if beside != any(p.distance_to(end) < DockingSettings().escape_distance
                      for m, p in poses.items() if m != h):
         return None
@@ -86,7 +99,13 @@ def _after_hand_over(sc, plan, k: int, nav: NavSettings, beside: bool = False):
     sp = wait_for_backoffs(sp, prob.backoffs, nav.helper_backoff_speed, W)
     if h not in sp.paths:
         return None
-    return h, poses, acts, sp, prob.backoffs[h][0].distance_to(end)
+    # as the node publishes them: a module sliding straight in from where it stands waits
+    # while the paths near its slide (the helper's back-off included) pass
+    waits = direct_waits(sp, prob.direct, prob.slides, turn_clearance(W),
+                         nav.replan_lag_m / nav.nominal_speed)
+    paths = {**sp.paths, **{d: [(0.0, poses[d]), (t, poses[d])] for d, t in waits.items()}}
+    return h, poses, acts, replace(sp, paths=paths), prob.backoffs[h][0].distance_to(end), \
+        prob.direct
 
 
 def _judge(sc, got, nav: NavSettings) -> tuple[list, float] | None:
@@ -94,10 +113,10 @@ def _judge(sc, got, nav: NavSettings) -> tuple[list, float] | None:
     back-off itself meets a module (an event of the helper before the back-off's time,
     ``wait_for_backoffs``' 0.5 s ramp included: a module sliding straight in from its
     staging pose on the helper's axis, which no plan times; not this test's matter)."""
-    h, poses, acts, sp, back = got
+    h, poses, acts, sp, back, direct = got
     events, lag = stage_in_world(poses, acts, sp.paths, sc.helpers,
                                  t_max=min(sp.paths[h][-1][0] + 1.0, T_JUDGED),
-                                 backing_off={h: back})
+                                 backing_off={h: back}, direct=direct)
     mine = [e for e in events if h in e[1:]]
     if any(t <= back / nav.helper_backoff_speed + 0.5 for t, *_ in mine):
         return None
@@ -138,7 +157,8 @@ def test_helpers_follow_their_paths_after_a_hand_over_random_targets():
             checked += 1
             if events or lag > LAG_MAX:
                 bad.append((sc.name, k, events[:2], round(lag, 3)))
-    assert checked >= 40 and skipped <= 5, (checked, skipped)
+    # left out: random_5_182511983 stage 1 (m4 staged 4 mm into m3, pushed into h0 at 2.2 s)
+    assert checked >= 44 and skipped <= 1, (checked, skipped)
     assert not bad, (len(bad), checked, bad)
 
 
@@ -147,8 +167,9 @@ def test_helpers_clear_a_module_beside_their_back_off_random_targets():
     right after a hand-over and its back-off ends closer than ``escape_distance`` to
     another module (where it may not turn in place): closed loop, no collision of the
     helper after its back-off (its lag is not judged: the start escape leaves the path
-    and the navigation replans; a stage with a collision during the back-off itself is
-    left out, the back-off's geometry being ``test_stage_clearance``'s matter: 3 of 19).
+    and the navigation replans; a stage with a collision during the back-off itself would
+    be left out: 3 of 19 were, all three a module left at its start pose where the
+    helper's back-off ends, no run's world (module docstring), none now).
     Before the start escape drove to where the helper can turn, 4 of the 16 judged
     stages touched right after the back-off or later (random_7_457936653 stage 2,
     random_6_159517225 stage 1, random_12_273205203 stage 1, random_8_1011271 stage 4),
@@ -160,11 +181,11 @@ def test_helpers_clear_a_module_beside_their_back_off_random_targets():
             got = _after_hand_over(sc, plan, k, nav, beside=True)
             if got is None:
                 continue
-            h, poses, acts, sp, back = got
+            h, poses, acts, sp, back, direct = got
             ended: dict[str, float] = {}
             events, _ = stage_in_world(poses, acts, sp.paths, sc.helpers,
                                        t_max=min(sp.paths[h][-1][0] + 10.0, 2 * T_JUDGED),
-                                       backing_off={h: back}, backed_off=ended)
+                                       backing_off={h: back}, backed_off=ended, direct=direct)
             mine = [e for e in events if h in e[1:]]
             if any(t <= ended.get(h, math.inf) for t, *_ in mine):
                 skipped += 1
@@ -172,5 +193,5 @@ def test_helpers_clear_a_module_beside_their_back_off_random_targets():
             checked += 1
             if mine:
                 bad.append((sc.name, k, mine[:2]))
-    assert checked >= 14 and skipped <= 4, (checked, skipped)
+    assert checked >= 15 and skipped == 0, (checked, skipped)
     assert not bad, (len(bad), checked, bad)
