@@ -122,6 +122,8 @@ class DockingControllerNode(Node):
         self._status_pub = lp.create_publisher(
             DockingStatusArray, names.DOCKING_STATUS, common.STATUS_QOS)
         self._status_key: tuple | None = None   # stage and phases of the last status
+        #: (stage, module) -> the retries already said in the log
+        self._retries_logged: dict[tuple[int, str], int] = {}
         # lockstep: a turn's cmd_vel commands go to the fake hardware as one CmdVelArray
         # (published before the answer) instead of one Twist per module (issue 10)
         self._cmd_batch: list[tuple[str, float, float]] | None = None
@@ -478,7 +480,14 @@ class DockingControllerNode(Node):
         msg.header.frame_id = common.WORLD_FRAME
         msg.stage = -1 if self._stage is None else int(self._stage)
         for task in self._tasks.values():
-            msg.modules.append(task_status_to_msg(task.status()))
+            st = task.status()
+            msg.modules.append(task_status_to_msg(st))
+            # a retry is said once in the log with its reason (it was only in the status:
+            # a run's nodes.log showed a 72-s POSE_ADJUST with one retry and no word of it)
+            seen = self._retries_logged.get((msg.stage, st.module), 0)
+            if st.retries > seen:
+                self._retries_logged[(msg.stage, st.module)] = st.retries
+                self.get_logger().warning(f"stage {msg.stage + 1}: {st.module}: {st.message}")
         msg.modules.extend(self._bad)
         # lockstep: a status whose phases are those of the last one gives no turn to the
         # nodes that wake on it (navigation, executive: they act on phase changes and read
