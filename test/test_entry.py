@@ -37,8 +37,11 @@ def test_guard_returns_main_result_and_130_when_interrupted_in_import(tmp_path):
             "sys.exit(_guarded(sys.argv[1], 'prog', 'interrupted early')())")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
            "READY_FD": str(ready_w), "BLOCK_FD": str(block_r)}
+    # the children start with SIGINT at its default, as from a terminal (the suite itself
+    # may run with it ignored: a background job of a non-interactive shell, as on CI)
     quick = subprocess.run([sys.executable, "-c", code, "quickmod"], env=env,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert quick.returncode == 7, quick.stderr
     ignored = subprocess.run([sys.executable, "-c", code, "quickmod"], env=env,
                              capture_output=True, text=True, timeout=120,
