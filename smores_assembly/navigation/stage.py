@@ -1133,9 +1133,7 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
     just lifted turned to its first cell while a module moved aside for it passed at
     0.15 m, within the pair's reach: random bench targets, closed loop in SimWorld).
     The final legs run after the schedule, timed by :func:`_final_leg_waits` so that no
-    two of them come too close (a module waits on its last cell for another's leg),
-    given each module's heading on its last cell (the turn it makes there before its
-    leg) and the path tracking's look-ahead (:data:`FINAL_LEG_LEAD_S`).
+    two of them come too close (a module waits on its last cell for another's leg).
 
     Returns ``(paths, dt [s per step], t0 [s])``.
     """
