@@ -1164,10 +1164,12 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
              max(leg_t.values(), default=0.0))
     t_end = t0 + T * dt
     last_xy = {a: scene.center(cells[min(T, len(cells) - 1)]) for a, cells in sol.paths.items()}
+    leg_wait = _final_leg_waits(last_xy, {a: (final[a].x, final[a].y) for a in sol.paths},
+                                v, turn_clearance(s.module_width), FINAL_LEG_MARGIN_S)
     paths: dict[str, list[tuple[float, Pose2D]]] = {}
-    cell_yaw: dict[str, float] = {}
     for a, cells in sol.paths.items():
         cur = current[a]
+        goal = final[a]
         wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
         if a in wait:
             wp.append((wait[a], cur))
@@ -1182,15 +1184,6 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
                 wp.append((leg_t[a], Pose2D(cx, cy, yaw)))
             wp.append((t0 + k * dt, Pose2D(cx, cy, yaw)))
             px, py = cx, cy
-        paths[a] = wp
-        cell_yaw[a] = yaw
-    leg_wait = _final_leg_waits(last_xy, {a: (final[a].x, final[a].y) for a in sol.paths},
-                                v, turn_clearance(s.module_width), FINAL_LEG_MARGIN_S,
-                                cell_yaw=cell_yaw, turn_rate=FINAL_LEG_TURN_RATE,
-                                lead_s=FINAL_LEG_LEAD_S)
-    for a, wp in paths.items():
-        goal = final[a]
-        px, py = wp[-1][1].x, wp[-1][1].y
         leg = math.hypot(goal.x - px, goal.y - py)
         if leg > 1e-12:
             w = leg_wait.get(a, 0.0)
@@ -1208,26 +1201,10 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
 #: in-place turn), and it regulates onto its goal heading after the path.
 FINAL_LEG_MARGIN_S = 1.0
 
-#: How much earlier [s] than its timed start a module may set off on its final leg: the
-#: docking controller's path tracking steers at the path position ``nav_lookahead_s``
-#: (1 s) ahead, so a module dwelling on its cell leaves it up to that much early.
-FINAL_LEG_LEAD_S = 1.0
-
-#: Turn rate [rad/s] that :func:`_final_leg_waits` assumes for a module turning in place
-#: on its last cell to the heading of its final leg (the docking controller's ``w_max``,
-#: 1.5 rad/s): it sets off that much later than its timed start.
-FINAL_LEG_TURN_RATE = 1.5
-
-#: Steps [s] in which :func:`_final_leg_waits` tries the wait of a leg that must wait for
-#: another one (the least wait that keeps the pair apart for every start in the windows).
-WAIT_STEP_S = 0.25
-
 
 def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
                      goal_xy: Mapping[str, tuple[float, float]], speed: float, room: float,
-                     margin_s: float, dt: float = 0.05,
-                     cell_yaw: Mapping[str, float] | None = None, turn_rate: float = 0.0,
-                     lead_s: float = 0.0) -> dict[str, float]:
+                     margin_s: float, dt: float = 0.05) -> dict[str, float]:
     """How long [s after the schedule's end] each agent waits on its last grid cell before
     its straight final leg (cell centre -> goal pose), so that no two final legs bring
     their modules closer than ``min(room, their goals' distance, their cells' distance)``.
@@ -1238,32 +1215,16 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
     reconf_7_661718012 reuse, stage 4: contact m0/m6 0.28 mm; reconf_7_651328766, two
     staging modules: m0/m6 0.24 mm). A module stands on its cell until its leg starts and
     at its goal once its leg is done. The legs are timed pair by pair, earliest contact
-    first: of two legs that come too close, one starts after the other ends, the order
-    that keeps that pair apart and ends sooner; every pair is judged again with the new
-    timing (a module waiting on its cell is in the way of a leg that passed its cell after
-    it had left: the comb 5 x 6 of test_scale_e2e, m19/m25), until no pair comes too
-    close; a pair no order keeps apart is left as it is. ``speed`` [m/s]: the legs' speed.
-
-    A module does not set off exactly at its timed start: it may leave up to ``lead_s``
-    [s] early (path tracking looks ahead), and it first turns in place on its cell from
-    ``cell_yaw[a]`` [rad, world frame: the heading it arrived with] to its leg's heading,
-    which delays it by up to that angle / ``turn_rate`` [rad/s] (0: no delay). Two legs
-    that run at the same time must keep apart for every pair of real starts within those
-    windows (issue 11, bench_targets random_10_974250758 stage 1: m8 set off 0.84 s early
-    on a leg turned 43 deg from its heading while m2 still turned 143 deg in place on its
-    cell, 0.095 m from m8's goal; timed together the legs kept 0.12 m, driven so 0.100 m,
-    contact 0.38 mm). A leg that waits for another starts ``margin_s`` after the other's
-    latest end (its timed end plus its turn) plus its own ``lead_s``.
+    first: of two legs that come too close, one starts ``margin_s`` after the other ends,
+    the order that keeps that pair apart and ends sooner; every pair is judged again with
+    the new timing (a module waiting on its cell is in the way of a leg that passed its
+    cell after it had left: the comb 5 x 6 of test_scale_e2e, m19/m25), until no pair
+    comes too close; a pair no order keeps apart is left as it is. ``speed`` [m/s]: the
+    legs' speed.
     """
     agents = sorted(a for a in cell_xy
                     if math.dist(cell_xy[a], goal_xy[a]) > 1e-12)
     dur = {a: math.dist(cell_xy[a], goal_xy[a]) / speed for a in agents}
-    lag = {a: 0.0 for a in agents}
-    if cell_yaw is not None and turn_rate > 0.0:
-        for a in agents:
-            (cx, cy), (gx, gy) = cell_xy[a], goal_xy[a]
-            turn = abs(wrap_angle(math.atan2(gy - cy, gx - cx) - cell_yaw[a]))
-            lag[a] = turn / turn_rate
     need: dict[tuple[str, str], float] = {}
     for i, a in enumerate(agents):
         for b in agents[i + 1:]:
@@ -1273,24 +1234,22 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
             if segment_distance(cell_xy[a], goal_xy[a], cell_xy[b], goal_xy[b]) < d:
                 need[(a, b)] = d
     start = {a: 0.0 for a in agents}
-    ends = {a: np.asarray(cell_xy[a], float) for a in agents}
-    vecs = {a: np.asarray(goal_xy[a], float) - ends[a] for a in agents}
+
+    def pos(a: str, t: float, st: Mapping[str, float]) -> tuple[float, float]:
+        (cx, cy), (gx, gy) = cell_xy[a], goal_xy[a]
+        u = min(1.0, max(0.0, (t - st[a]) / dur[a]))
+        return cx + u * (gx - cx), cy + u * (gy - cy)
 
     def contact(a: str, b: str, st: Mapping[str, float]) -> float | None:
-        """First instant [s, a's timed clock] the pair comes too close with the legs
-        timed to start at ``st``, for any real starts within the windows."""
-        lo = st[b] - lead_s - (st[a] + lag[a])
-        hi = st[b] + lag[b] - (st[a] - lead_s)
-        offs = np.arange(lo, hi + dt, dt)[:, None]       # b's real start - a's [s]
-        tau = np.arange(min(0.0, lo), max(dur[a], hi + dur[b]) + dt, dt)[None, :]
-        ua = np.clip(tau / dur[a], 0.0, 1.0)
-        ub = np.clip((tau - offs) / dur[b], 0.0, 1.0)
-        dx = (ends[a][0] + ua * vecs[a][0]) - (ends[b][0] + ub * vecs[b][0])
-        dy = (ends[a][1] + ua * vecs[a][1]) - (ends[b][1] + ub * vecs[b][1])
-        close = np.hypot(dx, dy) < need[(a, b)]
-        if not close.any():
-            return None
-        return st[a] + float(tau[0, np.nonzero(close.any(axis=0))[0][0]])
+        """First instant [s] the pair comes too close with the legs started at ``st``."""
+        t0 = min(st[a], st[b])
+        t1 = max(st[a] + dur[a], st[b] + dur[b])
+        n = int(math.ceil((t1 - t0) / dt)) + 1
+        for k in range(n + 1):
+            t = min(t1, t0 + k * dt)
+            if math.dist(pos(a, t, st), pos(b, t, st)) < need[(a, b)]:
+                return t
+        return None
 
     given_up: set[tuple[str, str]] = set()
     for _ in range(4 * len(agents) ** 2 + 1):
@@ -1301,21 +1260,12 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
         _t, a, b = min(hits)
         best = None
         for first, then in ((a, b), (b, a)):
-            after = start[first] + lag[first] + dur[first] + margin_s + lead_s
-            # the least wait that keeps the pair apart, up to ``then`` starting after
-            # ``first``'s latest end (only that far when the windows are empty)
-            waits = [after]
-            if lag[first] + lag[then] + 2.0 * lead_s > 0.0:
-                n_try = int((after - start[then]) / WAIT_STEP_S)
-                waits = [start[then] + WAIT_STEP_S * j for j in range(1, n_try + 1)] + [after]
-            for w_then in waits:
-                st = dict(start)
-                st[then] = max(st[then], w_then)
-                if contact(a, b, st) is None:
-                    end = st[then] + dur[then]
-                    if best is None or end < best[0] - 1e-9:
-                        best = (end, st)
-                    break
+            st = dict(start)
+            st[then] = max(st[then], st[first] + dur[first] + margin_s)
+            if contact(a, b, st) is None:
+                end = st[then] + dur[then]
+                if best is None or end < best[0] - 1e-9:
+                    best = (end, st)
         if best is None:
             given_up.add((a, b))
         else:
