@@ -816,7 +816,9 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     first) until it can; without any the result is that of plan_stage alone. A module the
     plan moves aside whose path comes into ``hold_zones`` (a carried pair's, planned
     apart, :func:`plan_stage_carrying`) is held where it stands (a fixed obstacle) and the
-    stage planned again; when holding them leaves the stage unplannable, the plan before
+    stage planned again, and a staging module whose staging pose lies within
+    ``clearance`` of a held module stays where it is too (a module on an active module's
+    goal is not held); when holding them leaves the stage unplannable, the plan before
     the first hold is returned.
 
     Args:
@@ -870,11 +872,26 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # 0.29 mm, and m1 ran into the blocked m27)
         cross = sorted(m for m in sp.moved_aside if m not in held and m not in mv
                        and path_enters(sp.paths.get(m, []), hold_zones, width))
+        # ... but one standing within ``clearance`` of a goal pose went aside for that
+        # goal (plan_stage's rule (a), which a fixed module escapes from one width on):
+        # held, the module driving there met it (bench_targets seed 53
+        # random_12_1036581388 stage 1: m4, stopped mid-leg 0.087 m from m5's staging
+        # pose, held; m5's final leg drove into it, 0.03 mm). The staging module stays
+        # where it is instead; on an active module's goal the module is not held
+        clearance = getattr(nav_settings, "clearance", 0.115)
+
+        def near_goal(o: str, goals) -> bool:
+            return any(math.hypot(obstacles[o].x - g.x, obstacles[o].y - g.y) < clearance
+                       for _cur, g in goals)
+        cross = [m for m in cross if not near_goal(m, moving.values())]
         if not cross:
             break
         if before_hold is None:
             before_hold = (sp, dict(staged))
         held |= set(cross)
+        for m in sorted(staged):
+            if any(near_goal(o, [staged[m]]) for o in held):
+                staged.pop(m)
     if staged:
         clearance = getattr(nav_settings, "clearance", 0.115)
         for m in sorted(moving):
