@@ -60,17 +60,24 @@ def stage_start_world(plan, sc: Scenario, k: int, targets: dict) -> dict:
     return poses
 
 
+def plan_pipelined(data: dict, name: str):
+    """``(scenario, pipelined plan)`` of the scenario dict ``data`` named ``name``; None
+    when the target is refused at plan time."""
+    data["name"] = name
+    sc = scenario_from_dict(data)
+    try:
+        return sc, with_schedule(plan_assembly(sc), "pipelined")
+    except PlanningError:
+        return None
+
+
 def scale_plans(n: int, count: int, seed: int):
     """Pipelined plans of ``count`` bench_scale random targets of ``n`` nodes, their
     generator seeds drawn with ``seed`` (refused targets skipped): (scenario, plan)."""
     for s in random.Random(seed).sample(range(1000), count):
-        data = scale_scenario_dict("random", n, s)
-        data["name"] = f"random{n}_seed{s}"
-        sc = scenario_from_dict(data)
-        try:
-            yield sc, with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
+        planned = plan_pipelined(scale_scenario_dict("random", n, s), f"random{n}_seed{s}")
+        if planned is not None:
+            yield planned
 
 
 def pair_problems(plans, nav, width: float = 0.08, standoff: float = 0.06):

@@ -29,8 +29,7 @@ from __future__ import annotations
 import math
 
 from bench.bench_scale import plannable_scenario
-from random_plans import bench_plans, pair_problems, plan_like_node
-from smores_assembly.errors import PlanningError
+from random_plans import bench_plans, pair_problems, plan_like_node, plan_pipelined
 from smores_assembly.geometry import Pose2D, square_overlap, wrap_angle
 from smores_assembly.navigation.stage import NavSettings
 from smores_assembly.planning import plan_assembly, with_schedule
@@ -51,12 +50,9 @@ def _random30_plans(seeds):
         if data["source"] in seen:
             continue
         seen.add(data["source"])
-        data["name"] = f"random30_seed{seed}"
-        sc = scenario_from_dict(data)
-        try:
-            yield sc, with_schedule(plan_assembly(sc), "pipelined")
-        except PlanningError:
-            continue
+        planned = plan_pipelined(data, f"random30_seed{seed}")
+        if planned is not None:
+            yield planned
 
 
 def _heading(a: Pose2D, b: Pose2D) -> float:
