@@ -843,6 +843,14 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     zones = list(zones)
     held: set[str] = set()
     before_hold = None
+    clearance = getattr(nav_settings, "clearance", 0.115)
+
+    def near_goal(o: str, goals) -> bool:
+        """Whether obstacle ``o`` stands within ``clearance`` of one of ``goals``'
+        ``(current, goal)`` goal poses."""
+        return any(math.hypot(obstacles[o].x - g.x, obstacles[o].y - g.y) < clearance
+                   for _cur, g in goals)
+
     while True:
         mv = dict(moving)
         mv.update(staged)
@@ -878,11 +886,6 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # random_12_1036581388 stage 1: m4, stopped mid-leg 0.087 m from m5's staging
         # pose, held; m5's final leg drove into it, 0.03 mm). The staging module stays
         # where it is instead; on an active module's goal the module is not held
-        clearance = getattr(nav_settings, "clearance", 0.115)
-
-        def near_goal(o: str, goals) -> bool:
-            return any(math.hypot(obstacles[o].x - g.x, obstacles[o].y - g.y) < clearance
-                       for _cur, g in goals)
         cross = [m for m in cross if not near_goal(m, moving.values())]
         if not cross:
             break
@@ -893,7 +896,6 @@ def plan_stage_pipelined(moving: Mapping[str, tuple[Pose2D, Pose2D]],
             if any(near_goal(o, [staged[m]]) for o in held):
                 staged.pop(m)
     if staged:
-        clearance = getattr(nav_settings, "clearance", 0.115)
         for m in sorted(moving):
             retime_final_leg(sp.paths, m, clearance)
     return sp, sorted(staged)
