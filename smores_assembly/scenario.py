@@ -249,7 +249,10 @@ def _number(value: Any, field_name: str) -> float:
             v = float(value)
         except ValueError:
             raise _fail(field_name, f"expected a number, got {_short(value)}") from None
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+    elif isinstance(value, bool):
+        raise _fail(field_name, f"expected a number, got {_short(value)}; YAML read it as "
+                                f"the boolean {value} (an unquoted yes/no/on/off/true/false)")
+    elif not isinstance(value, (int, float)):
         raise _fail(field_name, f"expected a number, got {_short(value)}")
     else:
         v = float(value)

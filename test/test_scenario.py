@@ -215,6 +215,15 @@ def test_bad_pose_values(bad, needle):
     refused(d, needle)
 
 
+def test_yes_as_coordinate_names_yaml_boolean(tmp_path):
+    p = tmp_path / "yes.yaml"
+    p.write_text("name: n\ntarget: {nodes: [a], edges: []}\nmodules: {m0: [0, yes, 0]}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    assert "modules.m0[1]: expected a number, got True; YAML read it as the boolean True " \
+           "(an unquoted yes/no/on/off/true/false)" in str(info.value)
+
+
 def test_nan_from_yaml(tmp_path):
     p = tmp_path / "nan.yaml"
     p.write_text("name: n\ntarget: {nodes: [a], edges: []}\nmodules: {m0: [.nan, 0, 0]}\n")
