@@ -86,8 +86,9 @@ def _measure(make, n: int, repeats: int):
     """Time ``repeats`` instances (seeds ``1000 * n + r``); a refused random tree (no
     docking order: its corridors block each other) is timed up to the refusal, which comes
     after the assignment. Returns the last scenario, the stage counts and travels [m] of the
-    instances planned, the number refused and the per-instance times."""
-    loads, plans, cpus, lsas = [], [], [], []
+    instances planned, the number refused, the per-instance times and the CPU times of the
+    instances planned (not refused)."""
+    loads, plans, cpus, lsas, planned_cpus = [], [], [], [], []
     stages, travels = [], []
     refused, sc = 0, None
     for r in range(repeats):
@@ -100,14 +101,18 @@ def _measure(make, n: int, repeats: int):
             plan = plan_assembly(sc)
             stages.append(len(plan.stages))
             travels.append(plan.total_cost_m)
+            ok = True
         except PlanningError:
             refused += 1
+            ok = False
         t2, c2 = time.perf_counter(), time.process_time()
+        if ok:
+            planned_cpus.append(c2 - c1)
         loads.append(t1 - t0)
         plans.append(t2 - t1)
         cpus.append(c2 - c1)
         lsas.append(_LSA_TIME[0] / max(t2 - t1, 1e-9))
-    return sc, stages, travels, refused, loads, plans, cpus, lsas
+    return sc, stages, travels, refused, loads, plans, cpus, lsas, planned_cpus
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,13 +129,20 @@ def main(argv: list[str] | None = None) -> int:
           f"{'plan ms max':>12} {'plan cpu ms':>12} {'lsa %':>6} {'stages':>7} "
           f"{'travel m':>9} {'refused':>8}   (stages, travel m: medians over the instances "
           f"planned)")
-    worst_cpu = 0.0
+    # the goal is judged on the 1,000-module instances that were planned: the time to a
+    # refusal (a random tree without a docking order) is not a plan
+    judged: list[tuple[str, float]] = []
+    not_judged: list[str] = []
     for n in args.sizes:
         for kind, make in (("random", make_scenario_dict), ("comb", make_comb_dict)):
-            sc, nstages, travels, refused, loads, plans, cpus, lsas = _measure(
+            sc, nstages, travels, refused, loads, plans, cpus, lsas, planned_cpus = _measure(
                 make, n, args.repeats)
             if n >= 1000:
-                worst_cpu = max(worst_cpu, statistics.median(cpus))
+                if planned_cpus:
+                    judged.append((f"{kind} {len(sc.nodes)} nodes",
+                                   statistics.median(planned_cpus)))
+                else:
+                    not_judged.append(f"{kind} {len(sc.nodes)} nodes: all {refused} refused")
             stages = f"{statistics.median(nstages):>7g}" if nstages else f"{'-':>7}"
             travel = f"{statistics.median(travels):>9.2f}" if travels else f"{'-':>9}"
             print(f"{kind:>10} {len(sc.nodes):>6} {len(sc.modules):>8} "
@@ -139,9 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"{1e3 * statistics.median(cpus):>12.1f} "
                   f"{100 * statistics.median(lsas):>6.0f} {stages} {travel} "
                   f"{refused:>8}", flush=True)
-    if any(n >= 1000 for n in args.sizes):
-        print(f"goal: 1,000 modules planned in < 0.1 s (median CPU time): "
-              f"{'met' if worst_cpu < 0.1 else 'NOT met'} ({worst_cpu:.3f} s)")
+    if judged:
+        kind, worst_cpu = max(judged, key=lambda kv: kv[1])
+        print(f"goal: 1,000 modules planned in < 0.1 s (median CPU time of the instances "
+              f"planned, the worse kind): {'met' if worst_cpu < 0.1 else 'NOT met'} "
+              f"({kind}: {worst_cpu:.3f} s)"
+              + (f"; not judged: {', '.join(not_judged)}" if not_judged else ""))
+    elif not_judged:
+        print(f"goal: 1,000 modules planned in < 0.1 s: not judged ({', '.join(not_judged)})")
     return 0
 
 
