@@ -414,6 +414,12 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
     # what a carried pair's pre-dock goal must clear: the modules that stay where they are
     # while it docks (placed, and the stage's modules waiting to be carried)
     waiting = {a.module for a in plan.actions if a.stage == k and a.needs_helper}
+    # what stays where it is while the stage's docks are driven (clear_predock's lane):
+    # the placed modules and the active stage's modules and helpers; every other module
+    # (an idle one, a later stage's, a helper without an action now) may be moved aside
+    stays = fixed | {a.module for a in plan.actions if a.stage == k} | {
+        a.helper for a in plan.actions if a.stage == k and a.helper}
+    room = turn_clearance(s.module_width)
     for a in plan.actions:
         if a.stage != k or a.module in docked:
             continue
@@ -453,6 +459,13 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
             others = [(p.x, p.y) for m, p in poses.items() if m != a.module]
             goal = clear_predock(a.goal, a.child_face.angle, s.predock_standoff, others,
                                  s.predock_clearance)
+            placed = [(p.x, p.y) for m, p in poses.items() if m != a.module and m in stays]
+            if any(math.hypot(goal.x - x, goal.y - y) < room for x, y in placed):
+                # held back in a pocket of modules that stay (no room to turn, a final
+                # leg from the grid comes in across the lane): only those hold it back,
+                # a module that may move standing in the lane is moved aside
+                goal = clear_predock(a.goal, a.child_face.angle, s.predock_standoff,
+                                     others, s.predock_clearance, lane_others=placed)
             moving[a.module] = (poses[a.module], goal)
             slides[a.module] = _slide(a.goal, goal)
     staging: dict[str, tuple[Pose2D, Pose2D]] = {}

@@ -182,7 +182,8 @@ class StagePlan:
 def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
                   others: Collection[tuple[float, float]], clearance: float,
                   step: float = 0.005, limit: float = 0.4,
-                  width: float = MODULE_WIDTH) -> Pose2D:
+                  width: float = MODULE_WIDTH,
+                  lane_others: Collection[tuple[float, float]] | None = None) -> Pose2D:
     """The pre-dock goal of a dock, moved out along its dock axis until clear (issue 11).
 
     ``goal`` is the docked pose, ``face_angle`` [rad] the moving face's angle in the
@@ -204,6 +205,18 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     axis and POSE_ADJUST timed out four times). "In the lane" is the docking controller's
     bound (centre less than ``LANE_FLUSH_WIDTHS * width`` off the axis): a flush neighbour
     a few tenths of a mm closer is beside the lane, not in it (random_10_68252793).
+
+    ``lane_others`` (default: ``others``): the centres that can stand in the lane, the
+    modules that stay where they are while the dock is driven. A module that the stage
+    planner moves aside from the slide (an idle one, a later stage's) does not hold the
+    pose back: the clearest pose before it is not clear (nothing clear lay before it), a
+    pocket between the modules flush beside the lane, and a path's straight final leg
+    into it from the grid comes in across the lane, its body turned along the leg, into
+    those neighbours (bench_targets seed 54 random_11_708823247 stage 3: m8, moved aside
+    through m7's lane, stood in it when the stage was replanned; m7's goal stopped 0.12 m
+    out, 0.089 m from m1 and m3 flush beside its lane, and its final leg, 58 degrees
+    off the axis, touched m3: 0.08 mm). The pose then moves out until clear, and the
+    stage planner moves that module aside (the slide is longer).
     """
     from smores_assembly.docking.control import LANE_FLUSH_WIDTHS
 
@@ -217,7 +230,8 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     # along-axis position (outward from the goal) of the modules standing in the lane
     in_lane = [t for t, lat in (((goal.x - ox) * ca + (goal.y - oy) * sa,
                                  abs(-(goal.x - ox) * sa + (goal.y - oy) * ca))
-                                for ox, oy in others)
+                                for ox, oy in (others if lane_others is None
+                                               else lane_others))
                if t > 0.0 and lat < LANE_FLUSH_WIDTHS * width]
     e = 0.0
     best, best_d = p0, -math.inf
