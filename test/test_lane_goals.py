@@ -9,7 +9,7 @@ its grid cell comes in across the lane, the body turned along the leg, into thos
 neighbours. In the run, stage 3 was replanned as h0 lifted m6 (52.41 s), while m8, moved
 aside by the stage's first plan, crossed m7's lane: m7 (staged on its axis, until then
 sliding straight in) got a path to a goal 0.12 m out, 0.089 m from m1 and m3 flush beside
-its lane, and its last leg, 58 degrees off the axis, touched m3 (0.08 mm at 68.69 s).
+its lane, and its last leg, 57 degrees off the axis, touched m3 (0.08 mm at 68.69 s).
 A module that may be moved aside (an idle one, a later stage's) no longer holds the goal
 back: the goal moves out until clear and the planner moves that module aside.
 

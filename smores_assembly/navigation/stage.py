@@ -206,17 +206,17 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     bound (centre less than ``LANE_FLUSH_WIDTHS * width`` off the axis): a flush neighbour
     a few tenths of a mm closer is beside the lane, not in it (random_10_68252793).
 
-    ``lane_others`` (default: ``others``): the centres that can stand in the lane, the
-    modules that stay where they are while the dock is driven. A module that the stage
-    planner moves aside from the slide (an idle one, a later stage's) does not hold the
-    pose back: the clearest pose before it is not clear (nothing clear lay before it), a
-    pocket between the modules flush beside the lane, and a path's straight final leg
-    into it from the grid comes in across the lane, its body turned along the leg, into
-    those neighbours (bench_targets seed 54 random_11_708823247 stage 3: m8, moved aside
-    through m7's lane, stood in it when the stage was replanned; m7's goal stopped 0.12 m
-    out, 0.089 m from m1 and m3 flush beside its lane, and its final leg, 58 degrees
-    off the axis, touched m3: 0.08 mm). The pose then moves out until clear, and the
-    stage planner moves that module aside (the slide is longer).
+    ``lane_others`` (default: ``others``): the centres that hold the pose back in the
+    lane; ``others`` still count for the clearance. The navigation passes only the
+    modules that stay where they are while the dock is driven when the pose found with
+    all of them is a pocket beside them (``navigation.problem.nav_problem``): a module that the stage planner moves aside (an idle one, a later
+    stage's) then no longer holds the pose where a path's straight final leg comes in
+    across the lane, its body turned along the leg, into the modules flush beside it
+    (bench_targets seed 54 random_11_708823247 stage 3: m8, moved aside through m7's
+    lane, stood in it when the stage was replanned; m7's goal stopped 0.12 m out,
+    0.089 m from m1 and m3 flush beside its lane, and its final leg, 57 degrees off the
+    axis, touched m3: 0.08 mm). The pose moves out until clear, and the stage planner
+    moves that module aside (the slide is longer).
     """
     from smores_assembly.docking.control import LANE_FLUSH_WIDTHS
 
