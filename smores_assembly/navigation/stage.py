@@ -209,9 +209,10 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     ``lane_others`` (default: ``others``): the centres that hold the pose back in the
     lane; ``others`` still count for the clearance. The navigation passes only the
     modules that stay where they are while the dock is driven when the pose found with
-    all of them is a pocket beside them (``navigation.problem.nav_problem``): a module that the stage planner moves aside (an idle one, a later
-    stage's) then no longer holds the pose where a path's straight final leg comes in
-    across the lane, its body turned along the leg, into the modules flush beside it
+    all of them is a pocket beside them (``navigation.problem.nav_problem``): a module
+    that the stage planner moves aside (an idle one, a later stage's) then no longer
+    holds the pose where a path's straight final leg comes in across the lane, its body
+    turned along the leg, into the modules flush beside it
     (bench_targets seed 54 random_11_708823247 stage 3: m8, moved aside through m7's
     lane, stood in it when the stage was replanned; m7's goal stopped 0.12 m out,
     0.089 m from m1 and m3 flush beside its lane, and its final leg, 57 degrees off the
