@@ -847,8 +847,9 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     cheapest corridor between a module's start and goal cells, (e) on the straight final
     leg from a chosen goal cell's centre to the goal pose (:func:`_final_leg_blockers`; a
     goal cell whose leg passes a fixed module costs ``10`` cells, so it is taken only
-    when no other is near). Repeated until ``aside`` stops growing. Returns
-    ``(start_cells, goal_cells)``."""
+    when no other is near). Goal cells whose final legs no order keeps ``w sqrt 2``
+    apart (:func:`_untimed_legs`) are chosen again with those cells penalised (f).
+    Repeated until ``aside`` stops growing. Returns ``(start_cells, goal_cells)``."""
     scene, obstacles, fixed_cells, aside = lay.scene, lay.obstacles, lay.fixed_cells, lay.aside
     radius = s.goal_search_cells * scene.c
     # (a) movable obstacles standing on a goal pose must go
@@ -872,12 +873,34 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     def final_penalty(a: str, cell: Cell) -> float:
         hit_fixed, hit = final_leg(a, cell)
         return (10.0 * scene.c if hit_fixed else 0.0) + penalty_occupied * len(hit - aside)
+    room = turn_clearance(s.module_width)
+    body = s.module_width * math.sqrt(2.0)
     for _ in range(len(obstacles) + 2):
         mc = lay.movable_cells()
         before = set(aside)
-        goal_cells = _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
-                             lambda cell: penalty_occupied if cell in mc else 0.0,
-                             radius, "goal pose", leg_penalty=final_penalty)
+        # (f) two final legs that no order keeps apart (:func:`_untimed_legs`), by less
+        # than two turning bodies need (``w sqrt 2``), cost their modules' cells
+        # ``penalty_occupied`` each, and the cells are chosen again, up to
+        # UNTIMED_LEG_PASSES times; the choice with the fewest such pairs is kept (the
+        # first among equals)
+        bad: set[tuple[str, Cell]] = set()
+        best = None
+        for _pass in range(UNTIMED_LEG_PASSES + 1):
+            cells = _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
+                            lambda cell: penalty_occupied if cell in mc else 0.0,
+                            radius, "goal pose",
+                            leg_penalty=lambda a, cell: final_penalty(a, cell) + (
+                                penalty_occupied if (a, cell) in bad else 0.0))
+            untimed = _untimed_legs({m: scene.center(c) for m, c in cells.items()},
+                                    goals_xy, room)
+            pairs = [p for p, gap in untimed.items() if gap < body]
+            if best is None or len(pairs) < best[0]:
+                best = (len(pairs), cells)
+            new_bad = {(m, cells[m]) for pair in pairs for m in pair} - bad
+            if not pairs or not new_bad:
+                break
+            bad |= new_bad
+        goal_cells = best[1]
         # (e) on a chosen goal cell's final leg
         for m, cell in goal_cells.items():
             aside |= final_leg(m, cell)[1]
@@ -909,6 +932,52 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         if aside == before:
             break
     return start_cells, goal_cells
+
+
+#: How often :func:`_choose_cells` chooses the goal cells again to be rid of two final
+#: legs that no order keeps apart (:func:`_untimed_legs`).
+UNTIMED_LEG_PASSES = 3
+
+
+def _untimed_legs(cell_xy: Mapping[str, tuple[float, float]],
+                  goal_xy: Mapping[str, tuple[float, float]], room: float
+                  ) -> dict[tuple[str, str], float]:
+    """Pairs of straight final legs (``cell_xy[a]`` -> ``goal_xy[a]``, world frame [m])
+    that no order keeps ``min(room, their goals' distance, their cells' distance)``
+    apart, each with the most centre distance [m] an order keeps (:func:`_leg_order_gap`).
+
+    :func:`_final_leg_waits` times two close legs one after the other, the other module
+    standing on its cell while the first drives and at its goal once it is done, so a
+    pair is untimed when each order fails: a leg passes the other's cell while it waits
+    there, or the other's goal once it is there (the comb 5 x 6 of test_scale_e2e with
+    t11d's final-leg windows, 1e882c5, stage 3: staging m23's goal cell lay 0.226 m from
+    its staging pose, the cells nearer walled by a module held at its staging pose, and
+    its leg passed 0.064 m from m24's cell and 0.097 m from m24's staging pose, where the
+    pair must keep 0.118 m; both drove together: contact m23/m24 0.07 mm at 70.51 s)."""
+    ids = sorted(a for a in cell_xy if math.dist(cell_xy[a], goal_xy[a]) > 1e-12)
+    out = {}
+    for i, a in enumerate(ids):
+        ca, ga = cell_xy[a], goal_xy[a]
+        for b in ids[i + 1:]:
+            cb, gb = cell_xy[b], goal_xy[b]
+            d = min(room, math.dist(ga, gb), math.dist(ca, cb))
+            if segment_distance(ca, ga, cb, gb) >= d:
+                continue
+            gap = _leg_order_gap((ca, ga), (cb, gb))
+            if gap < d:
+                out[(a, b)] = gap
+    return out
+
+
+def _leg_order_gap(leg_a: tuple[tuple[float, float], tuple[float, float]],
+                   leg_b: tuple[tuple[float, float], tuple[float, float]]) -> float:
+    """The most centre distance [m] that one of the two orders of two straight legs
+    (``(start, end)``, [m]) keeps: the first drives while the other stands at its start,
+    then the other drives while the first stands at its end."""
+    (ca, ga), (cb, gb) = leg_a, leg_b
+    a_first = min(point_segment_distance(cb, ca, ga), point_segment_distance(ga, cb, gb))
+    b_first = min(point_segment_distance(ca, cb, gb), point_segment_distance(gb, ca, ga))
+    return max(a_first, b_first)
 
 
 def _final_leg_blockers(lay: _Layout, goals_xy: dict[str, tuple[float, float]],
@@ -1179,12 +1248,10 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
              max(leg_t.values(), default=0.0))
     t_end = t0 + T * dt
     last_xy = {a: scene.center(cells[min(T, len(cells) - 1)]) for a, cells in sol.paths.items()}
-    leg_wait = _final_leg_waits(last_xy, {a: (final[a].x, final[a].y) for a in sol.paths},
-                                v, turn_clearance(s.module_width), FINAL_LEG_MARGIN_S)
     paths: dict[str, list[tuple[float, Pose2D]]] = {}
+    cell_yaw: dict[str, float] = {}
     for a, cells in sol.paths.items():
         cur = current[a]
-        goal = final[a]
         wp: list[tuple[float, Pose2D]] = [(0.0, cur)]
         if a in wait:
             wp.append((wait[a], cur))
@@ -1199,6 +1266,15 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
                 wp.append((leg_t[a], Pose2D(cx, cy, yaw)))
             wp.append((t0 + k * dt, Pose2D(cx, cy, yaw)))
             px, py = cx, cy
+        paths[a] = wp
+        cell_yaw[a] = yaw
+    leg_wait = _final_leg_waits(last_xy, {a: (final[a].x, final[a].y) for a in sol.paths},
+                                v, turn_clearance(s.module_width), FINAL_LEG_MARGIN_S,
+                                cell_yaw=cell_yaw, turn_rate=FINAL_LEG_TURN_RATE,
+                                lead_s=FINAL_LEG_LEAD_S)
+    for a, wp in paths.items():
+        goal = final[a]
+        px, py = wp[-1][1].x, wp[-1][1].y
         leg = math.hypot(goal.x - px, goal.y - py)
         if leg > 1e-12:
             w = leg_wait.get(a, 0.0)
@@ -1216,10 +1292,26 @@ def _to_world(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]], sol,
 #: in-place turn), and it regulates onto its goal heading after the path.
 FINAL_LEG_MARGIN_S = 1.0
 
+#: How much earlier [s] than its timed start a module may set off on its final leg: the
+#: docking controller's path tracking steers at the path position ``nav_lookahead_s``
+#: (1 s) ahead, so a module dwelling on its cell leaves it up to that much early.
+FINAL_LEG_LEAD_S = 1.0
+
+#: Turn rate [rad/s] that :func:`_final_leg_waits` assumes for a module turning in place
+#: on its last cell to the heading of its final leg (the docking controller's ``w_max``,
+#: 1.5 rad/s): it sets off that much later than its timed start.
+FINAL_LEG_TURN_RATE = 1.5
+
+#: Steps [s] in which :func:`_final_leg_waits` tries the wait of a leg that must wait for
+#: another one (the least wait that keeps the pair apart for every start in the windows).
+WAIT_STEP_S = 0.25
+
 
 def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
                      goal_xy: Mapping[str, tuple[float, float]], speed: float, room: float,
-                     margin_s: float, dt: float = 0.05) -> dict[str, float]:
+                     margin_s: float, dt: float = 0.05,
+                     cell_yaw: Mapping[str, float] | None = None, turn_rate: float = 0.0,
+                     lead_s: float = 0.0) -> dict[str, float]:
     """How long [s after the schedule's end] each agent waits on its last grid cell before
     its straight final leg (cell centre -> goal pose), so that no two final legs bring
     their modules closer than ``min(room, their goals' distance, their cells' distance)``.
@@ -1230,16 +1322,34 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
     reconf_7_661718012 reuse, stage 4: contact m0/m6 0.28 mm; reconf_7_651328766, two
     staging modules: m0/m6 0.24 mm). A module stands on its cell until its leg starts and
     at its goal once its leg is done. The legs are timed pair by pair, earliest contact
-    first: of two legs that come too close, one starts ``margin_s`` after the other ends,
-    the order that keeps that pair apart and ends sooner; every pair is judged again with
-    the new timing (a module waiting on its cell is in the way of a leg that passed its
-    cell after it had left: the comb 5 x 6 of test_scale_e2e, m19/m25), until no pair
-    comes too close; a pair no order keeps apart is left as it is. ``speed`` [m/s]: the
-    legs' speed.
+    first: of two legs that come too close, one starts after the other ends, the order
+    that keeps that pair apart and ends sooner; every pair is judged again with the new
+    timing (a module waiting on its cell is in the way of a leg that passed its cell after
+    it had left: the comb 5 x 6 of test_scale_e2e, m19/m25), until no pair comes too
+    close; a pair no order keeps apart keeps what the better order keeps
+    (:func:`_leg_order_gap`; driven together it kept less), and one that even so
+    cannot be timed is left as it is. ``speed`` [m/s]: the legs' speed.
+
+    A module does not set off exactly at its timed start: it may leave up to ``lead_s``
+    [s] early (path tracking looks ahead), and it first turns in place on its cell from
+    ``cell_yaw[a]`` [rad, world frame: the heading it arrived with] to its leg's heading,
+    which delays it by up to that angle / ``turn_rate`` [rad/s] (0: no delay). Two legs
+    that run at the same time must keep apart for every pair of real starts within those
+    windows (issue 11, bench_targets random_10_974250758 stage 1: m8 set off 0.84 s early
+    on a leg turned 43 deg from its heading while m2 still turned 143 deg in place on its
+    cell, 0.095 m from m8's goal; timed together the legs kept 0.12 m, driven so 0.100 m,
+    contact 0.38 mm). A leg that waits for another starts ``margin_s`` after the other's
+    latest end (its timed end plus its turn) plus its own ``lead_s``.
     """
     agents = sorted(a for a in cell_xy
                     if math.dist(cell_xy[a], goal_xy[a]) > 1e-12)
     dur = {a: math.dist(cell_xy[a], goal_xy[a]) / speed for a in agents}
+    lag = {a: 0.0 for a in agents}
+    if cell_yaw is not None and turn_rate > 0.0:
+        for a in agents:
+            (cx, cy), (gx, gy) = cell_xy[a], goal_xy[a]
+            turn = abs(wrap_angle(math.atan2(gy - cy, gx - cx) - cell_yaw[a]))
+            lag[a] = turn / turn_rate
     need: dict[tuple[str, str], float] = {}
     for i, a in enumerate(agents):
         for b in agents[i + 1:]:
@@ -1249,24 +1359,27 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
             if segment_distance(cell_xy[a], goal_xy[a], cell_xy[b], goal_xy[b]) < d:
                 need[(a, b)] = d
     start = {a: 0.0 for a in agents}
-
-    def pos(a: str, t: float, st: Mapping[str, float]) -> tuple[float, float]:
-        (cx, cy), (gx, gy) = cell_xy[a], goal_xy[a]
-        u = min(1.0, max(0.0, (t - st[a]) / dur[a]))
-        return cx + u * (gx - cx), cy + u * (gy - cy)
+    ends = {a: np.asarray(cell_xy[a], float) for a in agents}
+    vecs = {a: np.asarray(goal_xy[a], float) - ends[a] for a in agents}
 
     def contact(a: str, b: str, st: Mapping[str, float]) -> float | None:
-        """First instant [s] the pair comes too close with the legs started at ``st``."""
-        t0 = min(st[a], st[b])
-        t1 = max(st[a] + dur[a], st[b] + dur[b])
-        n = int(math.ceil((t1 - t0) / dt)) + 1
-        for k in range(n + 1):
-            t = min(t1, t0 + k * dt)
-            if math.dist(pos(a, t, st), pos(b, t, st)) < need[(a, b)]:
-                return t
-        return None
+        """First instant [s, a's timed clock] the pair comes too close with the legs
+        timed to start at ``st``, for any real starts within the windows."""
+        lo = st[b] - lead_s - (st[a] + lag[a])
+        hi = st[b] + lag[b] - (st[a] - lead_s)
+        offs = np.arange(lo, hi + dt, dt)[:, None]       # b's real start - a's [s]
+        tau = np.arange(min(0.0, lo), max(dur[a], hi + dur[b]) + dt, dt)[None, :]
+        ua = np.clip(tau / dur[a], 0.0, 1.0)
+        ub = np.clip((tau - offs) / dur[b], 0.0, 1.0)
+        dx = (ends[a][0] + ua * vecs[a][0]) - (ends[b][0] + ub * vecs[b][0])
+        dy = (ends[a][1] + ua * vecs[a][1]) - (ends[b][1] + ub * vecs[b][1])
+        close = np.hypot(dx, dy) < need[(a, b)]
+        if not close.any():
+            return None
+        return st[a] + float(tau[0, np.nonzero(close.any(axis=0))[0][0]])
 
     given_up: set[tuple[str, str]] = set()
+    relaxed: set[tuple[str, str]] = set()
     for _ in range(4 * len(agents) ** 2 + 1):
         hits = [(t, a, b) for (a, b) in need if (a, b) not in given_up
                 and (t := contact(a, b, start)) is not None]
@@ -1275,14 +1388,33 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
         _t, a, b = min(hits)
         best = None
         for first, then in ((a, b), (b, a)):
-            st = dict(start)
-            st[then] = max(st[then], st[first] + dur[first] + margin_s)
-            if contact(a, b, st) is None:
-                end = st[then] + dur[then]
-                if best is None or end < best[0] - 1e-9:
-                    best = (end, st)
+            after = start[first] + lag[first] + dur[first] + margin_s + lead_s
+            # the least wait that keeps the pair apart, up to ``then`` starting after
+            # ``first``'s latest end (only that far when the windows are empty)
+            waits = [after]
+            if lag[first] + lag[then] + 2.0 * lead_s > 0.0:
+                n_try = int((after - start[then]) / WAIT_STEP_S)
+                waits = [start[then] + WAIT_STEP_S * j for j in range(1, n_try + 1)] + [after]
+            for w_then in waits:
+                st = dict(start)
+                st[then] = max(st[then], w_then)
+                if contact(a, b, st) is None:
+                    end = st[then] + dur[then]
+                    if best is None or end < best[0] - 1e-9:
+                        best = (end, st)
+                    break
         if best is None:
-            given_up.add((a, b))
+            # no order keeps the pair ``need`` apart: it keeps what the better order
+            # keeps, once (driven together it kept less: the comb 5 x 6 with the windows,
+            # stage 3 as chosen again by :func:`_choose_cells`, m19/m25: m19's goal
+            # 0.082 m from m25's cell, m25's leg 0.117 m from m19's cell; together they
+            # touched in the kinematic world)
+            gap = _leg_order_gap((cell_xy[a], goal_xy[a]), (cell_xy[b], goal_xy[b]))
+            if (a, b) in relaxed or not 0.0 < gap - 1e-6 < need[(a, b)]:
+                given_up.add((a, b))
+            else:
+                relaxed.add((a, b))
+                need[(a, b)] = gap - 1e-6
         else:
             start = best[1]
     return {a: t for a, t in start.items() if t > 0.0}
