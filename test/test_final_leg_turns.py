@@ -202,3 +202,59 @@ def test_final_legs_with_turns_keep_apart_in_world():
                 bad.append((sc.name, k, v))
     assert not bad, bad
     assert checked >= 10, checked
+
+
+#: The comb 5 x 6 of test_scale_e2e (``clear_footprint``), stage 3 as the navigation node
+#: planned it at 40.95 s in a run with t11d's final-leg windows alone (1e882c5, trace
+#: 31df9d85; the recording's ground truth, x [m], y [m], yaw [rad]); m14 (root), m6, m0
+#: and m13 docked.
+COMB_STAGE3 = {
+    "m0": (-0.0768, -0.2468, -1.098), "h0": (-0.7050, 0.7580, -0.311),
+    "m1": (-0.3336, -0.7525, 0.048), "h1": (-0.4340, 0.7996, 2.620),
+    "m2": (0.2715, -0.1581, 0.466), "h2": (-0.1207, 0.7082, 0.709),
+    "m3": (0.4717, 0.0892, 1.318), "m4": (0.5703, -0.0066, 0.489),
+    "m5": (0.7251, -0.7090, 3.033), "m6": (-0.0420, -0.1392, 0.472),
+    "m7": (-0.3681, -0.2253, 1.577), "m8": (0.0074, -0.4120, -1.081),
+    "m9": (0.3825, -0.1004, 0.455), "m10": (0.3095, 0.0420, 0.457),
+    "m11": (0.7805, -0.4451, -3.053), "m12": (-0.5629, -0.1502, 0.002),
+    "m13": (-0.1496, -0.1044, -1.098), "m14": (-0.1132, -0.1756, -1.098),
+    "m15": (0.0925, -0.5282, 0.457), "m16": (0.5721, -0.1682, 0.460),
+    "m17": (0.6807, 0.0524, 0.487), "m18": (-0.2342, 0.0598, -1.084),
+    "m19": (0.1117, 0.0886, 1.136), "m20": (-0.1186, 0.1540, 2.914),
+    "m21": (0.5916, 0.3288, 0.947), "m22": (0.6078, 0.1939, 0.461),
+    "m23": (0.4708, 0.2093, 0.601), "m24": (0.3519, 0.2088, 1.306),
+    "m25": (0.2208, 0.2125, -0.209), "m26": (0.3525, 0.3299, -3.109),
+    "m27": (0.1923, 0.4541, -0.683), "m28": (0.4527, 0.4315, 0.492),
+    "m29": (0.7849, 0.4895, 0.564)}
+
+
+def test_final_legs_that_no_order_keeps_apart_comb_stage3():
+    """The comb 5 x 6, stage 3 from the recorded world (``COMB_STAGE3``), planned as the
+    node plans it: staging m23's goal cell lay 0.226 m from its staging pose and its final
+    leg passed 0.064 m from m24's cell and 0.097 m from m24's staging pose, so no order of
+    the two legs kept them apart; ``_final_leg_waits`` left the pair and both drove
+    together (run: contact m23/m24 0.07 mm at 70.51 s). Closed loop in SimWorld from the
+    schedule's end (module docstring), no two moving modules closer than 1 mm. Before
+    (main 1593473, and t11d alone): m23/m24 touch first (0.58 s), then m23/m26 and
+    m21/m26; with the goal cells chosen again only: m19/m25 (m19's goal 0.082 m from
+    m25's cell, the pair driven together)."""
+    from pathlib import Path
+
+    from smores_assembly.navigation.problem import nav_problem
+    from smores_assembly.reconfigure import with_kept_goals
+    from smores_assembly.scenario import load_scenario
+    from smores_assembly.staging import StagingSettings, carry_staging_poses, staging_poses
+
+    sc = load_scenario(Path(__file__).parent / "data" / "comb_5x6.yaml")
+    plan = with_schedule(plan_assembly(sc), "pipelined")
+    nav, st = NavSettings(clear_footprint=True), StagingSettings()
+    poses = {m: Pose2D(*p) for m, p in COMB_STAGE3.items()}
+    kplan = with_kept_goals(plan, poses)
+    targets = staging_poses(kplan, nav.predock_standoff, st, W)
+    carry = carry_staging_poses(kplan, nav.predock_standoff, st, W, others=targets)
+    prob = nav_problem(plan, 2, poses, {"m14", "m6", "m0", "m13"}, {}, nav, st,
+                       staging_targets=targets, carry_targets=carry)
+    assert {"m23", "m24"} <= set(prob.staging), prob.staging
+    sp = plan_like_node(prob, nav, W)
+    assert sp is not None and {"m19", "m23", "m24", "m25"} <= set(sp.paths)
+    assert final_legs_in_world(sp, poses) == []
