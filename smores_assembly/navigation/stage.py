@@ -900,6 +900,7 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             if not pairs or not new_bad:
                 break
             bad |= new_bad
+        assert best is not None  # one pass at least
         goal_cells = best[1]
         # (e) on a chosen goal cell's final leg
         for m, cell in goal_cells.items():
