@@ -140,6 +140,52 @@ def test_runner_prefixes_output_and_stops_processes_cleanly():
     assert proc.poll() == 0
 
 
+def _started(runner: LaunchRunner, lines: list[str], n: int = 1) -> None:
+    """Wait until the children printed ``n`` lines (their handlers are in place then)."""
+    for _ in range(int(HANG_S / 0.05)):
+        if len(lines) >= n:
+            return
+        runner._threads[0].join(0.05)
+    raise AssertionError(f"children printed {lines}")
+
+
+def test_runner_waits_out_a_slow_teardown_instead_of_killing_it():
+    """A node whose teardown takes longer than ``timeout`` (a Fast DDS teardown hang is
+    bounded by the node itself, TEARDOWN_TIMEOUT_S) and that ignores further signals meanwhile
+    ends with its own status: a CI run failed on ``mocap_bridge: -9`` when the runner
+    killed it 10 s after the SIGINT."""
+    lines: list[str] = []
+    code = ("import signal, sys, time\n"
+            "def stop(*a):\n"
+            "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "    time.sleep(1.5)\n"
+            "    print('torn down', flush=True)\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGINT, stop)\n"
+            "print('up', flush=True)\n"
+            "time.sleep(60)\n")
+    runner = LaunchRunner([ProcessSpec("a", [sys.executable, "-c", code])], sink=lines.append)
+    runner.start()
+    _started(runner, lines)
+    assert runner.shutdown(timeout=0.5) == {"a": 0}
+    assert lines == ["[a] up", "[a] torn down"]
+
+
+def test_runner_kills_what_ignores_every_stop_and_says_so():
+    lines: list[str] = []
+    code = ("import signal, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('up', flush=True)\n"
+            "time.sleep(60)\n")
+    runner = LaunchRunner([ProcessSpec("a", [sys.executable, "-c", code])], sink=lines.append)
+    runner.start()
+    _started(runner, lines)
+    assert runner.shutdown(timeout=0.3, grace=0.3) == {"a": -9}
+    assert any(ln.startswith("[launch] a did not stop on SIGINT and SIGTERM") for ln in lines)
+
+
 def test_launch_cli_reports_errors_without_traceback(tmp_path):
     f = _write(tmp_path, "bad.launch.yaml", "launch:\n- timer: {}\n")
     r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", str(f)],

@@ -433,26 +433,59 @@ class LaunchRunner:
         """Exit codes of the processes that have ended so far."""
         return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
 
-    def shutdown(self, timeout: float = 5.0) -> dict[str, int]:
-        """SIGINT every process, then SIGTERM, then SIGKILL after ``timeout`` s each."""
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            alive = [p for p in self.procs.values() if p.poll() is None]
-            if not alive:
-                break
-            for p in alive:
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + timeout
-            for p in alive:
-                try:
-                    p.wait(max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
+    def shutdown(self, timeout: float = 5.0, grace: float | None = None) -> dict[str, int]:
+        """Stop every process: SIGINT, then SIGTERM, then SIGKILL.
+
+        After the SIGINT each process has ``grace`` [s] to end by itself (default: the
+        nodes' own bound on their middleware teardown, ``TEARDOWN_TIMEOUT_S``, plus
+        ``timeout``): a node whose Fast DDS teardown hangs leaves on its own after that
+        bound, with a warning and its Python stacks in its log and exit status 0, instead
+        of being killed first (a CI run once failed on ``mocap_bridge: -9`` from the 5 s
+        this wait used to be). After the SIGTERM a process has ``timeout`` [s]; before the
+        SIGKILL it is sent SIGUSR1, on which this package's executables write every
+        thread's Python stack to their log (:mod:`smores_assembly.entry`), so a kill
+        leaves a place to look.
+
+        Returns:
+            Process name -> exit status (negative: the signal that ended it).
+        """
+        from smores_assembly.teardown import TEARDOWN_TIMEOUT_S
+        waits = (TEARDOWN_TIMEOUT_S + timeout if grace is None else grace, timeout)
+        for sig, wait in zip((signal.SIGINT, signal.SIGTERM), waits):
+            self._signal_and_wait(sig, wait)
+        stuck = [n for n, p in self.procs.items() if p.poll() is None]
+        if stuck:
+            self.sink(f"[launch] {', '.join(stuck)} did not stop on SIGINT and SIGTERM: "
+                      "killing (the Python stacks of this package's nodes follow)")
+            self._signal_and_wait(signal.SIGUSR1, min(1.0, timeout),
+                                  only=lambda name: self._is_ours(name))
+            self._signal_and_wait(signal.SIGKILL, timeout)
         for t in self._threads:
             t.join(timeout=1.0)
         return {n: p.returncode for n, p in self.procs.items()}
+
+    def _is_ours(self, name: str) -> bool:
+        """True for a process that runs one of this package's executables."""
+        spec = next((s for s in self.specs if s.name == name), None)
+        return spec is not None and _is_package_node(spec.cmd)
+
+    def _signal_and_wait(self, sig: int, wait: float,
+                         only: Callable[[str], bool] | None = None) -> None:
+        """Send ``sig`` to the process group of every process still running (of those
+        ``only`` accepts) and wait up to ``wait`` [s] in all for them to end."""
+        alive = [p for n, p in self.procs.items()
+                 if p.poll() is None and (only is None or only(n))]
+        for p in alive:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        for p in alive:
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def launch_arguments(path: str | os.PathLike) -> list[tuple[str, str | None, str]]:

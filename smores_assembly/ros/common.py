@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import faulthandler
 import os
 import signal
 import sys
@@ -552,6 +553,9 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
         Exception: whatever a callback raised while no stop was requested (a real fault).
     """
     stop = StopRequest()
+    # SIGUSR1 writes every thread's Python stack to stderr (the node's log): a launcher
+    # sends it before it kills a node that ignored SIGINT and SIGTERM (LaunchRunner)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[Node] = []
     executor = None
