@@ -294,6 +294,42 @@ def test_a_wait_for_late_messages_warns_while_short_and_expires_at_its_bound(see
     assert wait.warning(now + 10 * period, received) is None   # nothing missing: silent
 
 
+def test_a_wait_has_no_bound_while_a_topic_still_short_has_no_matched_publisher():
+    """A wait (a participant's turn, the fake hardware's step) does not go on without
+    messages whose publisher it has not matched (endpoint discovery under load: they come
+    with the writer's history once matched), however long that takes, and says so; the
+    bound counts from the last time one was unmatched. Before, it counted from the start:
+    the docking controller went on without /m10/path, unmatched for 30 s, at t = 0.08 s of
+    a loaded comb run (test_scale_e2e's; its CI run assembled in 335.7 s with a contact
+    instead of 260.6 s clean). Oracle: the times at which the caller said a topic was
+    unmatched."""
+    from smores_assembly.sim.lockstep import COUNT_TIMEOUT_S, CountWait
+
+    since = 1000.0
+    wait = CountWait({"/m10/path": 1, "/states": 2}, since)
+    received = {"/states": 1}
+    now = since
+    for now in (since + 10.0, since + 31.0, since + 300.0, since + 3600.0):
+        wait.unmatched(now, ["/m10/path"])   # as the participant says at each look
+        assert not wait.expired(now)
+        text = wait.warning(now, received, lambda _t: "matched here: 0")
+        assert text is not None and "/m10/path (0/1; matched here: 0)" in text, text
+        assert "/states (1/2; matched here: 0)" in text
+        assert "no publisher of /m10/path matched yet: waiting for discovery, without " \
+            "a bound" in text and "goes on" not in text
+    matched = now + 0.5   # matched now; /states still short (a message lost for good)
+    received["/m10/path"] = 1
+    wait.unmatched(matched, [])
+    assert not wait.expired(matched + COUNT_TIMEOUT_S - 1.0)
+    text = wait.warning(matched + COUNT_TIMEOUT_S - 1.0, received)
+    assert "/m10/path" not in text and "/states (1/2)" in text
+    assert f"goes on without them after {COUNT_TIMEOUT_S:.0f} s with every publisher " \
+        "matched" in text
+    assert wait.expired(now + COUNT_TIMEOUT_S) and not wait.done(received)
+    received["/states"] = 2
+    assert wait.done(received) and wait.warning(now + 10 * COUNT_TIMEOUT_S, received) is None
+
+
 def test_a_wait_refuses_a_bound_or_period_that_is_not_positive():
     from smores_assembly.sim.lockstep import CountWait
 

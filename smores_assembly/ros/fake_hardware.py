@@ -431,6 +431,10 @@ class FakeHardwareNode(Node):
         if wait is None:
             wait = self._cmd_wait = CountWait({t: sent.get(t, 0) for t in self._cmd_due},
                                               now, self.settings.lockstep_count_timeout_s)
+        # a command topic whose publisher is not matched yet (the docking controller makes
+        # a module's magnet, joint and helper publishers at their first command): no bound
+        wait.unmatched(now, [t for t in wait.missing(recv)
+                             if self._cmd_subs[t][0].get_publisher_count() == 0])
         if not wait.expired(now):
             # not arrived yet: their arrival goes on (_on_command); a warning every
             # WAIT_WARNING_S says what the step waits for

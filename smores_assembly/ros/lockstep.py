@@ -292,8 +292,9 @@ class LockstepParticipant:
         node: the node; in lockstep it must run with ``use_sim_time`` (its clock is then set
             by the turns instead of ``/clock``).
         enabled: lockstep mode; False makes every method the plain rclpy call.
-        count_timeout_s: wall time a turn waits for the counted messages it expects before
-            it runs without them, with a warning [s].
+        count_timeout_s: wall time a turn waits for the counted messages it expects, with
+            a publisher matched on each topic still short, before it runs without them,
+            with a warning [s] (no bound while one has none: ``CountWait``).
         wait_warning_s: wall time between two warnings of a turn waiting for them [s].
 
     Raises:
@@ -490,7 +491,7 @@ class LockstepParticipant:
         """Once a second (wall): repeat the hello until the first turn has come, take turns
         and counted messages whose arrival event was missed, warn (every
         ``wait_warning_s``) about a turn still waiting for messages and start it after
-        ``count_timeout_s``."""
+        ``count_timeout_s`` with their publishers matched (``CountWait``)."""
         # not once a turn has come (pending): a hello has the stamp of no turn (0) and was
         # taken for the answer to a turn at t = 0
         if (self.turns == 0 and not self._in_turn and self._pending is None
@@ -596,6 +597,11 @@ class LockstepParticipant:
         missing = wait.missing(self._received)
         if missing:
             now = time.monotonic()
+            # a topic whose publisher is not matched yet: its messages come with the
+            # writer's history once discovery matches it, however long that takes
+            subs_of, objs = self._subs_of, self._sub_objs
+            wait.unmatched(now, [t for t in missing if subs_of.get(t) and not any(
+                objs[i].get_publisher_count() for i in subs_of[t])])
             if not wait.expired(now):
                 # not arrived yet: wait for them (their arrival runs the turn), saying what
                 # for every wait_warning_s

@@ -24,7 +24,8 @@ HISTORY_DEPTH = 100
 #: answer) [s].
 WAIT_WARNING_S = 10.0
 #: Wall time after which a turn or a step goes on without announced messages that did not
-#: come [s] (default of the participants and of ``lockstep_count_timeout_s``).
+#: come, counted while every topic still short has a matched publisher [s] (default of the
+#: participants and of ``lockstep_count_timeout_s``; see :class:`CountWait`).
 COUNT_TIMEOUT_S = 30.0
 
 
@@ -33,16 +34,28 @@ class CountWait:
     participant's turn waiting for its inputs, or the fake hardware's next step waiting
     for the commands the answers announced.
 
-    It is bounded: after ``timeout_s`` of wall time (:meth:`expired`) the caller goes on
-    without them (the run is then no longer deterministic, and says so). Waiting for ever
-    turned a rare endpoint-discovery stall into a hang (a CI run of Task 1 timed out after
-    600 s). Meanwhile :meth:`warning` says, every ``warn_every_s``, what it waits for and
-    from whom, so that a node's log tells why the simulation stands still.
+    The messages were published (their counts are the publishers' own), and every counted
+    topic is reliable and transient local: a message that has not come is either still to
+    be delivered by a writer that this reader has not matched yet (endpoint discovery, which
+    on a loaded machine has taken more than 30 s), and comes with the writer's history once
+    it is matched, or lost for good (a matched writer whose history no longer holds it).
+    So the bound counts only while every topic still short has a matched publisher: the
+    caller says which have none (:meth:`unmatched`), and the bound starts again then.
+    After ``timeout_s`` of wall time with them all matched (:meth:`expired`) the caller
+    goes on without them (the run is then no longer deterministic, and says so). Before,
+    the bound counted from the start of the wait: a CI run of ``test_scale_e2e`` and a
+    loaded run here went on without a path whose publisher discovery had not matched in
+    30 s (the docking controller's ``/m10/path``, at t = 0.08 s), and the comb assembled
+    as another run (335.7 s simulated and a contact instead of 260.6 s clean). Meanwhile
+    :meth:`warning` says, every ``warn_every_s``, what it waits for and from whom, so that
+    a node's log tells why the simulation stands still (a wait that was silent, the fake
+    hardware's for an answer, once hung a CI run of Task 1 until its 600-s timeout).
 
     Args:
         expected: messages to have received per topic before the wait ends.
         since: wall time the wait began [s] (any monotonic clock; the same as ``now``).
-        timeout_s: wall time after which the wait gives up [s], > 0 (``math.inf``: never).
+        timeout_s: wall time with every topic still short matched after which the wait
+            gives up [s], > 0 (``math.inf``: never).
         warn_every_s: wall time between two warnings [s], > 0.
 
     Raises:
@@ -59,6 +72,11 @@ class CountWait:
         self.since = since
         self.timeout_s = timeout_s
         self.warn_every_s = warn_every_s
+        #: wall time from which the bound counts: the wait's start or the last time a
+        #: topic still short had no matched publisher [s]
+        self.bound_since = since
+        #: topics still short that had no matched publisher when last looked at
+        self.waiting_for_discovery: tuple[str, ...] = ()
         self._warned = 0
 
     def missing(self, received: dict[str, int]) -> dict[str, tuple[int, int]]:
@@ -70,9 +88,18 @@ class CountWait:
         """Every expected message has been received: the wait is over."""
         return not self.missing(received)
 
+    def unmatched(self, now: float, topics: Collection[str]) -> None:
+        """At wall time ``now`` [s], ``topics`` (still short) have no matched publisher:
+        their messages are still to come with the writers' history once discovery has
+        matched them, so the bound starts again at ``now`` (none: it goes on counting)."""
+        self.waiting_for_discovery = tuple(sorted(topics))
+        if topics:
+            self.bound_since = now
+
     def expired(self, now: float) -> bool:
-        """``timeout_s`` of wall time have passed since the wait began (``now`` [s])."""
-        return now - self.since >= self.timeout_s
+        """``timeout_s`` of wall time (``now`` [s]) have passed since the wait began or a
+        topic still short last had no matched publisher (:meth:`unmatched`)."""
+        return now - self.bound_since >= self.timeout_s
 
     def describe(self, now: float, received: dict[str, int],
                  senders: Callable[[str], str] = lambda _t: "") -> str:
@@ -94,8 +121,14 @@ class CountWait:
         if not self.missing(received) or k <= self._warned:
             return None
         self._warned = k
-        return (f"waiting {self.describe(now, received, senders)} (it goes on without them "
-                f"after {self.timeout_s:.0f} s)")
+        if self.waiting_for_discovery:
+            then = (f"no publisher of {', '.join(self.waiting_for_discovery)} matched yet: "
+                    "waiting for discovery, without a bound")
+        else:
+            then = f"it goes on without them after {self.timeout_s:.0f} s"
+            if self.bound_since != self.since:
+                then += " with every publisher matched"
+        return f"waiting {self.describe(now, received, senders)} ({then})"
 
 
 @dataclass

@@ -96,8 +96,9 @@ class FakeHardwareSettings:
         10.0, "lockstep: rate of /clock [Hz, simulated time] (participants take their time "
               "from the turns; /clock only serves the other nodes and tools)", 0.1, 10000.0)
     lockstep_count_timeout_s: float = param_field(
-        30.0, "lockstep: wall time to wait for commands announced but not received before "
-              "stepping without them (with a warning) [s]", 0.1, 3600.0)
+        30.0, "lockstep: wall time to wait for commands announced but not received, with "
+              "their publishers matched, before stepping without them (with a warning; no "
+              "bound while a publisher is not matched) [s]", 0.1, 3600.0)
     lockstep_chain_turns: bool = param_field(
         True, "lockstep: chained turns (a participant hands the next one of the step its "
               "turn, with its answer, when nobody in between can be woken; same turns and "
