@@ -30,7 +30,8 @@ from smores_assembly.run_job.results import expected_connections
 from smores_assembly.teardown import TEARDOWN_TIMEOUT_S, bounded_call, exit_now  # noqa: F401
 from smores_assembly.vocabulary import counted
 
-__all__ = ["DEFAULT_TIMEOUT_S", "expected_connections", "run", "stack_started"]
+__all__ = ["DEFAULT_TIMEOUT_S", "dds_environment", "expected_connections", "run",
+           "stack_started"]
 
 #: Wall-clock limit of a run when --timeout is not given [s].
 DEFAULT_TIMEOUT_S = 900.0
@@ -38,6 +39,21 @@ DEFAULT_TIMEOUT_S = 900.0
 #: set once a run has started its nodes (modules may move from then on); read by the CLI
 #: to word a Ctrl-C that reaches it (:func:`stack_started`)
 _STARTED = {"stack": False}
+
+#: Fast DDS profile of the stack's nodes (``config/``): see :func:`dds_environment`.
+FASTDDS_PROFILE = "fastdds_profile.xml"
+
+
+def dds_environment(env) -> None:
+    """Give the nodes started from ``env`` (and this process) the project's Fast DDS
+    profile, ``FASTDDS_DEFAULT_PROFILES_FILE`` = ``config/fastdds_profile.xml``, unless
+    ``env`` names a file of its own: no type propagation, so that an endpoint is
+    discovered when its announcement arrives instead of after a TypeLookup request and
+    reply (a node that had not registered the announced type yet; under load a publisher
+    stayed unmatched for more than 30 s and a lockstep run went on without its message)."""
+    from smores_assembly.launch.yaml_launch import PACKAGE, find_pkg_share  # noqa: PLC0415
+    env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
+                   str(find_pkg_share(PACKAGE) / "config" / FASTDDS_PROFILE))
 
 
 def stack_started() -> bool:
@@ -118,6 +134,7 @@ def run(args) -> int:
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     # the nodes iterate over sets of module names: a fixed hash seed keeps that order
     env.setdefault("PYTHONHASHSEED", "0")
+    dds_environment(env)
     held = None   # the domain's reservation on this machine, for the whole run
     if "ROS_DOMAIN_ID" not in env:
         # a random domain in which no other stack (or test) is running
