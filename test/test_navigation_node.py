@@ -156,3 +156,16 @@ def test_planning_failure_publishes_empty_paths(rig):
     assert spin_until(ex, lambda: got, HANG_S, tick=lambda: pub.publish(states))
     assert len(got[-1].poses) == 0 and got[-1].header.frame_id == "world"
     assert "overlaps fixed module 'm0'" in nav.last_error
+    # every input of the failed call is written beside the log, and replays the failure
+    import os
+    from pathlib import Path
+
+    from smores_assembly.navigation.replay import load_problem, replay
+    from smores_assembly.navigation.stage import GoalOccupiedError
+    dump = Path(os.environ["ROS_LOG_DIR"]) / "navigation_failed_stage1_001.yaml"
+    fp = load_problem(dump)
+    assert fp.stage == 1 and "overlaps fixed module 'm0'" in fp.error
+    assert fp.settings == nav.settings and fp.work_clock == nav.lockstep.enabled
+    assert set(fp.problem.moving) == {"m1", "h0"} and "m0" in fp.problem.fixed
+    with pytest.raises(GoalOccupiedError, match="overlaps fixed module 'm0'"):
+        replay(dump)

@@ -56,8 +56,11 @@ path too).
 Publishes: ``/<id>/path`` (nav_msgs/Path, latched, frame ``world``, ``header.stamp`` = stage
 planning time, each pose's stamp = planned arrival time) for every moving or moved-aside
 module; ``/assembly/markers`` (MarkerArray, namespace ``paths``). On a planning failure the
-error is logged and an empty Path is published for the affected modules (the docking
-controller then drives directly).
+error is logged, every input of the failed planning call is written to
+``navigation_failed_stage<k>_<n>.yaml`` in the ROS log directory (``--out``'s ``ros_log/``
+in a run; at most ``MAX_DUMPS`` files; the error line names it; replay it offline with
+:mod:`smores_assembly.navigation.replay`), and an empty Path is published for the affected
+modules (the docking controller then drives directly).
 
 Service ``/navigation/replan`` (std_srvs/Trigger) replans from the current poses; a moving
 module lagging more than ``replan_lag_m`` behind its timed path triggers the same.
@@ -70,9 +73,11 @@ until the plan arrives.
 from __future__ import annotations
 
 import sys
+from pathlib import Path as FilePath
 
 from geometry_msgs.msg import Point
 from nav_msgs.msg import Path
+from rclpy.logging import get_logging_directory
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import ColorRGBA, Int32
@@ -83,18 +88,20 @@ from smores_assembly import params
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import Pose2D
 from smores_assembly.msg import AssemblyPlan, DockingStatusArray, ModuleStateArray
-from smores_assembly.navigation.problem import (NavProblem, direct_waits, nav_problem,
-                                                wait_for_backoffs)
-from smores_assembly.navigation.stage import (NavSettings, StagePlan, WorkClock, pose_at,
-                                              turn_clearance)
+from smores_assembly.navigation.problem import NavProblem, direct_waits, nav_problem
+from smores_assembly.navigation.replay import dump_problem, plan_problem
+from smores_assembly.navigation.stage import NavSettings, StagePlan, pose_at, turn_clearance
 from smores_assembly.planning import Plan
 from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.reconfigure import with_kept_goals
-from smores_assembly.staging import (StagingSettings, carry_staging_poses, plan_stage_carrying,
-                                    staging_poses)
+from smores_assembly.staging import StagingSettings, carry_staging_poses, staging_poses
 from smores_assembly.vocabulary import Phase
+
+
+#: At most this many failed problems are written to the log directory in a run.
+MAX_DUMPS = 20
 
 
 class NavigationNode(Node):
@@ -125,6 +132,7 @@ class NavigationNode(Node):
         self._published: set[str] = set()
         self.plan_count = 0  # number of planning attempts (tests, diagnostics)
         self.last_error = ""
+        self._dumps = 0  # failed problems written (_dump_failed)
         lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                common.LATCHED_QOS, counted=False)
         # raw: the states are decoded only when a plan or the monitor needs them (every
@@ -256,7 +264,7 @@ class NavigationNode(Node):
             return False
         prob = self._stage_problem()
         moving, obstacles, fixed, missing = prob.moving, prob.obstacles, prob.fixed, prob.missing
-        staging, zones, direct, carried = prob.staging, prob.zones, prob.direct, prob.carried
+        staging, direct, carried = prob.staging, prob.direct, prob.carried
         aside = prob.blockers(self.settings)
         if missing and not moving and not direct and not carried and not aside:
             # states may still be incomplete: wait for more (the pending flag stays set)
@@ -279,24 +287,18 @@ class NavigationNode(Node):
             return True
         staged: list[str] = []
         try:
+            # the carried pairs first, the staging moves kept out of the area they pass;
+            # a helper backing off from its hand-over: the back-off is its first move.
             # lockstep: the search bounds count work, not wall time (the same plan on a
             # busy machine)
-            work = WorkClock if self.lockstep.enabled else None
-            # the carried pairs first, the staging moves kept out of the area they pass
-            sp, staged = plan_stage_carrying(moving, staging, carried, obstacles, zones,
-                                             self.settings, fixed=fixed,
-                                             width=self.settings.module_width,
-                                             clock_factory=work, keep_clear=self._keep_clear,
-                                             slides=prob.slides)
-            # a helper backing off from its hand-over: the back-off is its first move
-            sp = wait_for_backoffs(sp, prob.backoffs, self.settings.helper_backoff_speed,
-                                   self.settings.module_width)
+            sp, staged = plan_problem(prob, self.settings, work_clock=self.lockstep.enabled)
         except (NavigationError, InputError) as exc:
             self._publish_empty(sorted(direct), t_start)
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
+            dumped = self._dump_failed(prob, reason, str(exc), t_start)
             self.get_logger().error(self.last_error + " — publishing empty paths "
                                     f"for {sorted(set(moving) | set(carried))} "
-                                    "(direct driving)")
+                                    f"(direct driving); {dumped}")
             self.get_logger().error(
                 "the failed problem (x, y, yaw): moving "
                 + ", ".join(f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in sorted(moving.items()))
@@ -343,6 +345,22 @@ class NavigationNode(Node):
             + f" with {st['algorithm']}: cost {st['cost']}, makespan {st['makespan']} steps, "
             f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms")
         return True
+
+    def _dump_failed(self, prob: NavProblem, reason: str, error: str, t: float) -> str:
+        """Write the failed problem (:func:`smores_assembly.navigation.replay.dump_problem`)
+        to the ROS log directory, at most MAX_DUMPS files a run; says where (for the log)."""
+        self._dumps += 1
+        if self._dumps > MAX_DUMPS:
+            return f"problem not written (more than {MAX_DUMPS} failures)"
+        path = FilePath(get_logging_directory()) / (
+            f"navigation_failed_stage{self._stage + 1}_{self._dumps:03d}.yaml")
+        try:
+            dump_problem(path, prob, self.settings, work_clock=self.lockstep.enabled,
+                         stage=self._stage + 1, reason=reason, error=error, time_s=t,
+                         staging_settings=dict(vars(self.staging_settings)))
+        except (OSError, ValueError) as exc:
+            return f"problem not written ({path}: {exc})"
+        return f"problem written to {path} (replay: smores_assembly.navigation.replay)"
 
     # --- outputs --------------------------------------------------------------------------
     def _pub(self, m: str):

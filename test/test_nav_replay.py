@@ -1,0 +1,76 @@
+"""Failed navigation problems, written by the navigation node and replayed offline (issue
+16: 50-100 module targets).
+
+The node writes every input of its failed planning call
+(:func:`smores_assembly.navigation.replay.dump_problem`) beside its log; the file is read
+back with :func:`~smores_assembly.navigation.replay.load_problem` and planned with the
+node's own call, :func:`~smores_assembly.navigation.replay.plan_problem`.
+
+``data/nav_failed_random50_stage1.yaml``: the node's dump of bench_scale
+``plannable_scenario("random", 50, seed=0)`` (55 modules), ``clear_footprint`` on, stage
+1 replanned at 28.9 s simulated when h1 had lifted m28: the carried pair's plan (its wide
+grid, cells one pair clearance wide) moved m37 aside from the pair's pre-dock pose, and
+every cell round m37 was blocked by idle and staged modules that the plan did not move:
+"no free grid cell within 8.883 m of its parking area", the stage's modules drove
+without paths, 6 of 49 docks in 534 s. The plans are judged by ``w x w`` squares
+(``test_aside_legs.stage_violations``), not by the planner's grid.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from random_plans import bench_plans, pair_problems
+from smores_assembly.navigation.replay import (dump_problem, load_problem, plan_problem,
+                                               replay)
+from smores_assembly.navigation.stage import NavSettings
+from test_aside_legs import stage_violations
+
+DATA = Path(__file__).parent / "data"
+RANDOM50 = DATA / "nav_failed_random50_stage1.yaml"
+W = 0.08
+
+
+def _world(prob):
+    """The world the problem was planned in: obstacles where they stand, moving modules
+    at their starts, backing-off helpers where their back-off ends."""
+    world = {**prob.obstacles, **{m: v[0] for m, v in prob.moving.items()}}
+    world.update({h: end for h, (_s, end) in prob.backoffs.items()})
+    return world
+
+
+def _violations(prob, sp):
+    carried = {h: m for h, (_s, _g, m) in prob.carried.items()}
+    return stage_violations(sp, _world(prob), carried,
+                            final_legs=set(prob.moving) | set(prob.carried))
+
+
+def test_a_written_problem_reads_back_exactly_and_plans_the_same(tmp_path):
+    """A problem with a carried pair, staging moves, zones, slides and a footprint to keep
+    clear (bench_scale random 50 seed 0's dump; and the first pair problem of
+    bench_targets seed 42) written and read back: the same problem, settings, work clock
+    and notes, and the same plan from it."""
+    fp = load_problem(RANDOM50)
+    prob = fp.problem
+    assert prob.carried and prob.staging and prob.zones and prob.slides and prob.keep_clear
+    out = dump_problem(tmp_path / "p.yaml", prob, fp.settings, work_clock=fp.work_clock,
+                       stage=fp.stage, reason=fp.reason, error=fp.error, time_s=fp.time_s,
+                       **fp.extra)
+    back = load_problem(out)
+    assert back.problem == prob
+    assert back.settings == fp.settings and back.work_clock == fp.work_clock
+    assert (back.stage, back.reason, back.error, back.time_s, back.extra) == (
+        fp.stage, fp.reason, fp.error, fp.time_s, fp.extra)
+    nav = NavSettings(clear_footprint=True)
+    _name, _a, _poses, prob = next(pair_problems(bench_plans(5, 42), nav, W))
+    dump_problem(tmp_path / "q.yaml", prob, nav, work_clock=True)
+    back = load_problem(tmp_path / "q.yaml")
+    assert back.problem == prob and back.settings == nav and back.work_clock
+    a, sa = plan_problem(prob, nav, work_clock=True)
+    b, sb = replay(tmp_path / "q.yaml")
+    assert a.paths == b.paths and sa == sb and a.moved_aside == b.moved_aside
+
+
+if __name__ == "__main__":
+    raise SystemExit(pytest.main([__file__, "-q"]))
