@@ -21,11 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from random_plans import bench_plans, pair_problems
+from random_plans import bench_plans, pair_problems, scale_plans
+from smores_assembly.errors import NavigationError
+from smores_assembly.navigation.problem import nav_problem
 from smores_assembly.navigation.replay import (dump_problem, load_problem, plan_problem,
                                                replay)
 from smores_assembly.navigation.stage import NavSettings
-from test_aside_legs import stage_violations
+from smores_assembly.staging import staging_poses
+from test_aside_legs import _overlapping, stage_violations
 
 DATA = Path(__file__).parent / "data"
 RANDOM50 = DATA / "nav_failed_random50_stage1.yaml"
@@ -70,6 +73,62 @@ def test_a_written_problem_reads_back_exactly_and_plans_the_same(tmp_path):
     a, sa = plan_problem(prob, nav, work_clock=True)
     b, sb = replay(tmp_path / "q.yaml")
     assert a.paths == b.paths and sa == sb and a.moved_aside == b.moved_aside
+
+
+def test_random50_stage1_replan_parks_the_walled_in_module():
+    """The node's failed problem (module docstring) plans now: the modules walling m37 in
+    are moved aside too (``_park_aside``), and no two bodies come closer than 1 mm along
+    the plan's legs (before: UnreachableGoalError 'm37': no free grid cell within 8.883 m
+    of its parking area)."""
+    fp = load_problem(RANDOM50)
+    assert "m37" in fp.error and "parking area" in fp.error, fp.error
+    assert fp.work_clock and fp.settings.clear_footprint
+    sp, _staged = plan_problem(fp.problem, fp.settings, work_clock=fp.work_clock)
+    h, (_start, goal, module) = next(iter(fp.problem.carried.items()))
+    assert (h, module) == ("h1", "m28")
+    assert sp.paths[h][-1][1] == goal
+    assert "m37" in sp.moved_aside
+    assert not _violations(fp.problem, sp)
+
+
+def test_random50_pair_problems_plan():
+    """bench_scale random 50-node targets (``scale_plans(50, 6, 0)``: the plannable ones
+    of six seeds), ``clear_footprint`` on: stage 1 from the scenario's start poses and
+    the first carried pair of every helper in stages 1-3 (``pair_problems``, the helper
+    holding its module where it picked it up) all plan, with no two bodies closer than
+    1 mm along the legs (a world where the made-up lift puts the module on another one
+    is not judged). Before the fix some pair problems failed with 'no free grid cell
+    within ... of its parking area' (a module moved aside walled in by movable ones)."""
+    nav = NavSettings(clear_footprint=True)
+    plans = list(scale_plans(50, 6, 0))
+    assert len(plans) >= 2, [sc.name for sc, _ in plans]
+    failed, bad, checked = [], [], 0
+    for sc, plan in plans:
+        targets = staging_poses(plan, nav.predock_standoff)
+        prob = nav_problem(plan, 0, dict(sc.modules), set(), {}, nav,
+                           staging_targets=targets)
+        try:
+            sp, _ = plan_problem(prob, nav, work_clock=True)
+        except NavigationError as exc:
+            failed.append((sc.name, "start", str(exc)))
+            continue
+        checked += 1
+        bad += [(sc.name, "start", v) for v in _violations(prob, sp)]
+    for name, a, poses, prob in pair_problems(plans, nav, W):
+        if a.stage > 2:
+            continue
+        try:
+            sp, _ = plan_problem(prob, nav, work_clock=True)
+        except NavigationError as exc:
+            failed.append((name, a.stage + 1, a.module, str(exc)))
+            continue
+        if _overlapping(_world(prob)):
+            continue
+        checked += 1
+        bad += [(name, a.stage + 1, a.module, v) for v in _violations(prob, sp)]
+    assert not failed, failed
+    assert checked >= 6, checked
+    assert not bad, bad
 
 
 if __name__ == "__main__":

@@ -41,7 +41,11 @@ Continuous world, discrete grid:
   start cell that is no moving module's start or goal cell, lies on none of their
   shortest paths and is not near a goal pose, and (with ``keep_clear``) lies outside the
   convex hull of the footprint grown by ``clearance`` (so a parked module stands in no
-  pocket of the target either); they keep their heading.
+  pocket of the target either); they keep their heading. A module moved aside that can
+  reach no such cell (walled in by movable modules, a dense field on a carried pair's
+  wide grid) has the movable modules on its cheapest way out moved aside too, and
+  nothing parks on that way. Its start cell keeps clear of the moving modules' legs to
+  their start cells where it can (it waits there while they drive them).
 
 Times: one grid step takes ``c / nominal_speed``; waypoint times are seconds from the
 stage start. Headings point along the motion; waits keep the heading; the final heading is
@@ -528,13 +532,18 @@ def _assign(scene: _Scene, targets: dict[str, tuple[float, float]], allowed, pen
 def _cheapest_crossing(W: int, H: int, fixed: set, movable: dict, src: Cell, dst: Cell):
     """Path src -> dst through non-fixed cells crossing as few movable-occupied cells as
     possible (Dijkstra; a movable cell costs 1 + W*H). Returns the cells or None."""
+    return _cheapest_crossing_to(W, H, fixed, movable, src, lambda cell: cell == dst)
+
+
+def _cheapest_crossing_to(W: int, H: int, fixed: set, movable: dict, src: Cell, is_dst):
+    """:func:`_cheapest_crossing` to the nearest cell ``c`` with ``is_dst(c)``."""
     big = 1 + W * H
     dist = {src: 0}
     prev: dict[Cell, Cell] = {}
     pq = [(0, src)]
     while pq:
         d, u = heapq.heappop(pq)
-        if u == dst:
+        if is_dst(u):
             path = [u]
             while u in prev:
                 u = prev[u]
@@ -1130,9 +1139,40 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     for a parking cell widens (3, 6, 12, ... x ``goal_search_cells``) until every module
     has one.
 
+    A module moved aside that reaches no such cell over free cells (walled in by movable
+    modules: a dense field of idle and staged modules on a carried pair's wide grid) has
+    the movable modules on its cheapest way out (:func:`_cheapest_crossing_to` to the
+    nearest cell where it may park) moved aside too (added to ``lay.aside``), nothing
+    parks on that way (the walled-in module leaves by it), and the cells are chosen again
+    (issue 16, bench_scale random 50 seed 0, stage 1: m37 moved
+    aside from the carried m28's pre-dock pose, walled in on the pair's grid; "no free
+    grid cell within 8.883 m of its parking area", the stage's modules drove without
+    paths into contacts).
+
     Returns ``(agents_start, agents_goal, blocked)``: start/goal cells of every MAPF agent
     and the cells blocked for the search (fixed and remaining movable obstacles).
+
+    Raises:
+        UnreachableGoalError: a module moved aside is walled in by fixed modules, or no
+            distinct cells are left.
     """
+    keep_out = _keep_out_cells(lay.scene, keep, s.clearance) if keep else set()
+    ways: set[Cell] = set()
+    while True:   # lay.aside grows on every round
+        out = _park_cells(lay, moving, goals_xy, start_cells, goal_cells, s, keep_out,
+                          slides, ways)
+        if isinstance(out, tuple):
+            return out
+        lay.aside |= out
+
+
+def _park_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
+                goals_xy: dict[str, tuple[float, float]], start_cells: dict[str, Cell],
+                goal_cells: dict[str, Cell], s: NavSettings, keep_out: set[Cell],
+                slides: Mapping[str, Segment] | None, ways: set[Cell]):
+    """One try of :func:`_park_aside` with the modules of ``lay.aside``: its result, or
+    the movable modules (none of ``lay.aside``) to move aside as well for the walled-in
+    ones (a non-empty set; their ways out are added to ``ways``, where nothing parks)."""
     scene = lay.scene
     mc = lay.movable_cells()
     agents_start = dict(start_cells)
@@ -1154,11 +1194,11 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                 cur = min(g.neighbors(cur), key=lambda n: (d.get(n, 1 << 30), n))
     legs = [(scene.center(goal_cells[m]), goals_xy[m]) for m in moving]
 
-    keep_out = _keep_out_cells(scene, keep, s.clearance) if keep else set()
     segs = list((slides or {}).values())
 
     def park_ok(a, cell):
-        if cell in blocked or cell in taken or cell in needed or cell in keep_out:
+        if (cell in blocked or cell in taken or cell in needed or cell in keep_out
+                or cell in ways):
             return False
         cc = scene.center(cell)
         return (all(point_segment_distance(cc, a0, b0) >= s.clearance for a0, b0 in legs)
@@ -1166,12 +1206,28 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
                         for a0, b0 in segs))
 
     ox = {o: (lay.obstacles[o].x, lay.obstacles[o].y) for o in lay.aside}
-    starts_aside = _assign(scene, ox,
-                           lambda a, cell: cell not in blocked and cell not in taken,
-                           lambda cell: 0.0, radius, "current pose",
-                           leg_penalty=_start_leg_penalty(
-                               scene, {m: cur for m, (cur, _) in moving.items()},
-                               lay.obstacles, s))
+    # a start cell no closer than _leg_room to a moving module's leg to its own start
+    # cell (the module moved aside stands there while that leg runs, _to_world), when
+    # there is one: bench_scale random 50 seed 0, stage 1, m37 waited on the cell beside
+    # the carried pair's 0.31 m leg, the carried m28 ran into it (6 mm overlap)
+    room = _leg_room(s)
+    first_legs = [((cur.x, cur.y), scene.center(start_cells[m]))
+                  for m, (cur, _) in moving.items()]
+    pen = _start_leg_penalty(scene, {m: cur for m, (cur, _) in moving.items()},
+                             lay.obstacles, s)
+
+    def off_legs(cell: Cell) -> bool:
+        cc = scene.center(cell)
+        return all(point_segment_distance(cc, p, q) >= room for p, q in first_legs)
+
+    try:
+        starts_aside = _assign(scene, ox, lambda a, cell: cell not in blocked
+                               and cell not in taken and off_legs(cell),
+                               lambda cell: 0.0, radius, "current pose", leg_penalty=pen)
+    except UnreachableGoalError:
+        starts_aside = _assign(scene, ox,
+                               lambda a, cell: cell not in blocked and cell not in taken,
+                               lambda cell: 0.0, radius, "current pose", leg_penalty=pen)
     # a parking cell the module can reach from its start cell (bench_scale random 30
     # seed 0, stage 2: m22, moved aside, parked on a cell walled off from its start; the
     # search failed and the stage's helpers drove without paths into a contact)
@@ -1183,6 +1239,25 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             reachable[c0] = set(g.distances(c0))
         return cell in reachable[c0]
 
+    # walled in by movable modules: those on the cheapest way out go aside too
+    more: set[str] = set()
+    for a in sorted(ox):
+        c0 = starts_aside[a]
+        can_reach(a, c0)
+        if any(park_ok(a, cell) for cell in reachable[c0]):
+            continue
+        way = _cheapest_crossing_to(scene.W, scene.H, lay.fixed_cells, mc, c0,
+                                    lambda cell, a=a: park_ok(a, cell))
+        if way is None:
+            x, y = ox[a]
+            raise UnreachableGoalError(
+                f"module {a!r}: moved aside from ({x:.3f}, {y:.3f}), walled in by fixed "
+                "modules (no parking cell it can reach)")
+        for cell in way:
+            more |= mc.get(cell, set())
+        ways.update(way)
+    if more:
+        return more
     reach = 3 * radius
     while True:
         try:
