@@ -41,10 +41,10 @@ Continuous world, discrete grid:
   start cell that is no moving module's start or goal cell, lies on none of their
   shortest paths and is not near a goal pose, and (with ``keep_clear``) lies outside the
   convex hull of the footprint grown by ``clearance`` (so a parked module stands in no
-  pocket of the target either); they keep their heading. A module moved aside that can
-  reach no such cell (walled in by movable modules, a dense field on a carried pair's
-  wide grid) has the movable modules on its cheapest way out moved aside too, and
-  nothing parks on that way. Its start cell keeps clear of the moving modules' legs to
+  pocket of the target either); they keep their heading. Modules moved aside that can
+  reach too few such cells (walled in by movable modules, a dense field on a carried
+  pair's wide grid) have the movable modules on their cheapest ways out moved aside
+  too, and nothing parks on those ways. Its start cell keeps clear of the moving modules' legs to
   their start cells where it can (it waits there while they drive them).
 
 Times: one grid step takes ``c / nominal_speed``; waypoint times are seconds from the
@@ -518,6 +518,12 @@ def _assign(scene: _Scene, targets: dict[str, tuple[float, float]], allowed, pen
         for v, cell in opts:
             cost[r, cand[cell]] = v
     ri, ci = linear_sum_assignment(cost)
+    if len(ri) < len(ids):
+        # fewer candidate cells than modules: the assignment leaves rows out
+        left = sorted(set(range(len(ids))) - {int(r) for r in ri})
+        raise UnreachableGoalError(
+            f"module {ids[left[0]]!r}: no distinct free grid cell near its {what} "
+            "(too crowded)")
     cells = list(cand)
     out = {}
     for r, col in zip(ri, ci):
@@ -1139,15 +1145,16 @@ def _park_aside(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     for a parking cell widens (3, 6, 12, ... x ``goal_search_cells``) until every module
     has one.
 
-    A module moved aside that reaches no such cell over free cells (walled in by movable
-    modules: a dense field of idle and staged modules on a carried pair's wide grid) has
-    the movable modules on its cheapest way out (:func:`_cheapest_crossing_to` to the
-    nearest cell where it may park) moved aside too (added to ``lay.aside``), nothing
-    parks on that way (the walled-in module leaves by it), and the cells are chosen again
-    (issue 16, bench_scale random 50 seed 0, stage 1: m37 moved
-    aside from the carried m28's pre-dock pose, walled in on the pair's grid; "no free
-    grid cell within 8.883 m of its parking area", the stage's modules drove without
-    paths into contacts).
+    Modules moved aside that reach too few such cells over free cells (walled in by
+    movable modules: a dense field of idle and staged modules on a carried pair's wide
+    grid; fewer cells to park on in the free part they start in than modules) have, for
+    as many of them as cells are missing, the movable modules on their cheapest way out
+    of that part (:func:`_cheapest_crossing_to` to the nearest cell where they may park)
+    moved aside too (added to ``lay.aside``); nothing parks on those ways (the walled-in
+    modules leave by them), and the cells are chosen again (issue 16, bench_scale random
+    50 seed 0, stage 1: m37 moved aside from the carried m28's pre-dock pose, walled in
+    on the pair's grid; "no free grid cell within 8.883 m of its parking area", the
+    stage's modules drove without paths into contacts).
 
     Returns ``(agents_start, agents_goal, blocked)``: start/goal cells of every MAPF agent
     and the cells blocked for the search (fixed and remaining movable obstacles).
@@ -1239,23 +1246,28 @@ def _park_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             reachable[c0] = set(g.distances(c0))
         return cell in reachable[c0]
 
-    # walled in by movable modules: those on the cheapest way out go aside too
+    # walled in by movable modules (in a part of the free cells with fewer cells to park
+    # on than modules moved aside starting there): those on the cheapest way out of that
+    # part go aside too
     more: set[str] = set()
+    parts: dict[frozenset, list[str]] = {}
     for a in sorted(ox):
         c0 = starts_aside[a]
         can_reach(a, c0)
-        if any(park_ok(a, cell) for cell in reachable[c0]):
-            continue
-        way = _cheapest_crossing_to(scene.W, scene.H, lay.fixed_cells, mc, c0,
-                                    lambda cell, a=a: park_ok(a, cell))
-        if way is None:
-            x, y = ox[a]
-            raise UnreachableGoalError(
-                f"module {a!r}: moved aside from ({x:.3f}, {y:.3f}), walled in by fixed "
-                "modules (no parking cell it can reach)")
-        for cell in way:
-            more |= mc.get(cell, set())
-        ways.update(way)
+        parts.setdefault(frozenset(reachable[c0]), []).append(a)
+    for part, mods in parts.items():
+        room_left = sum(1 for cell in part if park_ok(mods[0], cell))
+        for a in mods[room_left:] if room_left < len(mods) else ():
+            way = _cheapest_crossing_to(scene.W, scene.H, lay.fixed_cells, mc, starts_aside[a],
+                                        lambda cell, a=a: cell not in part and park_ok(a, cell))
+            if way is None:
+                x, y = ox[a]
+                raise UnreachableGoalError(
+                    f"module {a!r}: moved aside from ({x:.3f}, {y:.3f}), walled in by "
+                    "fixed modules (no parking cell it can reach)")
+            for cell in way:
+                more |= mc.get(cell, set())
+            ways.update(way)
     if more:
         return more
     reach = 3 * radius
