@@ -34,10 +34,10 @@ from typing import Collection, Mapping
 import numpy as np
 
 from smores_assembly.docking.control import pair_turn_shift, pickup_pose
-from smores_assembly.geometry import Pose2D, point_segment_distance
-from smores_assembly.navigation.stage import (NavSettings, Segment, StagePlan,
-                                              clear_carried_predock, clear_predock, pose_at,
-                                              turn_clearance)
+from smores_assembly.geometry import Pose2D, point_segment_distance, wrap_angle
+from smores_assembly.navigation.stage import (FINAL_LEG_TURN_RATE, NavSettings, Segment,
+                                              StagePlan, clear_carried_predock,
+                                              clear_predock, pose_at, turn_clearance)
 from smores_assembly.reconfigure import with_kept_goals
 from smores_assembly.staging import (Rect, StagingSettings, carry_staging_poses,
                                     footprint_to_build, staging_poses, staging_problem)
@@ -208,11 +208,86 @@ def wait_for_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D
       right after a hand-over of random targets the helper ran more than 0.1 m behind
       its path in the kinematic world (``test_helper_backoff_paths``).
 
+    Then the other modules' paths wait for the helpers' turns (:func:`_followers_later`).
+
     Returns:
         ``sp`` itself (no backing-off helper has a path that moves, and no path comes
         near a back-off), or a copy with the helpers' paths or every path shifted
-        (``stats``: ``backoff_wait_s`` for all, ``backoff_delay_s`` helper -> its shift).
+        (``stats``: ``backoff_wait_s`` for all, ``backoff_delay_s`` helper -> its shift,
+        ``backoff_turn_s`` how much later the other paths run).
     """
+    out = _timed_backoffs(sp, backoffs, speed, width, margin_s, dt)
+    if out is sp:
+        return sp
+    return _followers_later(out, backoffs, turn_clearance(width), margin_s, dt)
+
+
+def _first_turn_s(path: list[tuple[float, Pose2D]] | None, end: Pose2D,
+                  margin_s: float) -> float:
+    """Time [s] a helper needs to turn in place where its back-off ends (``end``, the
+    back-off's heading) to the heading of its first leg from there (``path``'s first
+    waypoint away from ``end`` after reaching it): the angle at ``FINAL_LEG_TURN_RATE``
+    (the docking controller's ``w_max``) plus ``margin_s`` (the wheels' ramp); 0 when it
+    does not leave ``end`` or turns less than 1 degree."""
+    if not path:
+        return 0.0
+    at_end = [i for i, (_, p) in enumerate(path) if p.distance_to(end) <= 1e-3]
+    if not at_end:
+        return 0.0
+    nxt = next((p for _, p in path[at_end[0]:] if p.distance_to(end) > 1e-3), None)
+    if nxt is None:
+        return 0.0
+    angle = abs(wrap_angle(math.atan2(nxt.y - end.y, nxt.x - end.x) - end.yaw))
+    if angle < math.radians(1.0):
+        return 0.0
+    return angle / FINAL_LEG_TURN_RATE + margin_s
+
+
+def _followers_later(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D]],
+                     room: float, margin_s: float, dt: float) -> StagePlan:
+    """``sp`` (timed for the back-offs) with every moving path but the backing-off
+    helpers' waiting at its start as long as the longest turn in place a helper needs
+    where its back-off ends before its first leg (:func:`_first_turn_s`).
+
+    The stage is planned from where the back-off ends with the helper's heading kept, so
+    its first leg had no time for that turn: the helper turns there (the docking
+    controller turns towards its path's reference while it drives) and runs up to that
+    long behind its path, while the modules planned after it ran on schedule
+    (bench_targets seed 56 random_12_24688286 stage 7: h0's first leg needed a 147
+    degree turn, it fell 0.04 m behind and cut the corner, and m3, planned one cell
+    behind it in the same column, touched it, 0.21 mm). Holding the helper where its
+    back-off ends for the turn does not do: its turn in place there swept into a placed
+    module beside it (m8 at 0.105 m, the same target: stuck, stage 7 failed); so the
+    others run later instead. Kept only when the helper, should it keep to its path,
+    comes no closer to a delayed path than ``room`` and than the plan had them (sampled
+    every ``dt`` [s]); else ``sp`` unchanged."""
+    turn = {h: _first_turn_s(sp.paths.get(h), end, margin_s)
+            for h, (_start, end) in backoffs.items()}
+    late = max(turn.values(), default=0.0)
+    if late <= 0.0:
+        return sp
+    helpers = [h for h in backoffs if _moves(sp.paths.get(h))]
+    later = {m: [(0.0, p[0][1])] + [(t + late, q) for t, q in p]
+             for m, p in sp.paths.items() if m not in backoffs and _moves(p)}
+    if not helpers or not later:
+        return sp
+    end = max(p[-1][0] for p in list(sp.paths.values()) + list(later.values()) if p)
+    ts = np.arange(0.0, end + dt, dt)
+    for h in helpers:
+        xy = _xy_at(sp.paths[h], ts)
+        for m, p in later.items():
+            d_new = np.hypot(*(xy - _xy_at(p, ts)).T)
+            d_old = np.hypot(*(xy - _xy_at(sp.paths[m], ts)).T)
+            if np.any((d_new < room) & (d_new < d_old - 1e-3)):
+                return sp
+    stats = dict(sp.stats)
+    stats["backoff_turn_s"] = late
+    return replace(sp, paths={**sp.paths, **later}, stats=stats)
+
+
+def _timed_backoffs(sp: StagePlan, backoffs: Mapping[str, tuple[Pose2D, Pose2D]],
+                    speed: float, width: float, margin_s: float, dt: float) -> StagePlan:
+    """:func:`wait_for_backoffs` without :func:`_followers_later`."""
     if not backoffs or not sp.paths:
         return sp
     delay = {h: start.distance_to(end) / speed + margin_s
