@@ -13,7 +13,10 @@ Judged here independently of the planner, no ROS: w x w squares of every module 
 timed paths, the helper modelled as it drives: its back-off as planned (its length at
 ``helper_backoff_speed`` plus the 0.5 s wheel ramp), then a turn in place at
 ``TURN_RATE`` to its first leg's heading, and only then its path, as late as it
-started it (it does not catch up). The problem is the navigation node's at the stage's
+started it (it does not catch up), or its path's reference at once after the turn (it
+catches up). The fix (``wait_for_backoffs``' ``_followers_later``) has the other paths
+wait for that turn; holding the helper where its back-off ends instead turned it into the
+placed m8 there (end to end: stage 7 failed). The problem is the navigation node's at the stage's
 start in the recorded run (mocap poses at 360.84 s; the plan anchored on the root's
 mocap sample at 0.04 s), which plans exactly the run's paths (m3 into h0's column at
 6.44 s).
