@@ -77,10 +77,11 @@ def _stage7():
 def _helper_as_driven(path, start: Pose2D, end: Pose2D, speed: float,
                       catch_up: bool = False):
     """The helper's pose at t [s] (a function), how late [s] it starts its path's
-    first leg and when [s] it turns in place (from, to): back-off from ``start`` to ``end`` in its length / ``speed`` + RAMP_S, a
-    turn in place at TURN_RATE to the heading from ``end`` to the path's first waypoint
-    away from it, then the path from where it leaves ``end``, that much late (or,
-    ``catch_up``, its path's reference as soon as it has turned)."""
+    first leg and when [s] it turns in place (from, to): back-off from ``start`` to
+    ``end`` in its length / ``speed`` + RAMP_S, a turn in place at TURN_RATE to the
+    heading from ``end`` to the path's first waypoint away from it, then the path from
+    where it leaves ``end``, that much late (or, ``catch_up``, its path's reference as
+    soon as it has turned)."""
     t_b = start.distance_to(end) / speed + RAMP_S
     back = next(i for i, (_, p) in enumerate(path) if p.distance_to(end) <= 1e-3)
     leave = next(i for i, (_, p) in enumerate(path)
