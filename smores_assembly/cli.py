@@ -216,12 +216,18 @@ def check_full_disassembly(args: argparse.Namespace, scenario) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    try:
-        import rclpy  # noqa: F401  (run needs ROS 2; plan does not)
-    except ImportError as exc:
-        raise InputError(f"run needs ROS 2 (rclpy could not be imported: {exc}); set it "
-                         f"up with `make setup` (README) or source a ROS 2 install") from None
-    from smores_assembly import run_job
+    from smores_assembly.entry import sigint_held
+
+    # a Ctrl-C during these imports (~0.5 s) is held until they end, then interrupts
+    # cleanly: inside them it raised from a half-initialised module (a traceback, exit 1)
+    with sigint_held():
+        try:
+            import rclpy  # noqa: F401  (run needs ROS 2; plan does not)
+        except ImportError as exc:
+            raise InputError(f"run needs ROS 2 (rclpy could not be imported: {exc}); set "
+                             f"it up with `make setup` (README) or source a ROS 2 "
+                             f"install") from None
+        from smores_assembly import run_job
 
     return run_job.run(args)
 
@@ -348,8 +354,9 @@ def _run_interrupted() -> str:
     """What a Ctrl-C that reached the CLI interrupted: before the stack started (nothing
     moved) or after it stopped (while the results were written; the run's own handlers
     cover the time in between)."""
-    from smores_assembly.run_job import stack_started
-    if stack_started():
+    # looked up, not imported: a Ctrl-C during run_job's own import left it half-made
+    stack_started = getattr(sys.modules.get("smores_assembly.run_job"), "stack_started", None)
+    if callable(stack_started) and stack_started():
         return ("interrupted after the stack stopped, while the results were written "
                 "(the report and pictures may be missing or incomplete)")
     return "interrupted before any module moved"

@@ -20,14 +20,35 @@ for ``ros2 run`` (``lib/smores_assembly/<node>``).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 #: exit status of a process interrupted by SIGINT before it did anything (128 + 2)
 INTERRUPTED_EXIT = 130
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold a SIGINT back while the body runs (an import of numpy, scipy, networkx or
+    rclpy: interrupted inside, it left a module half-initialised and raised an
+    ``ImportError`` or ``AttributeError`` instead of ``KeyboardInterrupt``), then raise
+    :class:`KeyboardInterrupt` when one came. Where SIGINT is not Python's default handler
+    (ignored, or a handler of the program's own), the body runs unguarded."""
+    interrupted: list[int] = []
+    guard = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if guard:
+        signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    try:
+        yield
+    finally:
+        if guard:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _guarded(module: str, prog: str, what: str) -> Callable[[], int]:
