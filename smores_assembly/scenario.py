@@ -83,8 +83,15 @@ MODULE_ID_RULE = ("a letter, then letters, digits or '_' (it names ROS topics /<
 
 
 def module_id_error(mid: object) -> str | None:
-    """Why ``mid`` is not a valid module id (see :data:`MODULE_ID_RULE`), None when valid."""
+    """Why ``mid`` is not a valid module id (see :data:`MODULE_ID_RULE`; nor one of the
+    stack's own namespaces or node names, :func:`smores_assembly.ros.names.reserved_module_ids`),
+    None when valid."""
+    from smores_assembly.ros.names import reserved_module_ids   # no ROS imports
     if isinstance(mid, str) and _MODULE_ID_RE.match(mid):
+        if mid in reserved_module_ids():
+            return (f"invalid module id {mid!r}: reserved, the stack's own topics or nodes "
+                    f"use that name (/{mid}/...); reserved: "
+                    f"{', '.join(sorted(reserved_module_ids()))}")
         return None
     return f"invalid module id {mid!r}: must be {MODULE_ID_RULE}"
 #: Scenario names become file names (reports, recordings): no path separators, no leading dot.

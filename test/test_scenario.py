@@ -269,6 +269,20 @@ def test_bad_width_and_ids():
     refused(d, "modules", "invalid module id '3m'")
 
 
+@pytest.mark.parametrize("mid", ["fake_hardware", "assembly", "lockstep", "navigation"])
+def test_a_module_id_of_the_stacks_own_names_is_refused(mid):
+    """A module's topics are ``<id>/cmd_vel`` ...: a module named ``fake_hardware`` passed
+    the checks and ``plan``, then the fake hardware failed at start on
+    ``fake_hardware/cmd_vel`` of two types (a fresh-user finding). Every first token of the
+    stack's names (names.STACK_NAMES) is refused, before anything starts."""
+    from smores_assembly.ros import names
+    d = base()
+    d["modules"][mid] = d["modules"].pop("m1")
+    refused(d, "modules", f"invalid module id {mid!r}: reserved")
+    own = {n.strip("/").split("/")[0] for n in names.STACK_NAMES}
+    assert own <= names.reserved_module_ids()
+
+
 def test_yaml_syntax_error_is_one_line(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("name: x\ntarget: [\n  nodes: {a\n")

@@ -18,6 +18,8 @@ one ROS domain; at the root it stays ``/clock``.
 """
 from __future__ import annotations
 
+import functools
+
 # --- topics --------------------------------------------------------------------------------
 #: ModuleStateArray from mocap_bridge.
 STATES = "modules/states"
@@ -79,6 +81,24 @@ APPROVE = "assembly/approve"
 CANCEL = "assembly/cancel"
 #: std_srvs/Trigger: replan the active stage's paths from the current poses.
 REPLAN = "navigation/replan"
+
+
+#: The stack's own names (not a module's): their first tokens are the stack's namespaces.
+STACK_NAMES = (STATES, TARGET, ROOT, PLAN, ACTIVE_STAGE, DOCKING_STATUS, MARKERS, MODULE_MARKERS,
+               CONNECTIONS, COLLISIONS, GROUND_TRUTH, CMD_VEL_BATCH, CLOCK, TRACE_SERVICE,
+               LOCKSTEP_ACK, LOCKSTEP_TURN, VICON_FORMAT, VRPN_FORMAT, MOCAP4R2, MOCAP_FRAME,
+               ASSEMBLE, APPROVE, CANCEL, REPLAN)
+
+
+@functools.lru_cache(maxsize=None)
+def reserved_module_ids() -> frozenset[str]:
+    """Ids a module may not have: the first token of every name in :data:`STACK_NAMES`
+    (``assembly``, ``fake_hardware``, ``modules``, ...) and the stack's node names. A
+    module's topics are ``<id>/<name>`` (:func:`module_topic`), so such an id puts them among
+    the stack's own: a module named ``fake_hardware`` gave ``fake_hardware/cmd_vel`` two
+    types, and the fake hardware failed at start (a fresh-user finding)."""
+    from smores_assembly.entry import NODES   # no ROS imports there either
+    return frozenset({n.strip("/").split("/")[0] for n in STACK_NAMES} | set(NODES))
 
 
 def module_topic(module_id: str, name: str) -> str:
