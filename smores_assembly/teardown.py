@@ -10,15 +10,36 @@ and, when one hangs, say so and leave with :func:`exit_now`.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 #: how long [s] a teardown step may take before the process goes on without it (normally
 #: well under a second)
 TEARDOWN_TIMEOUT_S = 30.0
+
+
+#: how much longer [s] than a bounded step the C watchdog (:func:`watchdog`) waits
+WATCHDOG_MARGIN_S = 10.0
+
+
+@contextlib.contextmanager
+def watchdog(seconds: float) -> Iterator[None]:
+    """End the process if the body has not finished after ``seconds`` [s]: every thread's
+    Python stack to stderr, then exit status 1 (``faulthandler.dump_traceback_later`` with
+    ``exit=True``; one at a time per process). Its timer is a C thread that needs no GIL,
+    so it also ends a hang inside a C call that keeps the GIL, which :func:`bounded_call`'s
+    Python thread cannot see end (a ``run`` after a SIGTERM: ``rcl_logging_fini`` deleting
+    the ``/rosout`` writer waited for ever, the main thread stuck starting the bounding
+    thread; no report, no exit)."""
+    faulthandler.dump_traceback_later(seconds, exit=True, file=sys.stderr)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def bounded_call(fn: Callable[[], object], timeout: float) -> bool:

@@ -26,3 +26,30 @@ def test_a_teardown_step_that_returns_or_raises_counts_as_done():
     def boom():
         raise RuntimeError("rcl_shutdown failed")
     assert bounded_call(boom, 30.0) is True
+
+
+def test_the_watchdog_ends_a_hang_that_keeps_the_gil(tmp_path):
+    """A teardown step blocked inside a C call that keeps the GIL (a ``run`` after SIGTERM:
+    ``rcl_logging_fini`` waiting for ever) starves ``bounded_call``'s own thread as well:
+    the run never ended and wrote no report. ``teardown.watchdog`` (a C timer) ends the
+    process with its stacks. Here the hang is ``sleep(600)`` through ``ctypes.PyDLL``, which
+    keeps the GIL; without the watchdog the child would sleep the 600 s."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from ros_helpers import HANG_S
+
+    code = textwrap.dedent("""
+        import ctypes, sys
+        from smores_assembly.teardown import bounded_call, watchdog
+        print("start", flush=True)
+        with watchdog(0.5):
+            bounded_call(lambda: ctypes.PyDLL(None).sleep(600), 0.2)
+        print("not reached", flush=True)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=HANG_S)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "start\n"
+    assert "Timeout" in r.stderr and "bounded-teardown" not in r.stdout

@@ -437,20 +437,22 @@ class LaunchRunner:
         """Stop every process: SIGINT, then SIGTERM, then SIGKILL.
 
         After the SIGINT each process has ``grace`` [s] to end by itself (default: the
-        nodes' own bound on their middleware teardown, ``TEARDOWN_TIMEOUT_S``, plus
-        ``timeout``): a node whose Fast DDS teardown hangs leaves on its own after that
-        bound, with a warning and its Python stacks in its log and exit status 0, instead
-        of being killed first (a CI run once failed on ``mocap_bridge: -9`` from the 5 s
-        this wait used to be). After the SIGTERM a process has ``timeout`` [s]; before the
-        SIGKILL it is sent SIGUSR1, on which this package's executables write every
-        thread's Python stack to their log (:mod:`smores_assembly.entry`), so a kill
-        leaves a place to look.
+        nodes' own bound on their middleware teardown, ``TEARDOWN_TIMEOUT_S``, and its
+        C watchdog's margin ``WATCHDOG_MARGIN_S``, plus ``timeout``): a node whose Fast DDS
+        teardown hangs leaves on its own after that bound, with a warning and its Python
+        stacks in its log (exit status 0, or 1 when the hang kept the GIL and the watchdog
+        ended it), instead of being killed first (a CI run once failed on
+        ``mocap_bridge: -9`` from the 5 s this wait used to be). After the SIGTERM a
+        process has ``timeout`` [s]; before the SIGKILL it is sent SIGUSR1, on which this
+        package's nodes write every thread's Python stack to their log
+        (:func:`smores_assembly.ros.common.run_nodes`), so a kill leaves a place to look.
 
         Returns:
             Process name -> exit status (negative: the signal that ended it).
         """
-        from smores_assembly.teardown import TEARDOWN_TIMEOUT_S
-        waits = (TEARDOWN_TIMEOUT_S + timeout if grace is None else grace, timeout)
+        from smores_assembly.teardown import TEARDOWN_TIMEOUT_S, WATCHDOG_MARGIN_S
+        own = TEARDOWN_TIMEOUT_S + WATCHDOG_MARGIN_S + timeout
+        waits = (own if grace is None else grace, timeout)
         for sig, wait in zip((signal.SIGINT, signal.SIGTERM), waits):
             self._signal_and_wait(sig, wait)
         stuck = [n for n, p in self.procs.items() if p.poll() is None]

@@ -43,7 +43,8 @@ from smores_assembly.errors import InputError, ParamsError, SmoresError
 from smores_assembly.geometry import WORLD_FRAME, Pose2D, wrap_angle  # noqa: F401
 from smores_assembly.params import param_field  # noqa: F401  (re-exported)
 from smores_assembly.params import validate_settings
-from smores_assembly.teardown import TEARDOWN_TIMEOUT_S, bounded_call, exit_now
+from smores_assembly.teardown import (TEARDOWN_TIMEOUT_S, WATCHDOG_MARGIN_S, bounded_call,
+                                      exit_now, watchdog)
 
 #: Latched QoS for state that late joiners must receive (target, root, plan, connections).
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
@@ -600,7 +601,9 @@ def run_nodes(factories: list[Callable[[], Node]], args: list[str] | None = None
                     on_shutdown()
                 except Exception:  # never mask the original exit path
                     pass
-        if not bounded_call(lambda: _destroy(executor, nodes), TEARDOWN_TIMEOUT_S):
+        with watchdog(TEARDOWN_TIMEOUT_S + WATCHDOG_MARGIN_S):   # a hang keeping the GIL
+            torn_down = bounded_call(lambda: _destroy(executor, nodes), TEARDOWN_TIMEOUT_S)
+        if not torn_down:
             name = nodes[0].get_name() if nodes else "node"
             print(f"[{name}] [WARN] the ROS middleware did not shut down within "
                   f"{TEARDOWN_TIMEOUT_S:.0f} s (a Fast DDS teardown hang): exiting anyway; "

@@ -27,7 +27,8 @@ from smores_assembly.errors import InputError, ParamsError, SmoresError
 from smores_assembly.run_job.console import (assignment_note, params_line, say,
                                              started_line)
 from smores_assembly.run_job.results import expected_connections
-from smores_assembly.teardown import TEARDOWN_TIMEOUT_S, bounded_call, exit_now  # noqa: F401
+from smores_assembly.teardown import (TEARDOWN_TIMEOUT_S, WATCHDOG_MARGIN_S,  # noqa: F401
+                                      bounded_call, exit_now, watchdog)
 from smores_assembly.vocabulary import counted
 
 __all__ = ["DEFAULT_TIMEOUT_S", "dds_environment", "expected_connections", "run",
@@ -203,6 +204,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         log.close()
         signals.restore()
         raise
+    finished = False   # the goal's part ran to its end (no exception on its way out)
     try:
         outcome = run_goal(observer, signals.interrupted, scenario, plan,
                            approve=bool(args.approve), timeout=timeout, remote=remote)
@@ -216,6 +218,7 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         except StackExited:  # the fake hardware, or the node it waits for, is gone
             trace = None
         exited = {n: c for n, c in runner.poll().items() if c != 0}
+        finished = True
     finally:
         observer.close_recording()
         # the observer goes first, while the stack's participants are still up: destroyed
@@ -223,15 +226,17 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         # unregistration racing the removal of the remote participants; no report written).
         # The same race hung rclpy's shutdown once more (deleting the /rosout writer in
         # rcl_logging_fini, holonomic_vehicle sequential, after the assembly succeeded):
-        # both are bounded, so the report is written and the run ends whatever DDS does.
-        hung = not bounded_call(observer.destroy, TEARDOWN_TIMEOUT_S)
+        # both are bounded, so the report is written and the run ends whatever DDS does;
+        # a hang that keeps the GIL (rcl_logging_fini, seen after a SIGTERM) starves the
+        # bounding thread too: the C watchdog (teardown.watchdog) ends the process then.
+        with watchdog(TEARDOWN_TIMEOUT_S + WATCHDOG_MARGIN_S):
+            hung = not bounded_call(observer.destroy, TEARDOWN_TIMEOUT_S)
         codes = runner.shutdown()
-        hung = not bounded_call(rclpy.try_shutdown, TEARDOWN_TIMEOUT_S) or hung
+        if not finished:   # an exception on its way out: the context goes now
+            with watchdog(TEARDOWN_TIMEOUT_S + WATCHDOG_MARGIN_S):
+                bounded_call(rclpy.try_shutdown, TEARDOWN_TIMEOUT_S)
         log.close()
         signals.restore()
-        if hung:
-            say(f"warning: the ROS middleware did not shut down within {TEARDOWN_TIMEOUT_S:.0f} s "
-                "(a Fast DDS teardown hang); the results are written and the run ends anyway")
 
     wall = time.monotonic() - t_wall0
     verdict = judge(plan, outcome.result, observer.obs.connections, outcome.error, scenario,
@@ -254,7 +259,12 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
     write_up(out, scenario, outcome.result, verdict, wall, observer.obs, codes,
              recorded=bool(args.record), extra=run_info)
     code = _exit_code(signals, exited, out, verdict, outcome)
+    # the context last, once the results are written (its teardown is where Fast DDS hung)
+    with watchdog(TEARDOWN_TIMEOUT_S + WATCHDOG_MARGIN_S):
+        hung = not bounded_call(rclpy.try_shutdown, TEARDOWN_TIMEOUT_S) or hung
     if hung:
+        say(f"warning: the ROS middleware did not shut down within {TEARDOWN_TIMEOUT_S:.0f} s "
+            "(a Fast DDS teardown hang); the results are written and the run ends anyway")
         exit_now(code)
     return code
 
