@@ -674,3 +674,33 @@ def test_every_module_has_its_own_colour_at_any_count(tmp_path, saved_figures, n
         renderer = FigureCanvasAgg(fig).get_renderer()
         assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
 
+
+
+def test_the_report_waits_for_the_last_docking_statuses_of_a_successful_goal():
+    """``ObserverNode.await_docked`` spins until every docked module's last recorded phase
+    is DOCKED (a CI run's Task 1 report, recorded at full pace on a loaded machine, kept m3
+    in POSE_ADJUST: its later statuses came after the goal's result), and names the
+    modules still short when the bound passes."""
+    from smores_assembly.report import PhaseRecorder
+    from smores_assembly.run_job.observer import ObserverNode
+    from smores_assembly.vocabulary import Phase
+
+    class Stub:
+        def __init__(self, late):
+            self.obs = type("Obs", (), {"recorder": PhaseRecorder()})()
+            self.late, self.spins = late, 0
+            for m in ("m3", "m4"):
+                self.obs.recorder.sample(0.5, m, Phase.POSE_ADJUST)
+            self.obs.recorder.sample(0.9, "m4", Phase.DOCKED)
+
+        def spin_until(self, pred, timeout, interruptible=True):
+            for t, m, phase in self.late:   # what arrives while it spins
+                self.obs.recorder.sample(t, m, phase)
+            self.spins += 1
+            return pred()
+
+    s = Stub([(1.0, "m3", Phase.APPROACH), (2.0, "m3", Phase.DOCKED)])
+    assert ObserverNode.await_docked(s, ["m3", "m4"], timeout=1.0) == []
+    assert [i.phase for i in s.obs.recorder.intervals["m3"]] == [
+        Phase.POSE_ADJUST, Phase.APPROACH, Phase.DOCKED]
+    assert ObserverNode.await_docked(Stub([]), ["m3", "m4"], timeout=0.01) == ["m3"]

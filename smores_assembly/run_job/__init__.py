@@ -209,6 +209,9 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
         outcome = run_goal(observer, signals.interrupted, scenario, plan,
                            approve=bool(args.approve), timeout=timeout, remote=remote)
         lockstep = not getattr(args, "free_running", False)
+        if outcome.result is not None and outcome.result.success:
+            # the report's phases: every docked module's last status may still be on its way
+            observer.await_docked([a.module for a in outcome.result.plan.actions])
         # after Ctrl-C too (the run's end is then not a seed's: the steps say how far
         # it got), but without waiting long for a simulation that may not stand still
         try:

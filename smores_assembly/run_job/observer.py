@@ -33,6 +33,9 @@ REPORT_TRUTH_RATE_HZ = 10.0
 #: (was 0.05: 20 idle wake-ups per wall second with ~3 rcl waits each were most of this
 #: process's CPU, issue 10).
 SPIN_PERIOD_S = 0.25
+#: how long [s, wall] the report waits for the last docking statuses after a successful
+#: goal (:meth:`ObserverNode.await_docked`): above Fast DDS's 3-s heartbeat period
+STATUS_CATCH_UP_S = 10.0
 
 
 @dataclass
@@ -234,6 +237,21 @@ class ObserverNode:
         ns = self.node.get_namespace()
         seen = {n for n, n_ns in self.node.get_node_names_and_namespaces() if n_ns == ns}
         return [n for n in expected if n not in seen]
+
+    def await_docked(self, modules, timeout: float = STATUS_CATCH_UP_S) -> list[str]:
+        """Spin until the last phase recorded for each of ``modules`` is DOCKED, at most
+        ``timeout`` [s, wall]; returns the modules still short. For the report after a
+        successful goal: the docking status is reliable, but a sample lost on a loaded
+        machine is sent again only after the writer's next heartbeat (Fast DDS: 3 s), and
+        the goal's result can come first (a CI run's Task 1 report, recorded at full pace,
+        kept m3 in POSE_ADJUST although it had docked)."""
+        rec = self.obs.recorder
+
+        def short() -> list[str]:
+            return [m for m in modules
+                    if not (rec.intervals.get(m) and rec.intervals[m][-1].phase is Phase.DOCKED)]
+        self.spin_until(lambda: not short(), timeout, interruptible=False)
+        return short()
 
     def fetch_trace(self, wait_for_hold: bool, timeout: float = 10.0) -> dict | None:
         """The fake hardware's trace (``/fake_hardware/trace``: ``sha256``, ``steps``,
