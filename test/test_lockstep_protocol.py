@@ -52,6 +52,25 @@ def executor(ros_context):
     ex.shutdown()
 
 
+def _late_turn(executor, node, source, lp):
+    """``lp`` (``node``'s participant) subscribed to the counted ``/late``, its answers
+    caught in process, ``node`` and ``source`` (the writer to be) in ``executor``, and the
+    turn at t = 0.05 s given, which expects one message on ``/late`` that nobody has sent
+    yet. Returns ``(data received on /late, answers)``."""
+    from std_msgs.msg import Int32
+
+    from smores_assembly.ros import common, lockstep, wire
+
+    got: list[int] = []
+    lp.create_subscription(Int32, "/late", lambda m: got.append(m.data), common.LATCHED_QOS)
+    answers = _Answers()
+    lockstep.register_local(node, lp._ack_pub.topic_name, answers)
+    executor.add_node(node)
+    executor.add_node(source)
+    lp._on_turn(wire.write_turn(0, 50_000_000, ("/late",), [1]))
+    return got, answers
+
+
 @pytest.mark.parametrize("comes", [True, False])
 def test_a_turn_waits_for_a_late_counted_message_says_for_what_and_is_bounded(
         ros_context, executor, capfd, comes):
@@ -65,7 +84,7 @@ def test_a_turn_waits_for_a_late_counted_message_says_for_what_and_is_bounded(
     from rclpy.parameter import Parameter
     from std_msgs.msg import Int32
 
-    from smores_assembly.ros import common, lockstep, wire
+    from smores_assembly.ros import common, lockstep
 
     node = Node("late_reader", context=ros_context,
                 parameter_overrides=[Parameter("use_sim_time", value=True)])
@@ -74,15 +93,7 @@ def test_a_turn_waits_for_a_late_counted_message_says_for_what_and_is_bounded(
         # warnings every 0.2 s of waiting; without the message, the turn runs after 10 s
         lp = lockstep.LockstepParticipant(node, True, count_timeout_s=10.0,
                                           wait_warning_s=0.2)
-        got = []
-        lp.create_subscription(Int32, "/late", lambda m: got.append(m.data),
-                               common.LATCHED_QOS)
-        answers = _Answers()
-        lockstep.register_local(node, lp._ack_pub.topic_name, answers)
-        executor.add_node(node)
-        executor.add_node(source)
-        # the turn at t = 0.05 s expects one message on /late, which nobody has sent yet
-        lp._on_turn(wire.write_turn(0, 50_000_000, ("/late",), [1]))
+        got, answers = _late_turn(executor, node, source, lp)
         t0 = time.monotonic()
         log = []   # the warnings come from the participant's 1-s watchdog
 
@@ -131,7 +142,7 @@ def test_a_nodes_turn_waits_for_a_late_counted_message_however_long(
     from rclpy.parameter import Parameter
     from std_msgs.msg import Int32
 
-    from smores_assembly.ros import common, lockstep, wire
+    from smores_assembly.ros import common, lockstep
     from smores_assembly.sim.lockstep import WAIT_WARNING_S
 
     waited = [0.0]   # wall seconds the stand-in clock is ahead of the real one
@@ -142,15 +153,7 @@ def test_a_nodes_turn_waits_for_a_late_counted_message_however_long(
     source = Node("late_writer", context=ros_context)
     try:
         lp = lockstep.declare(node)
-        got = []
-        lp.create_subscription(Int32, "/late", lambda m: got.append(m.data),
-                               common.LATCHED_QOS)
-        answers = _Answers()
-        lockstep.register_local(node, lp._ack_pub.topic_name, answers)
-        executor.add_node(node)
-        executor.add_node(source)
-        # the turn at t = 0.05 s expects one message on /late, which nobody has sent yet
-        lp._on_turn(wire.write_turn(0, 50_000_000, ("/late",), [1]))
+        got, answers = _late_turn(executor, node, source, lp)
         err = ""
         for _ in range(12):   # 12 warning periods: 2 minutes of the stand-in wall clock
             waited[0] += WAIT_WARNING_S
