@@ -27,17 +27,22 @@ DATA = REPO / "test" / "data"
 
 pytestmark = pytest.mark.ros
 
-CLEAR_FOOTPRINT = "/**/navigation:\n  ros__parameters:\n    clear_footprint: true\n"
+def _assembles(tmp_path, scenario: str, n_connections: int, timeout_s: float) -> None:
+    """``smores-assemble run`` of ``test/data/<scenario>`` in lockstep at full pace with
+    bench_scale's navigation setting, bounded by ``timeout_s`` (the run's ``--timeout``;
+    200 s more for the process), judged by ``installed.assembled_report``."""
+    from bench.bench_scale import CLEAR_FOOTPRINT_PARAMS
+    params = tmp_path / "clear_footprint.yaml"
+    params.write_text(CLEAR_FOOTPRINT_PARAMS)
+    r = installed.run_cli(
+        ["run", str(DATA / scenario), "--out", str(tmp_path / "run"), "--timeout",
+         f"{timeout_s:.0f}", "--real-time-factor", "0", "--params-file", str(params)],
+        timeout=timeout_s + 200, cwd=REPO)
+    installed.assembled_report(r, tmp_path / "run", n_connections=n_connections)
 
 
 def test_comb_5x6_of_33_modules_assembles_without_collision(tmp_path, ros_domain):
-    params = tmp_path / "clear_footprint.yaml"
-    params.write_text(CLEAR_FOOTPRINT)
-    r = installed.run_cli(
-        ["run", str(DATA / "comb_5x6.yaml"), "--out", str(tmp_path / "run"), "--timeout",
-         "1500", "--real-time-factor", "0", "--params-file", str(params)],
-        timeout=1700, cwd=REPO)
-    installed.assembled_report(r, tmp_path / "run", n_connections=29)
+    _assembles(tmp_path, "comb_5x6.yaml", 29, 1500)
 
 
 # a whole run takes ~230 s of wall time on an idle 2-core machine, several times that on a
@@ -45,10 +50,4 @@ def test_comb_5x6_of_33_modules_assembles_without_collision(tmp_path, ros_domain
 # test's own pytest-timeout above the run's bound (pytest.ini's 1800 s would cut it short)
 @pytest.mark.timeout(2800)
 def test_random_30_of_33_modules_assembles_without_collision(tmp_path, ros_domain):
-    params = tmp_path / "clear_footprint.yaml"
-    params.write_text(CLEAR_FOOTPRINT)
-    r = installed.run_cli(
-        ["run", str(DATA / "random_30.yaml"), "--out", str(tmp_path / "run"), "--timeout",
-         "2400", "--real-time-factor", "0", "--params-file", str(params)],
-        timeout=2600, cwd=REPO)
-    installed.assembled_report(r, tmp_path / "run", n_connections=29)
+    _assembles(tmp_path, "random_30.yaml", 29, 2400)
