@@ -58,16 +58,10 @@ def _guarded(module: str, prog: str, what: str) -> Callable[[], int]:
 
     def entry() -> int:
         faulthandler.enable()
-        interrupted: list[int] = []
-        guard = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        if guard:
-            signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
         try:
-            target = importlib.import_module(module)
-        finally:
-            if guard:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-        if interrupted:
+            with sigint_held():
+                target = importlib.import_module(module)
+        except KeyboardInterrupt:
             print(f"{prog}: {what}", file=sys.stderr)
             return INTERRUPTED_EXIT
         return int(target.main() or 0)
