@@ -10,10 +10,11 @@ from bench.bench_targets import make_scenario
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import NavigationError, PlanningError
 from smores_assembly.geometry import wrap_angle
-from smores_assembly.navigation.problem import nav_problem, wait_for_backoffs
+from smores_assembly.navigation.problem import nav_problem
+from smores_assembly.navigation.replay import plan_problem
 from smores_assembly.planning import plan_assembly, with_schedule
 from smores_assembly.scenario import Scenario, scenario_from_dict
-from smores_assembly.staging import plan_stage_carrying, staging_poses
+from smores_assembly.staging import staging_poses
 from smores_assembly.vocabulary import Phase
 
 
@@ -35,14 +36,14 @@ def bench_plans(count: int, seed: int, sizes: tuple[int, int] = (5, 12)
 def plan_like_node(prob, nav, width: float):
     """The stage plan of a :class:`~smores_assembly.navigation.problem.NavProblem` as the
     navigation node makes it (carried pairs first, then the helpers' back-offs as their
-    first moves), or None when the grid cannot plan the stage at all."""
+    first moves: :func:`~smores_assembly.navigation.replay.plan_problem`), or None when
+    the grid cannot plan the stage at all. ``width`` [m] is ``nav.module_width``."""
+    assert width == nav.module_width, (width, nav.module_width)
     try:
-        sp, _ = plan_stage_carrying(prob.moving, prob.staging, prob.carried, prob.obstacles,
-                                    prob.zones, nav, fixed=prob.fixed, width=width,
-                                    keep_clear=prob.keep_clear, slides=prob.slides)
+        sp, _ = plan_problem(prob, nav)
     except NavigationError:
         return None
-    return wait_for_backoffs(sp, prob.backoffs, nav.helper_backoff_speed, width)
+    return sp
 
 
 def stage_start_world(plan, sc: Scenario, k: int, targets: dict) -> dict:
