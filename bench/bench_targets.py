@@ -18,7 +18,7 @@ runs. Goal (issue 11): 100 % assembled or refused at plan time, at most 5 % refu
 collision, no failure after motion started.
 
     python -m bench.bench_targets [--n 50] [--modules 4-12] [--seed S] [--rtf F]
-                                  [--timeout S] [--out DIR]
+                                  [--timeout S] [--out DIR] [--single-process]
 """
 from __future__ import annotations
 
@@ -87,8 +87,11 @@ def _cli(*args: str, timeout: float, env: dict) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
 
 
-def run_one(data: dict, out: Path, rtf: float, timeout: float) -> dict:
-    """Plan, then run one scenario; returns a row of the table."""
+def run_one(data: dict, out: Path, rtf: float, timeout: float,
+            single_process: bool = False) -> dict:
+    """Plan, then run one scenario; returns a row of the table. ``single_process`` runs
+    the stack's nodes in one process (``run --single-process``): the same simulation and
+    trace in lockstep, about a third of the CPU (docs/RESULTS.md, issue 10)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "scenario.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -103,8 +106,9 @@ def run_one(data: dict, out: Path, rtf: float, timeout: float) -> dict:
     t0 = time.monotonic()
     for attempt in range(3):
         try:
+            extra = ["--single-process"] if single_process else []
             proc = _cli("run", str(path), "--out", str(out), "--real-time-factor", str(rtf),
-                        "--timeout", str(timeout), timeout=timeout + 120, env=env)
+                        "--timeout", str(timeout), *extra, timeout=timeout + 120, env=env)
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = -1
@@ -153,6 +157,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="wall s per run (a run cut off is counted 'unfinished')")
     ap.add_argument("--out", default=None, help="keep scenarios and reports here")
+    ap.add_argument("--single-process", action="store_true",
+                    help="run each stack in one process (same lockstep trace, less CPU)")
     args = ap.parse_args(argv)
     base = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench_targets_"))
     rng = random.Random(args.seed)
@@ -160,7 +166,8 @@ def main(argv: list[str]) -> int:
     for k in range(args.n):
         n = rng.randint(*args.modules)
         data = make_scenario(n, rng.randrange(1 << 30))
-        row = run_one(data, base / f"{k:03d}_{data['name']}", args.rtf, args.timeout)
+        row = run_one(data, base / f"{k:03d}_{data['name']}", args.rtf, args.timeout,
+                      args.single_process)
         rows.append(row)
         print(f"{k:3d} {row['name']:<24} {row['outcome']:<9} "
               f"t={row.get('assembly_time_s') or float('nan'):7.1f} s "
