@@ -218,6 +218,19 @@ def test_launch_cli_help_lists_the_launch_files_and_show_args_their_arguments():
     assert "real_time_factor  (default: '4.0')" in r.stdout
 
 
+def test_every_launch_argument_has_a_description():
+    """``ros2 launch --show-args`` shows an argument's ``description``, not the comments
+    above it (fresh-user finding: 9 of fake_assembly's arguments showed none)."""
+    from smores_assembly.launch.yaml_launch import launch_arguments
+    files = sorted((REPO / "launch").glob("*.launch.yaml"))
+    assert len(files) == 4
+    bare = [(f.name, n) for f in files for n, _, d in launch_arguments(f) if len(d) < 10]
+    assert bare == []
+    r = subprocess.run([sys.executable, "-m", "smores_assembly.launch", "--show-args"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "FILE|NAME --show-args" in r.stderr, r.stderr
+
+
 def test_launch_cli_names_the_launch_files_and_checks_arguments_with_show_args():
     """Fresh-user findings: `launch nonsense` did not list the valid names; `fake_assembly
     bogus:=1 -s` ignored `bogus` (exit 0) while it is refused without `-s`."""

@@ -492,31 +492,18 @@ class LaunchRunner:
 
 def launch_arguments(path: str | os.PathLike) -> list[tuple[str, str | None, str]]:
     """The top-level ``arg`` declarations of a YAML launch file: ``(name, default or None,
-    description)``, the description being the comment lines right above the declaration
-    (as ``ros2 launch --show-args`` lists them).
+    description)``, the description being the declaration's ``description`` ('' if none),
+    as ``ros2 launch --show-args`` lists them.
 
     Raises:
         LaunchError: the file cannot be read or is not a YAML launch file.
     """
-    p = Path(path)
-    actions = _load_actions(p)
-    comments: dict[str, str] = {}
-    block: list[str] = []
-    for line in p.read_text().splitlines():
-        text = line.strip()
-        if text.startswith("#"):
-            block.append(text.lstrip("#").strip())
-            continue
-        m = re.match(r"-\s*arg:\s*\{\s*name:\s*([A-Za-z_][\w]*)", text)
-        if m and line.startswith("-"):
-            comments[m.group(1)] = " ".join(block)
-        block = []
     out = []
-    for a in actions:
+    for a in _load_actions(Path(path)):
         if isinstance(a, dict) and isinstance(a.get("arg"), dict) and "name" in a["arg"]:
             d = a["arg"].get("default")
             out.append((str(a["arg"]["name"]), None if d is None else str(d),
-                        comments.get(str(a["arg"]["name"]), "")))
+                        str(a["arg"].get("description", ""))))
     return out
 
 
@@ -569,6 +556,10 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         _print_help()
         return 0 if argv else 2
+    if argv[0] in ("-s", "--show-args", "--show-arguments"):
+        print("launch: error: --show-args lists the arguments of one launch file: "
+              "python -m smores_assembly.launch FILE|NAME --show-args", file=sys.stderr)
+        return 2
     target, rest = argv[0], argv[1:]
     try:
         path = Path(target) if Path(target).is_file() else launch_file(target)
