@@ -104,6 +104,26 @@ def test_the_first_ctrl_c_is_answered_at_once_with_one_line(capsys):
     assert signals.said == 2
 
 
+def test_sigterm_is_named_as_sigterm_and_exits_143(capsys):
+    """A SIGTERM was reported as "interrupted (Ctrl-C)" with exit 130 (fresh-user
+    finding): the notice, the event's name and the exit status name the signal that came
+    first; a later Ctrl-C does not rename it."""
+    from smores_assembly.run_job.stack import INTERRUPT_NOTICE, Interrupts
+    signals = Interrupts()
+    try:
+        assert signals.exit_code == 130 and signals.interrupted.what == "Ctrl-C"
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert signals.interrupted.is_set() and signals.wait_said(1, HANG_S)
+        os.kill(os.getpid(), signal.SIGINT)
+        assert signals.wait_said(2, HANG_S)
+    finally:
+        signals.restore()
+    assert signals.interrupted.what == "SIGTERM" and signals.exit_code == 143
+    out = capsys.readouterr().out
+    assert out.startswith(INTERRUPT_NOTICE.format(what="SIGTERM") + "\n"), out
+    assert "SIGTERM again" in out and "Ctrl-C" not in out, out
+
+
 def test_ctrl_c_at_the_prompt_is_answered_on_a_line_of_its_own(pipe_stdin, capsys,
                                                                 monkeypatch):
     """At the approval prompt the line starts on a new line (not after "[y/N] "), and

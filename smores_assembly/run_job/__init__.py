@@ -9,7 +9,8 @@
 
 Exit status: 0 only when the target topology is fully formed (the fake hardware's
 connections equal the target's edges); 1 when the assembly failed; 2 on bad input;
-130 on Ctrl-C (every process is shut down, a partial report is still written).
+130 on Ctrl-C, 143 on SIGTERM (every process is shut down, a partial report is still
+written).
 
 The pieces: :mod:`.stack` (launch arguments, node log, signals), :mod:`.observer` (the run's
 own node: observations, recording, spin loop), :mod:`.goal` (the ``Assemble`` goal, approval
@@ -273,12 +274,12 @@ def _run_stack(args, scenario, plan, out: Path, t_wall0: float, namespace: str =
 
 
 def _exit_code(signals, exited, out: Path, verdict, outcome) -> int:
-    """The run's exit code (130 interrupted, 2 a node refused its configuration, 3 not
-    approved, 1 not assembled, 0 assembled)."""
+    """The run's exit code (130 interrupted by Ctrl-C, 143 by SIGTERM, 2 a node refused its
+    configuration, 3 not approved, 1 not assembled, 0 assembled)."""
     from smores_assembly.run_job.stack import StackExited
 
     if signals.interrupted.is_set():
-        return 130
+        return signals.exit_code
     early = StackExited(exited, out / "nodes.log")
     if early.refused and not verdict.success:
         # a node refused its configuration (bad input the pre-checks did not catch)

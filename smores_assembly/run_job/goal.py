@@ -47,9 +47,10 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
     """Run one ``Assemble`` goal through ``observer`` (:class:`ObserverNode`) to its end.
 
     ``timeout``: wall-clock limit of the assembly [s]; ``interrupted``: the event set by
-    Ctrl-C; ``remote``: nodes of the stack that other computers run (waited for, up to
-    :data:`REMOTE_WAIT_S`, before the goal is sent). Never raises for a failure of the
-    stack: it is returned as ``error``.
+    Ctrl-C or SIGTERM (its ``what``, if it has one, names it in the error:
+    :class:`~smores_assembly.run_job.stack.InterruptEvent`); ``remote``: nodes of the stack
+    that other computers run (waited for, up to :data:`REMOTE_WAIT_S`, before the goal is
+    sent). Never raises for a failure of the stack: it is returned as ``error``.
     """
     from std_srvs.srv import Trigger
     from rclpy.action import ActionClient
@@ -134,10 +135,11 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
             if res_future.done():
                 out.result = _result(res_future)
             if interrupted.is_set():
-                out.error = ("interrupted (Ctrl-C) at the approval prompt: goal cancelled "
+                by = getattr(interrupted, "what", "Ctrl-C")
+                out.error = (f"interrupted ({by}) at the approval prompt: goal cancelled "
                              "before any module moved"
                              if out.declined or state.get("unanswered") else
-                             "interrupted (Ctrl-C): assembly cancelled, every module stopped")
+                             f"interrupted ({by}): assembly cancelled, every module stopped")
         # Let the last ground truth / connections arrive: wait until the fake hardware's
         # connections seen here include every connection the result reports (an event,
         # not a fixed delay: on a loaded machine the latched message can come late).
@@ -149,8 +151,9 @@ def run_goal(observer, interrupted, scenario, plan, approve: bool,
         spin_until(lambda: time.monotonic() > t_end, 1.0, interruptible=False)
         out.plan_seen = plan_note.seen
     except RuntimeError as exc:
-        out.error = out.error or ("interrupted (Ctrl-C) before the assembly started"
-                                  if interrupted.is_set() else str(exc))
+        out.error = out.error or (
+            f"interrupted ({getattr(interrupted, 'what', 'Ctrl-C')}) before the assembly "
+            "started" if interrupted.is_set() else str(exc))
     return out
 
 

@@ -356,23 +356,34 @@ INTERRUPT_AGAIN_NOTICE = ("{what} again: still shutting down (every step is boun
                           "at most {bound:.0f} s each); the report follows")
 
 
+class InterruptEvent(threading.Event):
+    """The event set by the run's first SIGINT/SIGTERM; ``what`` names the signal as the
+    run's lines and report say it ("Ctrl-C" or "SIGTERM"; "Ctrl-C" before any came)."""
+
+    def __init__(self):
+        super().__init__()
+        self.what = "Ctrl-C"
+
+
 class Interrupts:
     """SIGINT/SIGTERM handlers that only set events, so that Ctrl-C cancels the goal and
     shuts the stack down in order instead of tearing the ROS context down under it.
 
     ``stop`` is set by a signal (the loops waiting on the stack end); ``interrupted`` tells
-    that a signal came (exit status 130). The first signal is answered at once with one
-    line, :data:`INTERRUPT_NOTICE`, printed by a thread of this object (a signal handler
-    must not write to a buffered stream the main thread may be writing to), also while the
-    approval prompt waits; a second one with :data:`INTERRUPT_AGAIN_NOTICE` (the shut-down
-    goes on), later ones with nothing. :meth:`restore` puts the previous handlers back.
+    that a signal came and which (:class:`InterruptEvent`; :attr:`exit_code` 130 after
+    SIGINT, 143 after SIGTERM, the shell's 128 + signal number). The first signal is
+    answered at once with one line, :data:`INTERRUPT_NOTICE`, printed by a thread of this
+    object (a signal handler must not write to a buffered stream the main thread may be
+    writing to), also while the approval prompt waits; a second one with
+    :data:`INTERRUPT_AGAIN_NOTICE` (the shut-down goes on), later ones with nothing.
+    :meth:`restore` puts the previous handlers back.
     """
 
     def __init__(self):
         from smores_assembly.run_job.console import notice  # noqa: PLC0415
         self._notice = notice
         self.stop = threading.Event()
-        self.interrupted = threading.Event()
+        self.interrupted = InterruptEvent()
         self._signum: int | None = None
         self._count = 0                  # signals received
         self.said = 0                    # notices printed (at most 2)
@@ -388,6 +399,7 @@ class Interrupts:
     def _on_signal(self, signum=None, _frame=None) -> None:
         if self._signum is None:
             self._signum = signum if signum is not None else signal.SIGINT
+            self.interrupted.what = "SIGTERM" if self._signum == signal.SIGTERM else "Ctrl-C"
         self._count += 1
         self.interrupted.set()
         self.stop.set()
@@ -398,7 +410,7 @@ class Interrupts:
             self._wake.wait()
             self._wake.clear()
             while self._signum is not None and self.said < min(self._count, 2):
-                what = "SIGTERM" if self._signum == signal.SIGTERM else "Ctrl-C"
+                what = self.interrupted.what
                 self._notice(INTERRUPT_NOTICE.format(what=what) if self.said == 0 else
                              INTERRUPT_AGAIN_NOTICE.format(what=what,
                                                            bound=TEARDOWN_TIMEOUT_S))
@@ -407,6 +419,12 @@ class Interrupts:
                     self._said_cv.notify_all()
             if self._restored or self.said >= 2:
                 return
+
+    @property
+    def exit_code(self) -> int:
+        """The run's exit status after the first signal: 128 + its number (130 Ctrl-C,
+        143 SIGTERM)."""
+        return 128 + int(self._signum if self._signum is not None else signal.SIGINT)
 
     def wait_said(self, lines: int, timeout: float) -> bool:
         """Wait at most ``timeout`` [s] until ``lines`` notices were printed; True if so."""
