@@ -346,8 +346,14 @@ def format_plan(plan, scenario=None, asked_full: bool = False) -> str:
         if scenario is not None:
             lines += [f"note: {n}" for n in plan_notes(plan, scenario)]
     idle = idle_throughout(plan)
-    lines.append(f"idle throughout (no node, no carry): {', '.join(idle) if idle else '-'}")
+    lines.append(f"{IDLE_HEAD}: {', '.join(idle) if idle else '-'}")
     return "\n".join(lines)
+
+
+#: head of the plan table's last line: the modules that neither play a node nor carry one
+#: (they do not stand still for sure: a path may need them out of its way, fresh-user
+#: finding)
+IDLE_HEAD = "idle throughout (no node, no carry; navigation may move them aside)"
 
 
 def _run_interrupted() -> str:

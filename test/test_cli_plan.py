@@ -8,7 +8,7 @@ from pathlib import Path
 import installed
 import pytest
 
-from smores_assembly.cli import build_parser, main
+from smores_assembly.cli import IDLE_HEAD, build_parser, main
 from smores_assembly.geometry import Pose2D
 from smores_assembly.planning import plan_assembly
 from smores_assembly.scenario import load_scenario
@@ -63,7 +63,7 @@ def test_plan_table():
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "root: node hub" in out and "stage" in out and "schedule pipelined" in out
-    assert "idle throughout (no node, no carry): -" in out
+    assert f"{IDLE_HEAD}: -" in out
     assert len(out.splitlines()) == 3 + 1 + 2 + 8  # header lines, table head, 8 actions, idle
 
 
@@ -76,7 +76,7 @@ def test_plan_table_names_the_helping_module_busy_not_idle():
               if ln[:1].isdigit() and "h0" in ln.split()]
     assert len(helped) == 4
     assert f"helping modules: h0 carries {', '.join(helped)}" in r.stdout
-    assert "idle throughout (no node, no carry): -" in r.stdout
+    assert f"{IDLE_HEAD}: -" in r.stdout
 
 
 def test_json_idle_and_notes_say_what_the_table_says(tmp_path):
