@@ -402,6 +402,17 @@ def test_the_run_names_an_assignment_the_measured_poses_changed():
                            "arm2->m4, arm3->m5; the scenario file's poses give arm2->m5, "
                            "arm3->m4 (total travel 0.646 m vs 0.647 m"), note
     assert assignment_note(file_plan, file_plan) == ""
+    assert note.endswith("a near-tie that the measurement noise decides)"), note
+    # 24 % apart is no near-tie (fresh-user finding): a root that changed is named ...
+    file_plan = NS(assignment={"hub": "m3", "a": "m5"}, total_cost_m=1.000, root_module="m3")
+    stack = NS(assignment={"hub": "m5", "a": "m3"}, total_cost_m=1.240, root_module="m5")
+    assert assignment_note(file_plan, stack).endswith(
+        "(total travel 1.240 m vs 1.000 m: the physical root differs, m5 vs m3: both are "
+        "nearly as near the modules' centroid, and the measurement noise decides)")
+    # ... and with the same root the poses are said to differ
+    stack.root_module = "m3"
+    assert assignment_note(file_plan, stack).endswith(
+        "more than a near-tie: the measured start poses differ from the scenario file's)")
 
 
 def test_the_assignment_note_comes_with_the_plan_not_after_the_run(capsys):

@@ -106,19 +106,37 @@ def params_line(path: str, applied: dict[str, dict[str, object]]) -> str:
         for node, d in applied.items())
 
 
+#: relative difference of total travel up to which two plans' assignments are called a
+#: near-tie that the measurement noise decides
+NEAR_TIE_REL = 0.05
+
+
 def assignment_note(file_plan, stack_plan) -> str:
     """A note when the plan the stack made from the measured (mocap) poses assigns modules
     differently from ``file_plan``, made from the scenario file's poses (what ``plan``
-    prints): a near-tie in travel that the mocap noise tips. "" when they agree."""
+    prints), with its likely cause: a different physical root module (two modules nearly
+    as near the modules' centroid, Sec. root search), a near-tie in travel (within
+    :data:`NEAR_TIE_REL`) that the mocap noise tips, or else measured poses that differ
+    from the file's. "" when they agree."""
     a, b = dict(file_plan.assignment), dict(stack_plan.assignment)
     differ = sorted(n for n in b if a.get(n) != b[n])
     if not differ:
         return ""
+    new, old = stack_plan.total_cost_m, file_plan.total_cost_m
+    root_new = getattr(stack_plan, "root_module", None)
+    root_old = getattr(file_plan, "root_module", None)
+    if root_new != root_old:
+        why = (f"the physical root differs, {root_new} vs {root_old}: both are nearly as "
+               "near the modules' centroid, and the measurement noise decides")
+    elif abs(new - old) <= NEAR_TIE_REL * max(new, old, 1e-9):
+        why = "a near-tie that the measurement noise decides"
+    else:
+        why = ("more than a near-tie: the measured start poses differ from the scenario "
+               "file's")
     return (f"note: planned from the measured poses, the stack assigns "
             f"{', '.join(f'{n}->{b[n]}' for n in differ)}; the scenario file's poses give "
             f"{', '.join(f'{n}->{a.get(n)}' for n in differ)} (total travel "
-            f"{stack_plan.total_cost_m:.3f} m vs {file_plan.total_cost_m:.3f} m: a near-tie "
-            f"that the measurement noise decides)")
+            f"{new:.3f} m vs {old:.3f} m: {why})")
 
 
 class StackPlanNote:
