@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from smores_assembly.ros.domain import RUN_DOMAINS, pick_free_domain
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_pick_free_domain_skips_busy_domains_and_stays_in_the_run_range(tmp_path):
@@ -106,3 +109,29 @@ def test_run_gives_its_nodes_a_fastdds_profile_without_type_propagation(tmp_path
     env = {"FASTDDS_DEFAULT_PROFILES_FILE": str(own)}
     dds_environment(env)
     assert env == {"FASTDDS_DEFAULT_PROFILES_FILE": str(own)}   # the user's file is kept
+
+
+def test_the_launch_files_give_their_nodes_the_same_fastdds_profile(tmp_path, monkeypatch):
+    """Nodes started from a launch file (``ros2 launch``, the multi-host set-up, tests that
+    start a stack with LaunchRunner) get the profile ``run`` gives its nodes; a profile
+    file that the environment names is kept."""
+    from smores_assembly.launch.yaml_launch import load_launch
+    from smores_assembly.run_job import dds_environment
+
+    env: dict[str, str] = {}
+    dds_environment(env)
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    files = sorted((REPO / "launch").glob("*.launch.yaml"))
+    assert len(files) == 4
+    for f in files:
+        if f.name.startswith("gazebo"):
+            continue   # resolves only where ros_gz is installed
+        specs = load_launch(f, {})
+        assert specs and {s.env.get("FASTDDS_DEFAULT_PROFILES_FILE") for s in specs} == \
+            {env["FASTDDS_DEFAULT_PROFILES_FILE"]}, f.name
+    own = str(tmp_path / "mine.xml")
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", own)
+    specs = load_launch(REPO / "launch" / "fake_assembly.launch.yaml", {})
+    assert {s.env.get("FASTDDS_DEFAULT_PROFILES_FILE") for s in specs} == {own}
+    assert "FASTDDS_DEFAULT_PROFILES_FILE" in (REPO / "launch" / "gazebo_assembly.launch.yaml"
+                                               ).read_text()
