@@ -169,3 +169,39 @@ def test_planning_failure_publishes_empty_paths(rig):
     assert set(fp.problem.moving) == {"m1", "h0"} and "m0" in fp.problem.fixed
     with pytest.raises(GoalOccupiedError, match="overlaps fixed module 'm0'"):
         replay(dump)
+
+
+def test_a_direct_modules_wait_is_not_cancelled_by_an_empty_path(rig):
+    """A module on its axis that waits before it slides straight in (a path that stands,
+    :func:`~smores_assembly.navigation.problem.direct_waits`) and was still on a path of the
+    previous plan (its staging move) got the standing path and then, in the same plan, an
+    empty one ("stop where you are": ``_stop_en_route``), which told its docking task that
+    no path would come: it slid in at once, into the helper backing off beside its lane
+    (bench_targets seed 46 random_9_116948334 stage 5: contact h0-m7 0.49 mm, 65 s stuck).
+    Its last message of the plan is the standing path; a module en route that the plan
+    does not move still gets an empty one."""
+    from nav_msgs.msg import Path
+
+    from smores_assembly.geometry import Pose2D
+    from smores_assembly.ros import common
+
+    nav, node, ex = rig
+    got: dict[str, list] = {"m7": [], "m9": []}
+    for m in got:
+        node.create_subscription(Path, names.module_topic(m, names.PATH), got[m].append,
+                                 common.LATCHED_QOS)
+    here = {"m7": Pose2D(-0.575, -0.229, -2.654)}
+    nav._en_route = {"m7": 178.39, "m9": 180.0}   # both still on a path of the last plan
+    waits = {"m7": 7.6}
+    nav._publish_direct({"m7"}, waits, here, 173.55)
+    nav._stop_en_route({"m1"}, 173.55)
+    assert spin_until(ex, lambda: got["m7"] and got["m9"], HANG_S)
+    ex.spin_once(timeout_sec=0.2)   # anything published after them arrives too
+    assert [len(msg.poses) for msg in got["m7"]] == [2], got["m7"]
+    stand = got["m7"][-1]
+    assert [common.time_to_sec(p.header.stamp) for p in stand.poses] == \
+        pytest.approx([173.55, 181.15])
+    assert max(common.pose_to_pose2d(p.pose).distance_to(here["m7"])
+               for p in stand.poses) < 1e-9
+    assert [len(msg.poses) for msg in got["m9"]] == [0]
+    assert nav._en_route == {}

@@ -281,7 +281,7 @@ class NavigationNode(Node):
             self._publish_empty(missing, t_start)
         if not moving and not staging and not carried and not aside:
             # on their axis at the staging pose: the controller slides them straight in
-            self._publish_empty(sorted(direct), t_start)
+            self._publish_direct(direct, {}, obstacles, t_start)
             self._current = None
             self._stop_en_route(set(), t_start)
             return True
@@ -315,10 +315,7 @@ class NavigationNode(Node):
         # the paths near their slides have passed (a path that stands, then ends)
         waits = direct_waits(sp, direct, prob.slides, turn_clearance(self.settings.module_width),
                              self.settings.replan_lag_m / self.settings.nominal_speed)
-        self._publish_empty(sorted(set(direct) - set(waits)), t_start)
-        for d, t_wait in sorted(waits.items()):
-            here = obstacles[d]
-            self._pub(d).publish(timed_path_to_msg([(0.0, here), (t_wait, here)], t_start))
+        self._publish_direct(direct, waits, obstacles, t_start)
         if not sp.paths:
             # every staging move dropped (a zone, a carried pair's area) and nothing else
             # moves: as with nothing to plan (the log line below needs a search's stats)
@@ -377,11 +374,28 @@ class NavigationNode(Node):
         if path:
             self._en_route[m] = t_start + path[-1][0]
 
+    def _publish_direct(self, direct, waits: dict[str, float], here: dict[str, Pose2D],
+                        t_start: float) -> None:
+        """The paths of the modules that slide straight in (``direct``): empty (go on at
+        once), or, for those of ``waits`` (module -> s), a path that stands where the module
+        is (``here``) until its wait is over (:func:`direct_waits`). They are no longer en
+        route on a path of an earlier plan: :meth:`_stop_en_route` must not send them an
+        empty path after this one (it cancelled the wait, and the module slid in at once:
+        bench_targets seed 46 random_9_116948334 stage 5, m7, still on its staging path,
+        into the helper backing off beside its lane, 0.49 mm)."""
+        for d in direct:
+            self._en_route.pop(d, None)
+        self._publish_empty(sorted(set(direct) - set(waits)), t_start)
+        for d, t_wait in sorted(waits.items()):
+            self._pub(d).publish(timed_path_to_msg([(0.0, here[d]), (t_wait, here[d])],
+                                                   t_start))
+
     def _stop_en_route(self, replanned: set[str], t_start: float) -> None:
         """Empty paths (stop where they are) for the modules still on a path of an earlier
         plan that the new plan does not move: it planned round them where they stand now
         (issue 16: a module moved aside in one stage, or staging, kept following its old
-        path into the next stage's paths)."""
+        path into the next stage's paths). ``replanned``: the modules with a path of the
+        new plan."""
         for m, t_end in list(self._en_route.items()):
             if m in replanned:
                 continue
