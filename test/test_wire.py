@@ -175,16 +175,20 @@ def test_twist_bytes_equal_rclpys_both_ways():
         read_twist(b"\x00\x01\x00\x00" + b"\x00" * 8)
 
 
-def test_lockstep_turn_and_ack_bytes_equal_rclpys_both_ways():
+def test_lockstep_turn_and_ack_bytes_equal_rclpys_both_ways(monkeypatch):
     """Random turns and answers (empty and non-empty topic lists, inf next turn, chained
-    turns and answers): the written bytes deserialise with rclpy to the same message and
-    have its length (the padding bytes rclpy leaves are not specified), and rclpy's bytes
-    read back to the fields."""
+    turns and answers, answers that report a held turn): the written bytes deserialise with
+    rclpy to the same message and have its length (the padding bytes rclpy leaves are not
+    specified), and rclpy's bytes read back to the fields, also through the rclpy fallback
+    that reads another byte order (here: rclpy's own bytes, relabelled big endian and
+    handed to rclpy as they are)."""
     import random
 
     from builtin_interfaces.msg import Time
 
+    from smores_assembly import msg as msgs
     from smores_assembly.msg import LockstepAck, LockstepTurn
+    from smores_assembly.ros import wire
     from smores_assembly.ros.wire import AckWriter, read_ack, read_turn, write_turn
     rng = random.Random(7)
 
@@ -219,20 +223,27 @@ def test_lockstep_turn_and_ack_bytes_equal_rclpys_both_ways():
                                   list(next_topics), next_counts, list(stop), chained)
         node = name()[1:] or "n"
         hello = rng.random() < 0.5
+        holding = not hello and rng.random() < 0.5   # a held turn's report
         next_s = rng.choice([math.inf, rng.uniform(0.0, 100.0)])
         sub = tuple(name() for _ in range(rng.randint(0, 3)))
         wake = tuple(name() for _ in range(rng.randint(0, 2)))
         quiet = tuple(rng.sample(topics, rng.randint(0, n)))
         ack = LockstepAck(stamp=Time(sec=sec, nanosec=nsec), node=node, hello=hello,
-                          next_turn_s=next_s, topics=list(topics), counts=counts,
+                          holding=holding, next_turn_s=next_s, topics=list(topics), counts=counts,
                           subscribed=list(sub), wake=list(wake), quiet=list(quiet),
                           chained=chained)
         ref = serialize_message(ack)
         mine = AckWriter(node).encode(sec, nsec, hello, next_s, topics, counts, sub, wake,
-                                      quiet, chained)
+                                      quiet, chained, holding)
         assert len(mine) == len(ref) and deserialize_message(mine, LockstepAck) == ack
-        assert read_ack(ref) == (sec * 10 ** 9 + nsec, node, hello, next_s, list(topics),
-                                 counts, list(sub), list(wake), list(quiet), chained)
+        fields = (sec * 10 ** 9 + nsec, node, hello, holding, next_s, list(topics), counts,
+                  list(sub), list(wake), list(quiet), chained)
+        assert read_ack(ref) == fields
+        # another byte order goes through rclpy (wire._fallback): the same fields
+        with monkeypatch.context() as mp:
+            mp.setattr(wire, "_fallback", lambda raw, name: deserialize_message(
+                b"\x00\x01" + bytes(raw[2:]), getattr(msgs, name)))
+            assert read_ack(b"\x00\x00" + ref[2:]) == fields
         # an answer handed over in a chained turn reads back from the turn's bytes
         assert read_ack(read_turn(write_turn(sec, nsec, (), [], chained=mine)).chained) \
             == read_ack(ref)

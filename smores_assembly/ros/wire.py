@@ -512,22 +512,24 @@ class AckWriter:
     def encode(self, sec: int, nanosec: int, hello: bool, next_turn_s: float,
                topics: tuple[str, ...], counts, subscribed: tuple[str, ...] = (),
                wake: tuple[str, ...] = (), quiet: tuple[str, ...] = (),
-               chained: bytes = b"") -> bytes:
+               chained: bytes = b"", holding: bool = False) -> bytes:
         """The answer at stamp ``sec``/``nanosec``: ``hello``, the simulated time of the next
         due timer [s], the cumulative ``counts`` of the ``topics`` published, the counted
         (``subscribed``) and ``wake`` topics (empty: unchanged), the ``quiet`` topics
         (published, but waking nobody), and the serialised answer ``chained`` of the
-        participant that handed over the turn (a chained turn; empty: none).
+        participant that handed over the turn (a chained turn; empty: none); ``holding``:
+        not an answer but the report that the turn at the stamp is held on purpose.
 
         Raises:
             ValueError: a topic with a NUL character, or lengths that differ.
         """
         if len(topics) != len(counts):
             raise ValueError(f"LockstepAck: {len(topics)} topics but {len(counts)} counts")
-        size = self._size + 1                       # node, hello
+        size = self._size + 2                       # node, hello, holding
         pad = -size % 8
         parts = [_ENCAPSULATION_LE, _TIME.pack(sec, nanosec), self._node,
-                 b"\x01" if hello else b"\x00", b"\x00" * pad, _F64.pack(next_turn_s)]
+                 b"\x01" if hello else b"\x00", b"\x01" if holding else b"\x00",
+                 b"\x00" * pad, _F64.pack(next_turn_s)]
         size += pad + 8
         for seq in (topics, None, subscribed, wake, quiet):
             if seq is None:
@@ -548,6 +550,7 @@ class AckView(NamedTuple):
     stamp_ns: int
     node: str
     hello: bool
+    holding: bool
     next_turn_s: float
     topics: list[str]
     counts: list[int]
@@ -567,15 +570,16 @@ def read_ack(raw: bytes) -> AckView:
     if len(raw) >= 4 and raw[:2] == b"\x00\x00":   # big endian: rclpy
         m = _fallback(raw, "LockstepAck")
         return AckView(m.stamp.sec * 1_000_000_000 + m.stamp.nanosec, m.node, m.hello,
-                       m.next_turn_s, list(m.topics), list(m.counts), list(m.subscribed),
-                       list(m.wake), list(m.quiet), bytes(m.chained))
+                       m.holding, m.next_turn_s, list(m.topics), list(m.counts),
+                       list(m.subscribed), list(m.wake), list(m.quiet), bytes(m.chained))
     try:
         if len(raw) < 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
             raise ValueError("not little-endian CDR")
         sec, nanosec = _TIME.unpack_from(raw, 4)
         node, off = _read_string(raw, 12)
         hello = raw[off] != 0
-        off += 1
+        holding = raw[off + 1] != 0
+        off += 2
         off += -(off - 4) % 8
         next_turn_s = _F64.unpack_from(raw, off)[0]
         topics, off = _read_string_seq(raw, off + 8)
@@ -588,5 +592,5 @@ def read_ack(raw: bytes) -> AckView:
         raise ValueError(f"not a CDR LockstepAck ({len(raw)} bytes): {exc}") from None
     if len(topics) != len(counts):
         raise ValueError(f"LockstepAck: {len(topics)} topics but {len(counts)} counts")
-    return AckView(sec * 1_000_000_000 + nanosec, node, hello, next_turn_s, topics, counts,
-                   subscribed, wake, quiet, chained)
+    return AckView(sec * 1_000_000_000 + nanosec, node, hello, holding, next_turn_s, topics,
+                   counts, subscribed, wake, quiet, chained)
