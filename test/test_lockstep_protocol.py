@@ -330,3 +330,115 @@ def test_the_first_tracked_turn_stays_held_until_a_goal_has_entered(ros_context,
     finally:
         exe.destroy_node()
         source.destroy_node()
+
+
+class _Losing:
+    """Stands in for the fake hardware's answer endpoint (``lockstep.register_local``) and
+    loses every message that ``lose(raw)`` picks."""
+
+    def __init__(self, inner, lose):
+        self.inner, self.lose, self.lost = inner, lose, []
+
+    def _on_ack(self, raw: bytes) -> None:
+        if self.lose(raw):
+            self.lost.append(raw)
+            return
+        self.inner._on_ack(raw)
+
+
+@pytest.mark.parametrize("case", ["held", "held_handed_on", "reports_lost"])
+def test_a_held_turn_is_said_once_without_warnings_and_a_lost_answer_still_recovered(
+        ros_context, executor, tmp_path, capfd, monkeypatch, case):
+    """The fake hardware and two participants (``a``, ``b``, a 0.05-s timer each: ``a``
+    hands ``b`` its turn, chained) in one process; one of them holds its turn at
+    t = 0.10 s on purpose (as the executive while a goal is prepared or awaits approval)
+    for three of the fake hardware's ``WAIT_WARNING_S`` periods, then answers, and that
+    answer is lost. The holder reports the hold (``LockstepAck.holding``) and the fake hardware
+    says once, as info, that it holds the simulation, instead of warning every period that
+    the answer is late (fresh-user finding: "waiting 10 s for executive's answer ..."
+    every 10 s at the approval prompt), and keeps giving the turn again: the lost answer is
+    given again and the run goes on, each participant running exactly the turns of its
+    timer. ``held``: ``a`` holds (the awaited one); ``held_handed_on``: ``b`` holds the
+    turn ``a`` handed on (the fake hardware awaits ``a``'s answer in ``b``'s); with
+    ``reports_lost``: ``a`` holds, and every report after the first is lost: the fake
+    hardware warns again as before."""
+    import yaml
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    from smores_assembly.ros import fake_hardware, lockstep, wire
+    from smores_assembly.ros.fake_hardware import FakeHardwareNode
+
+    period = 2.0
+    monkeypatch.setattr(fake_hardware, "WAIT_WARNING_S", period, raising=False)
+    scen = tmp_path / "scenario.yaml"
+    scen.write_text(yaml.safe_dump({"name": "t", "module_width": 0.1,
+                                    "target": {"nodes": ["n0"], "edges": []},
+                                    "modules": {"m0": [0.0, 0.0, 0.0]}}))
+    fake = FakeHardwareNode(context=ros_context, parameter_overrides=[
+        Parameter("scenario", value=str(scen)), Parameter("lockstep", value=True),
+        Parameter("lockstep_participants", value=["a", "b"]),
+        Parameter("lockstep_settle_s", value=0.0), Parameter("real_time_factor", value=0.0)])
+    holder = "b" if case == "held_handed_on" else "a"
+    held_ns = 100_000_000
+    released = [False]
+    nodes, times = {}, {"a": [], "b": []}
+    try:
+        for name in ("a", "b"):
+            n = nodes[name] = Node(name, context=ros_context, parameter_overrides=[
+                Parameter("use_sim_time", value=True)])
+            # the hold is reported after 0.1 s (at the 1-s watchdog): before the first
+            # warning of the fake hardware, at `period`
+            n.lp = lockstep.LockstepParticipant(n, True, hold_report_s=0.1)
+            n.lp.create_timer(0.05, lambda n=n, name=name: times[name].append(
+                n.get_clock().now().nanoseconds))
+        hn = nodes[holder]
+        hn.lp.hold(lambda: hn.get_clock().now().nanoseconds == held_ns and not released[0])
+        reports, answers_lost = [], []
+
+        def lose(raw):
+            ack = wire.read_ack(raw)
+            if ack.holding:
+                reports.append(ack)
+                return case == "reports_lost" and len(reports) > 1
+            # the first answer to the held turn (b's, with a's in it, or a's own)
+            if released[0] and ack.stamp_ns == held_ns and not answers_lost:
+                answers_lost.append(raw)
+                return True
+            return False
+
+        losing = _Losing(fake, lose)
+        lockstep.register_local(fake, fake._ack_sub.topic_name, losing)
+        for n in (fake, *nodes.values()):
+            executor.add_node(n)
+
+        def step():
+            if not released[0] and fake._answer_warned >= 3:   # three periods held
+                released[0] = True
+                hn.lp.poke()
+            return fake.world.t >= 0.5
+
+        assert _spin(executor, step, 60.0), (fake.world.t, capfd.readouterr().err[-3000:])
+        assert released[0] and answers_lost, "the answer after the hold was not lost"
+        assert reports and {(r.node, r.stamp_ns) for r in reports} == {(holder, held_ns)}
+        err = capfd.readouterr().err
+        said = f"lockstep: {holder} holds the simulation at t=0.100 s (its turn is held " \
+               "on purpose"
+        warned = re.findall(r"lockstep: waiting (\d+) s for a's answer to its turn at "
+                            r"t=0\.100 s", err)
+        if case == "reports_lost":   # the second period got no report: a warning again
+            assert warned and err.count(said) == 1, err[-3000:]
+        else:
+            assert err.count(said) == 1 and not warned, err[-3000:]
+            assert "lockstep: waiting" not in err, err[-3000:]
+            assert f"lockstep: {holder} released the simulation at t=0.100 s" in err
+        # the lost answer was given again (the holder answers the repeated turn again)
+        assert "came again after it was answered" in err, err[-3000:]
+        for name in ("a", "b"):
+            ticks = [t / 5e7 for t in times[name]]
+            assert ticks == list(range(1, len(ticks) + 1)), (name, ticks)
+            assert len(ticks) >= 9
+    finally:
+        for n in nodes.values():
+            n.destroy_node()
+        fake.destroy_node()

@@ -340,6 +340,12 @@ class FakeHardwareNode(Node):
         self._chain_next: str | None = None
         self._awaiting_since = 0.0
         self._answer_warned = 0   # warnings (and repeated turns) of the awaited answer
+        #: the awaited turn held on purpose (``LockstepAck.holding``): by whom (the awaited
+        #: participant, or the one it handed the turn on to), whether a report came since
+        #: the last repeated turn, and whether the hold was said (once per hold)
+        self._holder: str | None = None
+        self._hold_reported = False
+        self._hold_said = False
         #: per participant, the stamp of the last answer handled [ns] (a repeated one is
         #: dropped: it would set the participant's next due time back)
         self._answered: dict[str, int] = {}
@@ -362,6 +368,9 @@ class FakeHardwareNode(Node):
             self.get_logger().error(f"lockstep: an answer ignored: {exc}")
             return
         t_ns = msg.stamp_ns
+        if msg.holding:   # no answer: the turn is held on purpose
+            self._on_holding(msg.node, t_ns)
+            return
         if inner is not None and self._fresh(inner):
             # a chained turn's answer: the answer of the participant that handed the turn
             # over first, then the next turn as if given now (the schedule goes through the
@@ -383,9 +392,33 @@ class FakeHardwareNode(Node):
         # a hello is no answer (its stamp 0 was taken for the answer to a turn at t = 0)
         if (not msg.hello and self._awaiting == (msg.node, t_ns)
                 and self._chain_next is None):
+            if self._hold_said:
+                self.get_logger().info(
+                    f"lockstep: {self._holder} released the simulation at "
+                    f"t={t_ns * 1e-9:.3f} s after "
+                    f"{time.monotonic() - self._awaiting_since:.0f} s; stepping on")
             self._awaiting = None
             if not self._advancing:   # else the turn was answered within _give_turn
                 self._advance()
+
+    def _on_holding(self, node: str, t_ns: int) -> None:
+        """``node`` reports that it holds its turn at ``t_ns`` on purpose
+        (``LockstepParticipant._report_hold``): not its answer (nothing is handled, nothing
+        steps). For the awaited turn (``node`` the awaited participant, or the one it
+        handed the turn on to in a chained turn), say so once per hold, as info; while the
+        reports come, :meth:`_check_answer_wait` gives the turn again without a warning.
+        Another one is a late copy: dropped."""
+        if self._awaiting is None or self._awaiting[1] != t_ns or \
+                node not in (self._awaiting[0], self._chain_next):
+            return
+        if node != self._holder:   # (a chained turn: the next one holds it in its turn)
+            self._holder, self._hold_said = node, False
+        self._hold_reported = True
+        if not self._hold_said:
+            self._hold_said = True
+            self.get_logger().info(
+                f"lockstep: {node} holds the simulation at t={t_ns * 1e-9:.3f} s (its turn "
+                "is held on purpose, e.g. a goal being prepared or awaiting approval)")
 
     def _fresh(self, msg) -> bool:
         """``msg`` (a hello, or an answer to a turn later than the last one handled of its
@@ -481,11 +514,18 @@ class FakeHardwareNode(Node):
         have matched (a turn topic without the participant's subscription, an answer topic
         without its publisher: endpoint discovery has not finished), and give the turn
         again (unchained). A turn or an answer lost (e.g. a reader's one-deep history
-        overwritten) is then recovered: a participant that has the turn ignores the copy,
-        one that answered it already answers again (``LockstepParticipant._answer_again``),
-        also when it had handed the answer on in a chained turn that did not arrive; a
-        repeated answer is dropped (:meth:`_fresh`). It never goes on without the answer:
-        a participant's turn may take long (a held turn waits for a planning node)."""
+        overwritten) is then recovered: a participant that has the turn reports that it
+        holds it, one that answered it already answers again
+        (``LockstepParticipant._answer_again``), also when it had handed the answer on in a
+        chained turn that did not arrive; a repeated answer is dropped (:meth:`_fresh`). It
+        never goes on without the answer: a participant's turn may take long (a held turn
+        waits for a planning node).
+
+        A turn held on purpose is not late: while its holder reports the hold
+        (``LockstepAck.holding``, :meth:`_on_holding`: before the first warning, then to
+        each repeated turn) the turn is given again to the holder without a warning (a
+        lost answer after the hold is still recovered); when a repeated turn gets no such
+        report, the warnings come again."""
         assert self._awaiting is not None
         waited = now - self._awaiting_since
         k = int(waited // WAIT_WARNING_S)
@@ -493,6 +533,12 @@ class FakeHardwareNode(Node):
             return
         self._answer_warned = k
         name, t_ns = self._awaiting
+        holder = self._holder if self._hold_reported else None
+        self._hold_reported = False   # the repeated turn below asks again
+        if holder is not None:
+            self._repeat_turn(holder, t_ns)
+            return
+        self._hold_said = False       # a hold reported later is said again
         turns = self._turn_pubs[name].topic_name
         ack = self._ack_sub.topic_name
         text = (f"lockstep: waiting {waited:.0f} s for {name}'s answer to its turn at "
@@ -506,6 +552,11 @@ class FakeHardwareNode(Node):
                  f"{ack}: {self._ack_sub.get_publisher_count()} publisher(s) matched, "
                  f"in the graph: {self._graph_nodes(ack, True)}; giving the turn again")
         self.get_logger().warning(text)
+        self._repeat_turn(name, t_ns)
+
+    def _repeat_turn(self, name: str, t_ns: int) -> None:
+        """Give ``name`` its turn at ``t_ns`` again (unchained; see
+        :meth:`_check_answer_wait`)."""
         expected = self._sched.expected(name)
         sec, nsec = divmod(t_ns, 1_000_000_000)
         raw = write_turn(sec, nsec, tuple(expected), list(expected.values()))
@@ -523,6 +574,7 @@ class FakeHardwareNode(Node):
         self._awaiting = (name, t_ns)
         self._awaiting_since = time.monotonic()
         self._answer_warned = 0
+        self._holder, self._hold_reported, self._hold_said = None, False, False
         chain = sched.chain(name) if self.settings.lockstep_chain_turns else None
         if chain is None:
             self._chain_next = None

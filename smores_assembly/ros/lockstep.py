@@ -14,7 +14,9 @@ Protocol (all reliable):
   simulated time ``stamp``, with the number of messages published so far by participants on
   each topic the node counts. The node waits until it has received that many on each topic.
 * ``lockstep/ack`` (smores_assembly/LockstepAck): the answer, with the counts of what the
-  node published, its next due timer and (first message: ``hello``) the topics it counts.
+  node published, its next due timer and (first message: ``hello``) the topics it counts;
+  or (``holding``) no answer but the report that a turn is held on purpose
+  (:meth:`LockstepParticipant._report_hold`).
 
 Inside a node, :class:`LockstepParticipant` replaces ``create_subscription``,
 ``create_publisher`` and ``create_timer`` for the topics and timers that take part. A turn
@@ -44,8 +46,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 
 from smores_assembly.msg import LockstepAck, LockstepTurn
 from smores_assembly.ros import executor, names, wire
-from smores_assembly.sim.lockstep import (COUNT_TIMEOUT_S, HISTORY_DEPTH, WAIT_WARNING_S,
-                                          CountWait, chained_counts)
+from smores_assembly.sim.lockstep import (COUNT_TIMEOUT_S, HISTORY_DEPTH, HOLD_REPORT_S,
+                                          WAIT_WARNING_S, CountWait, chained_counts)
 
 TOPIC_ACK = names.LOCKSTEP_ACK
 #: Participants' answers: reliable; transient local so that a hello sent before the fake
@@ -296,19 +298,25 @@ class LockstepParticipant:
             a publisher matched on each topic still short, before it runs without them,
             with a warning [s] (no bound while one has none: ``CountWait``).
         wait_warning_s: wall time between two warnings of a turn waiting for them [s].
+        hold_report_s: wall time a turn is held before the hold is reported to the fake
+            hardware (:meth:`_report_hold`) [s].
 
     Raises:
         ValueError: lockstep without ``use_sim_time``.
     """
 
     def __init__(self, node: Node, enabled: bool, count_timeout_s: float = COUNT_TIMEOUT_S,
-                 wait_warning_s: float = WAIT_WARNING_S):
+                 wait_warning_s: float = WAIT_WARNING_S,
+                 hold_report_s: float = HOLD_REPORT_S):
         self.node = node
         self.enabled = bool(enabled)
         #: wall time a turn waits for its counted inputs before it goes on without them [s]
         self.count_timeout_s = count_timeout_s
         #: wall time between two warnings of a turn that waits for its inputs [s]
         self.wait_warning_s = wait_warning_s
+        #: wall time a turn is held before the hold is reported [s]
+        self.hold_report_s = hold_report_s
+        self._hold_reported = False   # the current turn's hold was reported
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._subs: list[tuple[str, Callable, bool]] = []   # topic, callback, counted
         self._buffer: list[list] = []                       # per subscription
@@ -491,13 +499,17 @@ class LockstepParticipant:
         """Once a second (wall): repeat the hello until the first turn has come, take turns
         and counted messages whose arrival event was missed, warn (every
         ``wait_warning_s``) about a turn still waiting for messages and start it after
-        ``count_timeout_s`` with their publishers matched (``CountWait``)."""
+        ``count_timeout_s`` with their publishers matched (``CountWait``), and report a turn
+        held for ``hold_report_s`` (:meth:`_report_hold`)."""
         # not once a turn has come (pending): a hello has the stamp of no turn (0) and was
         # taken for the answer to a turn at t = 0
         if (self.turns == 0 and not self._in_turn and self._pending is None
                 and self._hello_timer is None):
             self._send_ack(hello=True)
         poll(self._turn_sub, self._on_turn)
+        if (self._in_turn and not self._hold_reported
+                and time.monotonic() - self._turn_start >= self.hold_report_s):
+            self._report_hold()
         if self._pending is not None:
             for i, sub in enumerate(self._sub_objs):
                 if self._subs[i][2]:
@@ -527,8 +539,11 @@ class LockstepParticipant:
             return
         t_ns = turn.stamp_ns
         if t_ns <= self._turn_ns:
-            if t_ns == self._turn_ns and not self._in_turn and self._answer:
-                self._answer_again(t_ns)
+            if t_ns == self._turn_ns:
+                if self._in_turn:   # a copy of the turn it holds: say so, again
+                    self._report_hold()
+                elif self._answer:
+                    self._answer_again(t_ns)
             return  # else the latched copy of a turn answered earlier
         expected = dict(zip(turn.topics, turn.counts))
         self._take_counted(expected)
@@ -558,6 +573,24 @@ class LockstepParticipant:
             local._on_ack(self._answer)
         else:
             self._ack_pub.publish(self._answer)
+
+    def _report_hold(self) -> None:
+        """The current turn is held on purpose (a :meth:`hold` predicate, a held
+        :class:`TurnWaiter`, a ``before_timers`` input that has not come: e.g. the executive
+        while a goal is prepared or awaits approval; every other part of a turn runs
+        without waiting): tell the fake hardware, straight, with a ``LockstepAck`` marked
+        ``holding`` (no answer: it counts nothing and changes no state here), once the turn
+        has been held ``hold_report_s`` and at each repeated copy of the turn. The fake
+        hardware then says once that the participant holds the simulation, instead of
+        warning every ``WAIT_WARNING_S`` that its answer is late."""
+        self._hold_reported = True
+        sec, nsec = divmod(self._turn_ns, 1_000_000_000)
+        raw = self._ack_writer.encode(sec, nsec, False, math.inf, (), [], holding=True)
+        local = local_endpoint(self.node, self._ack_pub.topic_name)
+        if local is not None:
+            local._on_ack(raw)
+        else:
+            self._ack_pub.publish(raw)
 
     def _take_counted(self, expected: dict[str, int]) -> None:
         """Take the counted messages a turn expects from their readers.
@@ -632,6 +665,7 @@ class LockstepParticipant:
         self._in_turn = True
         self._turn_ns = self._now_ns = t_ns
         self._turn_start = time.monotonic()
+        self._hold_reported = False
         self.turns += 1
         self._time_source.clock_callback(ClockMsg(clock=_time_msg(t_ns)))
         self._timers_pending = True

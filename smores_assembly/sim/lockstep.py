@@ -23,6 +23,10 @@ HISTORY_DEPTH = 100
 #: Wall time between two warnings of a lockstep wait (for announced messages, for an
 #: answer) [s].
 WAIT_WARNING_S = 10.0
+#: Wall time a participant holds a turn on purpose (``LockstepParticipant.hold``, a held
+#: ``TurnWaiter``) before it reports the hold to the fake hardware (``LockstepAck.holding``),
+#: well before the fake hardware's first warning that the answer is late [s].
+HOLD_REPORT_S = WAIT_WARNING_S / 2
 #: Wall time after which a turn or a step goes on without announced messages that did not
 #: come, counted while every topic still short has a matched publisher [s] (default of the
 #: participants and of ``lockstep_count_timeout_s``; see :class:`CountWait`).
