@@ -183,10 +183,21 @@ def _answer_the_prompt(out: Path, answer) -> tuple[int, str]:
 
 @pytest.mark.ros
 def test_answering_no_at_the_prompt_moves_nothing_and_exits_3(tmp_path, ros_domain):
+    """Answered after more than ``WAIT_WARNING_S``: the executive holds its turn while the
+    prompt waits, on purpose; the fake hardware says so once in the nodes' log instead of
+    warning every 10 s that the executive's answer is late (fresh-user finding: "waiting
+    10 s for executive's answer ..." shown under the prompt)."""
+    from smores_assembly.sim.lockstep import WAIT_WARNING_S
+
     def no(proc):
+        time.sleep(WAIT_WARNING_S + 3.0)
         proc.stdin.write("n\n")
         proc.stdin.flush()
     rc, text = _answer_the_prompt(tmp_path / "out", no)
+    assert "for executive's answer" not in text, text[-3000:]
+    log = (tmp_path / "out" / "nodes.log").read_text()
+    assert "lockstep: executive holds the simulation at t=" in log, log[-3000:]
+    assert "for executive's answer" not in log, log[-3000:]
     assert rc == 3, text[-3000:]
     assert "plan not approved" in text and "Traceback" not in text, text[-3000:]
     # said once (fresh-user finding: twice, again on the NOT APPROVED line)
