@@ -1477,9 +1477,21 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
 
     given_up: set[tuple[str, str]] = set()
     relaxed: set[tuple[str, str]] = set()
+    # a pair's first contact depends only on its two starts and its ``need``: it is kept
+    # and computed again only when one of those changed (with every pair judged on every
+    # round, a stage of 100 modules staging at once spent minutes here)
+    pairs_of: dict[str, list[tuple[str, str]]] = {a: [] for a in agents}
+    for pair in need:
+        pairs_of[pair[0]].append(pair)
+        pairs_of[pair[1]].append(pair)
+    first_contact: dict[tuple[str, str], float | None] = {}
+    stale: set[tuple[str, str]] = set(need)
     for _ in range(4 * len(agents) ** 2 + 1):
-        hits = [(t, a, b) for (a, b) in need if (a, b) not in given_up
-                and (t := contact(a, b, start)) is not None]
+        for pair in stale:
+            if pair not in given_up:
+                first_contact[pair] = contact(pair[0], pair[1], start)
+        stale = set()
+        hits = [(t, a, b) for (a, b), t in first_contact.items() if t is not None]
         if not hits:
             break
         _t, a, b = min(hits)
@@ -1509,11 +1521,16 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
             gap = _leg_order_gap((cell_xy[a], goal_xy[a]), (cell_xy[b], goal_xy[b]))
             if (a, b) in relaxed or not 0.0 < gap - 1e-6 < need[(a, b)]:
                 given_up.add((a, b))
+                del first_contact[(a, b)]
             else:
                 relaxed.add((a, b))
                 need[(a, b)] = gap - 1e-6
+                stale.add((a, b))
         else:
+            moved = [m for m in agents if best[1][m] != start[m]]
             start = best[1]
+            for m in moved:
+                stale.update(pairs_of[m])
     return {a: t for a, t in start.items() if t > 0.0}
 
 
