@@ -184,6 +184,19 @@ def enclosure(start: Cell, occupied: Mapping[Cell, str],
 
 
 @functools.lru_cache(maxsize=256)
+def _lane_window(normal: Cell, start: float, clearance: float, limit: float
+                 ) -> tuple[tuple[tuple[int, int, int, int], ...],
+                            tuple[tuple[int, int, int], ...]]:
+    """:func:`_lane_offsets` for a dock with this ``normal`` and :func:`lane_entry`'s
+    ``start``, ``clearance`` and ``limit`` (one lookup per call: the planner's docks come
+    in two kinds)."""
+    half = math.ceil(clearance) - 1  # the largest |lateral offset| < clearance
+    return _lane_offsets(normal, math.floor(start - clearance),
+                         math.ceil(start + limit + clearance), half,
+                         math.ceil(start + limit + 1))
+
+
+@functools.lru_cache(maxsize=256)
 def _lane_offsets(normal: Cell, lo: int, hi: int, half: int, last: int
                   ) -> tuple[tuple[tuple[int, int, int, int], ...],
                              tuple[tuple[int, int, int], ...]]:
@@ -217,6 +230,12 @@ class LaneEntry:
     extra: float | None
     blocking: tuple[str, ...] = ()
     beside: tuple[str, ...] = ()
+
+
+@functools.lru_cache(maxsize=1024)
+def _spot(extra: float) -> LaneEntry:
+    """``LaneEntry(extra=extra)``, one instance per value (frozen: shared)."""
+    return LaneEntry(extra=extra)
 
 
 def lane_entry(d: DockCorridor, occupied: Mapping[Cell, str], start: float, clearance: float,
@@ -256,24 +275,38 @@ def lane_entry(d: DockCorridor, occupied: Mapping[Cell, str], start: float, clea
     # A cell farther than `clearance` from the searched stretch [start, start + limit] of
     # the axis never stops a turn; a node on the axis beyond start + limit + 1 never ends
     # the searched lane (the body's front stays behind it).
-    half = math.ceil(clearance) - 1  # the largest |lateral offset| < clearance
-    near_offs, axis_offs = _lane_offsets(d.normal, math.floor(start - clearance),
-                                         math.ceil(start + limit + clearance), half,
-                                         math.ceil(start + limit + 1))
-    near = [(a, lat, v) for a, lat, dx, dy in near_offs
-            if (v := get((cx + dx, cy + dy))) is not None]
-    block = next(((a, v) for a, dx, dy in axis_offs
-                  if (v := get((cx + dx, cy + dy))) is not None), None)
+    near_offs, axis_offs = _lane_window(d.normal, start, clearance, limit)
+    # the nearest node on the axis (it ends the lane), looked up as far as the body's
+    # front has come (`ax` axis cells so far)
+    block: tuple[int, str] | None = None
+    ax, n_axis = 0, len(axis_offs)
     k = 0
     # `near` is sorted by axial position a and u only grows: a cell with u - a >= clearance
     # is out of reach for good (dropped from the front), and the first cell with
     # a - u >= clearance ends the search for this u (hypot(a - u, lat) >= |a - u|): the
-    # same first hit as a scan of every cell, fewer cells looked at
-    first, count = 0, len(near)
+    # same first hit as a scan of every cell, fewer cells looked at. The cells are looked
+    # up as the search reaches them (`looked` offsets so far, axial first): most searches
+    # end a few cells out, where a lookup of the whole stretch cost half of the call
+    near: list[tuple[int, int, str]] = []
+    first, count, looked, n_offs = 0, 0, 0, len(near_offs)
+    hypot = math.hypot
     while k * step <= limit + 1e-9:
         u = start + k * step
+        while block is None and ax < n_axis and u + 0.5 > axis_offs[ax][0] - 0.5 + 1e-9:
+            a, dx, dy = axis_offs[ax]
+            ax += 1
+            v = get((cx + dx, cy + dy))
+            if v is not None:
+                block = (a, v)
         if block is not None and u + 0.5 > block[0] - 0.5 + 1e-9:
             break  # the body would overlap the module that ends the lane
+        while looked < n_offs and near_offs[looked][0] - u < clearance:
+            a, lat, dx, dy = near_offs[looked]
+            looked += 1
+            v = get((cx + dx, cy + dy))
+            if v is not None:
+                near.append((a, lat, v))
+                count += 1
         while first < count and u - near[first][0] >= clearance:
             first += 1
         hit = None
@@ -281,17 +314,24 @@ def lane_entry(d: DockCorridor, occupied: Mapping[Cell, str], start: float, clea
             a, lat, _ = near[j]
             if a - u >= clearance:
                 break
-            if math.hypot(a - u, lat) < clearance - 1e-9:
+            if hypot(a - u, lat) < clearance - 1e-9:
                 hit = (a, lat)
                 break
         if hit is None:
-            return LaneEntry(extra=k * step)
+            return _spot(k * step)
         # every spot short of the far side of the hit cell's clearance disc is taken too:
         # jump to the last step at least one step inside it (the steps skipped lie
         # strictly inside the disc, so the scan's result is unchanged)
         a, lat = hit
         reach = a + math.sqrt(max((clearance - 1e-9) ** 2 - lat * lat, 0.0))
-        k = max(k + 1, math.floor((reach - start) / step - 1e-6))
+        jump = math.floor((reach - start) / step - 1e-6)
+        k = jump if jump > k + 1 else k + 1
+    for a, dx, dy in axis_offs[ax:]:  # the rest of the axis, when no node ended the lane
+        if block is not None:
+            break
+        v = get((cx + dx, cy + dy))
+        if v is not None:
+            block = (a, v)
     rel = []
     for (x, y), v in occupied.items():
         if (x, y) == d.cell:

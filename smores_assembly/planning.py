@@ -1048,8 +1048,14 @@ class _Precedence:
     def __init__(self, nodes: Iterable[str], edges: Iterable[tuple[str, str, str]]):
         self.succ: dict[str, dict[str, str]] = {n: {} for n in nodes}
         self.pred: dict[str, dict[str, str]] = {n: {} for n in self.succ}
+        succ, pred = self.succ, self.pred
         for u, v, why in edges:
-            self.add_edge(u, v, why)
+            su, pv = succ.get(u), pred.get(v)
+            if su is None or pv is None:  # an end outside `nodes`
+                self.add_edge(u, v, why)
+            else:  # add_edge without its setdefaults (both ends known): ~2,000 edges
+                su[v] = why
+                pv[u] = why
 
     def add_edge(self, u: str, v: str, why: str) -> None:
         """u before v, for reason ``why`` (one edge per pair: the last reason stays)."""
@@ -1102,6 +1108,8 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
     ready = sorted((v for v in acts if missing[v] == 0), key=rank.__getitem__)
     # the placed nodes' cells and their bounding box, kept up to date stage by stage
     occupied = {cells[n]: n for n in placed_now}
+    # the same and the docks chosen so far in the stage (the stage lanes add them)
+    still = dict(occupied)
     xs = [c[0] for c in occupied]
     ys = [c[1] for c in occupied]
     bounds = (min(xs), max(xs), min(ys), max(ys))
@@ -1110,7 +1118,7 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
         chosen: list[str] = []
         halo: set[Cell] = set()  # cells a dock of this stage may not sweep (conflict())
         slides = _StageSlides(corr, acts, geo)
-        lanes = _StageLanes(corr, acts, geo, occupied, cells)
+        lanes = _StageLanes(corr, acts, geo, still, cells)
         helped = 0
         for v in ready:
             if key[v] != kmin:
@@ -1140,11 +1148,20 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
         stages.append([a.module for a in stage_actions])
         actions.extend(stage_actions)
         placed_now.update(chosen)
+        lo_x, hi_x, lo_y, hi_y = bounds
         for u in chosen:
             x, y = cells[u]
             occupied[x, y] = u
-            bounds = (min(bounds[0], x), max(bounds[1], x), min(bounds[2], y),
-                      max(bounds[3], y))
+            # min/max as comparisons (ints: the same bounds)
+            if x < lo_x:
+                lo_x = x
+            elif x > hi_x:
+                hi_x = x
+            if y < lo_y:
+                lo_y = y
+            elif y > hi_y:
+                hi_y = y
+        bounds = (lo_x, hi_x, lo_y, hi_y)
         done = set(chosen)
         ready = [v for v in ready if v not in done]
         for u in chosen:
@@ -1222,6 +1239,8 @@ class _StageSlides:
         self.reach = math.ceil(self.clear) + 1
         self.at: dict[Cell, list[str]] = {}     # slide cell -> chosen docks
         self.waiting: list[str] = []           # chosen docks whose module waits
+        self.added: list[str] = []             # chosen docks, in order
+        self._indexed = 0   # how many of them `at` holds: indexed when a query needs it
 
     def length(self, v: str) -> float:
         """Slide length of dock ``v`` [widths]."""
@@ -1239,6 +1258,7 @@ class _StageSlides:
         p = self.geo.waiting.get(v)
         if p is None:
             return False
+        self._index()
         ci, cj = round(p[0]), round(p[1])
         seen: set[str] = set()
         for di in range(-self.reach, self.reach + 1):
@@ -1252,12 +1272,19 @@ class _StageSlides:
 
     def add(self, v: str) -> None:
         """Add dock ``v`` to the stage."""
-        d = self.corr[v]
-        (cx, cy), (nx_, ny_) = d.cell, d.normal
-        for k in range(math.ceil(self.length(v)) + 1):
-            self.at.setdefault((cx + k * nx_, cy + k * ny_), []).append(v)
+        self.added.append(v)
         if v in self.geo.waiting:
             self.waiting.append(v)
+
+    def _index(self) -> None:
+        """Put the slide cells of the docks added since the last query into ``at`` (only
+        a dock whose module waits asks: a stage without one builds no index)."""
+        for v in self.added[self._indexed:]:
+            d = self.corr[v]
+            (cx, cy), (nx_, ny_) = d.cell, d.normal
+            for k in range(math.ceil(self.length(v)) + 1):
+                self.at.setdefault((cx + k * nx_, cy + k * ny_), []).append(v)
+        self._indexed = len(self.added)
 
 
 def _lane_params(a: DockAction, geo: _Geometry) -> tuple[float, float]:
@@ -1267,6 +1294,19 @@ def _lane_params(a: DockAction, geo: _Geometry) -> tuple[float, float]:
     turn in place (the docking controller's ``obstacle_clearance``; a helper carrying its
     module: one width more, at least :func:`carry_clearance`)."""
     return _body_lane_params(a.needs_helper, geo.width, geo.standoff)
+
+
+@functools.lru_cache(maxsize=16)
+def _lane_constants(w: float) -> tuple[float, float, float]:
+    """:class:`_StageLanes`' constants for module width ``w`` [m], in widths: the turning
+    clearance (:func:`~smores_assembly.navigation.stage.turn_clearance`), the staging
+    limit, and the margin beyond which two lane boxes never interact (the turning
+    clearance of two bodies, or the lane search's clearance, a helper's the larger, plus
+    a width); worked out once, not per stage."""
+    turn = turn_clearance(w) / w
+    margin = max(turn, (carry_clearance(w) + w) / w,
+                 (DockingSettings().obstacle_clearance + w) / w) + 1.0
+    return turn, STAGING_LIMIT / w, margin
 
 
 @functools.lru_cache(maxsize=64)
@@ -1312,23 +1352,20 @@ class _StageLanes:
     poses keep the corridor rule alone. O(stage) per dock."""
 
     def __init__(self, corr: Mapping[str, DockCorridor], acts: Mapping[str, DockAction],
-                 geo: _Geometry, occupied: Mapping[Cell, str], cells: Mapping[str, Cell]):
+                 geo: _Geometry, still: dict[Cell, str], cells: Mapping[str, Cell]):
+        """``still``: cell -> node of the nodes placed before the stage; each dock added
+        is added to it (the caller's map, changed in place: it keeps one map through the
+        stages instead of a copy per stage)."""
         self.corr, self.acts, self.geo, self.cells = corr, acts, geo, cells
-        self.still = dict(occupied)
-        self.turn = turn_clearance(geo.width) / geo.width
-        self.limit = STAGING_LIMIT / geo.width
-        #: lane boxes farther apart than this [widths] never interact: the turning
-        #: clearance of two bodies, or the lane search's clearance (a helper's, the
-        #: larger), plus a width
-        self.margin = max(self.turn, (carry_clearance(geo.width) + geo.width) / geo.width,
-                          (DockingSettings().obstacle_clearance + geo.width) / geo.width
-                          ) + 1.0
+        self.still = still
+        self.turn, self.limit, self.margin = _lane_constants(geo.width)
         #: chosen dock -> its lane among the placed nodes and the docks chosen so far
         self.entries: dict[str, LaneEntry] = {}
         #: chosen dock -> (moved out, lane box x0, x1, y0, y1, spot x, spot y)
         self.lanes: dict[str, tuple] = {}
         self._params: dict[str, tuple[float, float]] = {}
-        self._last: tuple[str, dict[str, LaneEntry]] | None = None  # conflicts()' lanes
+        #: conflicts()' dock, its lanes and their records (add() takes them over)
+        self._last: tuple[str, dict[str, LaneEntry], dict[str, tuple]] | None = None
 
     def _entry(self, v: str, still: Mapping[Cell, str]) -> LaneEntry:
         got = self._params.get(v)
@@ -1393,8 +1430,9 @@ class _StageLanes:
         still[cell] = v   # for the lanes looked at here; taken out again below
         try:
             new = {v: self._entry(v, still)}
-            self._last = (v, new)
             rv = self._record(v, new[v])
+            recs = {v: rv}
+            self._last = (v, new, recs)
             _, vx0, vx1, vy0, vy1 = rv[:5]
             margin = self.margin
             for u, ru in self.lanes.items():
@@ -1405,7 +1443,7 @@ class _StageLanes:
                 if self._moves(u, ru, cell):
                     # v standing near u's lane moves u's spot out
                     new[u] = self._entry(u, still)
-                    ru = self._record(u, new[u])
+                    ru = recs[u] = self._record(u, new[u])
                 if self._pair(ru, rv):
                     return True
             return False
@@ -1417,15 +1455,16 @@ class _StageLanes:
         cell = self.cells[v]
         self.still[cell] = v
         if self._last is not None and self._last[0] == v:
-            new = self._last[1]
+            new, recs = self._last[1], self._last[2]
         else:
             new = {v: self._entry(v, self.still)}
             new.update((u, self._entry(u, self.still)) for u, ru in self.lanes.items()
                        if self._moves(u, ru, cell))
+            recs = {u: self._record(u, lane) for u, lane in new.items()}
         self._last = None
         for u, lane in new.items():
             self.entries[u] = lane
-            self.lanes[u] = self._record(u, lane)
+            self.lanes[u] = recs[u]
 
 
 def _pickup_neighbours(acts: Mapping[str, DockAction], nodes: Sequence[str],
@@ -1479,8 +1518,8 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
     ds = DockingSettings()
     w = geo.width
     # lane_entry skips the dock's own cell: one map of the stage serves all its docks
-    still = dict(occupied)
-    still.update((cells[u], u) for u in chosen)
+    # (built only for a dock whose lane the caller did not give)
+    still: dict[Cell, str] | None = None
     for v in chosen:
         a = acts[v]
         inside = enclosure(corr[v].corridor[-1], occupied, bounds)
@@ -1496,6 +1535,9 @@ def _check_reachable(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
             clearance = max(clearance + w, carry_clearance(w))
         lane = lanes.get(v) if lanes is not None else None
         if lane is None:
+            if still is None:
+                still = dict(occupied)
+                still.update((cells[u], u) for u in chosen)
             lane = lane_entry(corr[v], still,
                               start=geo.standoff / w + (1 if a.needs_helper else 0),
                               clearance=clearance / w, limit=STAGING_LIMIT / w)
