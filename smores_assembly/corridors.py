@@ -67,12 +67,15 @@ class DockCorridor:
         return (self.cell,) + self.corridor
 
 
+@functools.lru_cache(maxsize=64)
 def corridor_length(standoff: float, width: float, helper: bool) -> int:
     """Number of corridor cells beyond the final cell: ``ceil(standoff / width)`` for the
     moving module (at least 1: it arrives from outside) plus one for a helper's body.
 
     Raises:
         InputError: ``width <= 0`` or ``standoff < 0`` (names the value).
+
+    Cached (a plan asks once per dock, always the same few values).
     """
     if not width > 0:
         raise InputError(f"width: must be > 0 m, got {width!r}")
@@ -101,14 +104,19 @@ def dock_corridor(node: str, parent: str, cells: Mapping[str, Cell], helper: boo
                          f"{parent!r} at {cells[parent]}")
     k = corridor_length(standoff, width, helper)
     nx_, ny_ = n
-    # list comprehensions, not generators (a 1,000-node plan builds every corridor; the
-    # root search one per edge it turns round): the same cells in the same order
-    corridor = tuple([(ci + nx_ * s, cj + ny_ * s) for s in range(1, k + 1)])
+    # plain loops over the 1-3 cells, not comprehensions (a 1,000-node plan builds every
+    # corridor; the root search one per edge it turns round): the same cells in the same
+    # order
+    cells_out = []
+    for s in range(1, k + 1):
+        cells_out.append((ci + nx_ * s, cj + ny_ * s))
+    corridor = tuple(cells_out)
     tx, ty = -ny_, nx_
-    beside = tuple([c for x, y in ((ci, cj),) + corridor
-                    for c in ((x + tx, y + ty), (x - tx, y - ty))])
-    return DockCorridor(node=node, parent=parent, cell=(ci, cj), normal=n,
-                        corridor=corridor, beside=beside)
+    side = [(ci + tx, cj + ty), (ci - tx, cj - ty)]
+    for x, y in corridor:
+        side.append((x + tx, y + ty))
+        side.append((x - tx, y - ty))
+    return DockCorridor(node, parent, (ci, cj), n, corridor, tuple(side))
 
 
 def blockers(corridors: Iterable[DockCorridor], cells: Mapping[str, Cell]
@@ -121,7 +129,11 @@ def blockers(corridors: Iterable[DockCorridor], cells: Mapping[str, Cell]
     at = {c: v for v, c in cells.items()}
     out: dict[str, list[str]] = {}
     for d in corridors:
-        out[d.node] = sorted({at[c] for c in d.corridor if c in at})
+        found = []
+        for c in d.corridor:  # 1-3 cells: a plain loop, then sorted without duplicates
+            if c in at:
+                found.append(at[c])
+        out[d.node] = sorted(set(found)) if len(found) > 1 else found
     return out
 
 

@@ -298,7 +298,9 @@ def select_root_module(modules: Mapping[str, Pose2D]) -> str:
     xy = np.array([[modules[m].x, modules[m].y] for m in ids])
     d = np.hypot(*(xy - xy.mean(axis=0)).T)
     best = d.min()
-    return min(m for m, dm in zip(ids, d) if dm <= best + 1e-12)
+    # the ids within the tie tolerance, one array comparison (the same float64 values as a
+    # comparison per module)
+    return min(ids[i] for i in np.flatnonzero(d <= best + 1e-12))
 
 
 def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
@@ -1376,9 +1378,11 @@ class _StageLanes:
 
     def _record(self, v: str, lane: LaneEntry) -> tuple:
         """(moved out, the lane's box ``x0, x1, y0, y1`` [widths], its turning spot ``x,
-        y``, a spot found, the spot's axial position)."""
+        y``, a spot found, the spot's axial position, then what :meth:`_moves` needs of
+        the dock: its final cell ``cx, cy``, normal ``nx, ny``, lane ``start`` and
+        ``clearance``)."""
         d = self.corr[v]
-        start = self._params[v][0]
+        start, clearance = self._params[v]
         spot = start + (lane.extra or 0.0)
         far = max(spot, float(len(d.corridor)))
         (cx, cy), (nx_, ny_) = d.cell, d.normal
@@ -1388,7 +1392,8 @@ class _StageLanes:
         x0, x1 = (cx, ex) if cx < ex else ((ex, cx) if ex < cx else (cx, cx))
         y0, y1 = (cy, ey) if cy < ey else ((ey, cy) if ey < cy else (cy, cy))
         return (spot > start + 1e-9, x0, x1, y0, y1,
-                cx + spot * nx_, cy + spot * ny_, lane.extra is not None, spot)
+                cx + spot * nx_, cy + spot * ny_, lane.extra is not None, spot,
+                cx, cy, nx_, ny_, start, clearance)
 
     def _moves(self, u: str, ru: tuple, cell: Cell) -> bool:
         """A node standing at ``cell`` changes ``u``'s lane (record ``ru``): it stands
@@ -1396,8 +1401,7 @@ class _StageLanes:
         far side (every spot nearer in was taken already; a node farther away leaves the
         spot as it is). Without a spot, any node near the axis out to the staging limit
         (the refusal names the nodes)."""
-        (cx, cy), (nx_, ny_) = self.corr[u].cell, self.corr[u].normal
-        start, clearance = self._params[u]
+        cx, cy, nx_, ny_, start, clearance = ru[9:]
         dx, dy = cell[0] - cx, cell[1] - cy
         along, lat = dx * nx_ + dy * ny_, dx * ny_ - dy * nx_
         if ru[7]:
