@@ -100,7 +100,11 @@ def centroids(nodes: Sequence[str], edges: Sequence[Edge]) -> list[str]:
     """
     if not nodes:
         raise InputError("nodes: empty tree has no centroid", field="nodes")
-    adj = _adjacency(nodes, edges)
+    return _centroids(nodes, _adjacency(nodes, edges))
+
+
+def _centroids(nodes: Sequence[str], adj: dict[str, list[Edge]]) -> list[str]:
+    """:func:`centroids` on the adjacency ``adj`` of the tree (``nodes`` not empty)."""
     order, parent = _bfs(adj, nodes[0])
     n = len(nodes)
     if len(order) != n:
@@ -125,9 +129,17 @@ def stage_estimate(nodes: Sequence[str], edges: Sequence[Edge], root: str) -> in
     Height of the rooted tree, plus one when the root has both LEFT/RIGHT and TOP/BOTTOM
     neighbours (those two groups dock in separate stages, Sec. IV-C).
     """
-    d = depths(nodes, edges, root)
-    height = max(d.values())
-    root_faces = {e.other(root)[1] for e in edges if root in (e.parent, e.child)}
+    adj = _adjacency(nodes, edges)
+    if root not in adj:
+        raise InputError(f"root: unknown node {root!r}", field="root")
+    return _stage_estimate(adj, root)
+
+
+def _stage_estimate(adj: dict[str, list[Edge]], root: str) -> int:
+    """:func:`stage_estimate` on the adjacency ``adj`` of the tree (``root`` a node): the
+    root's faces from the edges at the root, the same set as from every edge."""
+    height = max(_depths(adj, root).values())
+    root_faces = {e.other(root)[1] for e in adj[root]}
     split = any(f.is_wheel for f in root_faces) and any(not f.is_wheel for f in root_faces)
     return height + (1 if split else 0)
 
@@ -143,10 +155,13 @@ def tree_centroid(nodes: Sequence[str], edges: Sequence[Edge]) -> str:
     Raises:
         InputError: empty node list; ScenarioError if the graph is disconnected.
     """
-    cs = centroids(nodes, edges)
+    if not nodes:
+        raise InputError("nodes: empty tree has no centroid", field="nodes")
+    adj = _adjacency(nodes, edges)  # one adjacency for the centroids and their estimates
+    cs = _centroids(nodes, adj)
     if len(cs) == 1:
         return cs[0]
-    return min(cs, key=lambda c: (stage_estimate(nodes, edges, c), c))
+    return min(cs, key=lambda c: (_stage_estimate(adj, c), c))
 
 
 def root_candidates(nodes: Sequence[str], edges: Sequence[Edge]) -> list[str]:
@@ -159,11 +174,12 @@ def root_candidates(nodes: Sequence[str], edges: Sequence[Edge]) -> list[str]:
         InputError: empty node list; ScenarioError if the graph is disconnected.
     """
     first = tree_centroid(nodes, edges)
-    d0 = depths(nodes, edges, nodes[0])
+    adj = _adjacency(nodes, edges)  # one adjacency for the three BFS
+    d0 = _depths(adj, nodes[0])
     a = max(nodes, key=d0.__getitem__)
-    da = depths(nodes, edges, a)
+    da = _depths(adj, a)
     b = max(nodes, key=da.__getitem__)
-    db = depths(nodes, edges, b)
+    db = _depths(adj, b)
     wheel: dict[str, set[bool]] = {v: set() for v in nodes}
     for e in edges:
         wheel[e.parent].add(e.parent_face.is_wheel)
@@ -182,6 +198,11 @@ def depths(nodes: Sequence[str], edges: Sequence[Edge], root: str) -> dict[str, 
     adj = _adjacency(nodes, edges)
     if root not in adj:
         raise InputError(f"root: unknown node {root!r}", field="root")
+    return _depths(adj, root)
+
+
+def _depths(adj: dict[str, list[Edge]], root: str) -> dict[str, int]:
+    """:func:`depths` on the adjacency ``adj`` of the tree (``root`` a node)."""
     order, parent = _bfs(adj, root)
     d = {root: 0}
     for v in order[1:]:
