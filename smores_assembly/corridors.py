@@ -172,12 +172,28 @@ def enclosure(start: Cell, occupied: Mapping[Cell, str],
     lo_x, hi_x, lo_y, hi_y = bounds
     if start in occupied:
         return {start}, [occupied[start]]
-    # fast path: a straight ray out of the bounding box over free cells
+    # fast path: a straight ray out of the bounding box over free cells (+x, -x, +y, -y;
+    # plain loops, no generator per ray: ~1,000 calls in a 1,000-dock plan)
     sx, sy = start
-    if (all((x, sy) not in occupied for x in range(sx, hi_x + 1))
-            or all((x, sy) not in occupied for x in range(lo_x, sx + 1))
-            or all((sx, y) not in occupied for y in range(sy, hi_y + 1))
-            or all((sx, y) not in occupied for y in range(lo_y, sy + 1))):
+    for x in range(sx, hi_x + 1):
+        if (x, sy) in occupied:
+            break
+    else:
+        return None
+    for x in range(lo_x, sx + 1):
+        if (x, sy) in occupied:
+            break
+    else:
+        return None
+    for y in range(sy, hi_y + 1):
+        if (sx, y) in occupied:
+            break
+    else:
+        return None
+    for y in range(lo_y, sy + 1):
+        if (sx, y) in occupied:
+            break
+    else:
         return None
     seen = {start}
     stack = [start]

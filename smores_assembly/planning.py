@@ -1373,8 +1373,7 @@ class _StageLanes:
         got = self._params.get(v)
         if got is None:
             got = self._params[v] = _lane_params(self.acts[v], self.geo)
-        return lane_entry(self.corr[v], still, start=got[0], clearance=got[1],
-                          limit=self.limit)
+        return lane_entry(self.corr[v], still, got[0], got[1], self.limit)
 
     def _record(self, v: str, lane: LaneEntry) -> tuple:
         """(moved out, the lane's box ``x0, x1, y0, y1`` [widths], its turning spot ``x,
