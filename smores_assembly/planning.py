@@ -1008,7 +1008,7 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
     corr = {v: dock_corridor(v, oriented[v].parent, cells, acts[v].needs_helper, standoff,
                              width) for v in acts}
     blocked_by = corridor_blockers(corr.values(), cells)
-    for v in sorted(acts):
+    for v in sorted(acts) if kept else ():  # nothing kept (an assembly): nothing stuck
         stuck = [w for w in blocked_by[v] if w in kept]
         if stuck:
             raise PlanningError(f"action {acts[v].describe()}: its approach corridor is "
