@@ -1153,3 +1153,40 @@ def test_pair_turn_shift_brute_force():
         assert line_free(h, d, mods), (h, d)
         assert turn_free(h.compose(d, 0.0), mods), (h, d)
     assert shifted >= 10
+
+
+def test_a_pair_that_stops_short_of_its_turning_room_still_turns_clear():
+    """``PairRoom`` ends its straight move up to 2 mm short of the pose
+    :func:`pair_turn_shift` returns; from there the pair's full turn in place must still
+    clear every module that may itself turn in place (its corner radius ``w / sqrt 2``).
+    Recorded: bench_targets seed 55 random_8_190072251 stage 2, h0 lifted m5 beside the
+    moved-aside m4, backed off 1.2 mm short of 0.183 m from m4 and turned: m4-m5 0.57 mm.
+    Oracle: the distance from each module centre to the helper's and the carried module's
+    squares, every 2 deg of the turn."""
+    from smores_assembly.docking.control import footprint_clearance, pair_turn_shift
+
+    def turn_clear(h: Pose2D, centres) -> float:
+        worst = math.inf
+        for k in range(180):
+            a = h.yaw + k * math.pi / 90
+            body = Pose2D(h.x, h.y, a)
+            for o in centres:
+                worst = min(worst, footprint_clearance(body, o, W, 1.5 * W))
+        return worst
+
+    cases = [(Pose2D(-0.163, -0.3727, -0.531), [(-0.1088, -0.5353)])]
+    rng = random.Random(11)
+    while len(cases) < 120:
+        h = Pose2D(rng.uniform(-0.1, 0.1), rng.uniform(-0.1, 0.1), rng.uniform(-math.pi, math.pi))
+        cs = [(rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3)) for _ in range(rng.randint(1, 3))]
+        if min(footprint_clearance(h, o, W, 1.5 * W) for o in cs) > W / math.sqrt(2.0) + 0.003:
+            cases.append((h, cs))
+    shifted = 0
+    for h, cs in cases:
+        d = pair_turn_shift(h, cs, W)
+        if not d:
+            continue
+        shifted += 1
+        stop = h.compose(d - math.copysign(0.002, d), 0.0)   # where PairRoom stops
+        assert turn_clear(stop, cs) >= W / math.sqrt(2.0), (h, cs, d)
+    assert shifted >= 20

@@ -540,9 +540,12 @@ def pair_turn_shift(helper: Pose2D, obstacles: Sequence[tuple[float, float]], wi
                     step: float = 0.005, limit: float = 0.3) -> float | None:
     """Straight move [m] along the heading (signed, + forward) that takes a helper carrying
     a module one ``width`` ahead to where it can turn in place: no obstacle centre within
-    :func:`pair_turn_clearance` of the helper's centre (issue 11: a carried pair that
-    turned in place at the start of a direct move swept its module's corners into a
-    placed module beside it: bench_scale random10, m8 against m4).
+    :func:`pair_turn_clearance` plus :data:`PAIR_TURN_MARGIN` of the helper's centre
+    (issue 11: a carried pair that turned in place at the start of a direct move swept
+    its module's corners into a placed module beside it: bench_scale random10, m8 against
+    m4). The margin covers where the move stops (``PairRoom`` stops up to 2 mm short:
+    without it, bench_targets random_8_190072251's h0 stopped 1.2 mm inside the clearance
+    of m4, which turned in place meanwhile, and its turn swept m5 into m4, 0.57 mm).
 
     The straight move itself must keep the pair's footprint (:func:`pair_clearance`) from
     coming closer to any obstacle than it is at the start, and never within the corner
@@ -557,8 +560,8 @@ def pair_turn_shift(helper: Pose2D, obstacles: Sequence[tuple[float, float]], wi
         ``0.0`` when the pair can turn where it stands; the shift (``|shift| <= limit``);
         or None when neither direction reaches such a pose within ``limit``.
     """
-    return turn_shift(helper, obstacles, width, pair_turn_clearance(width), 1.5 * width,
-                      step, limit)
+    return turn_shift(helper, obstacles, width, pair_turn_clearance(width) + PAIR_TURN_MARGIN,
+                      1.5 * width, step, limit)
 
 
 def turn_shift(body: Pose2D, obstacles: Sequence[tuple[float, float]], width: float,
