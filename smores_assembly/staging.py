@@ -974,20 +974,53 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     pair_zones: list[Rect] = []
     aside: set[str] = set()
     held_pairs: set[str] = set()
-    for h, (start, goal, module) in sorted(carried.items()):
+    parked: dict[str, tuple[float, Pose2D]] = {}
+    pairs = sorted(carried.items())
+    for i, (h, (start, goal, module)) in enumerate(pairs):
         others = {m: p for m, p in obstacles.items() if m not in (h, module)}
         others.update({m: v[0] for m, v in moving.items()})
         hold = (set(fixed) | set(moving) | held_pairs | aside) & set(others)
         # the modules beside the stage's slides are moved aside by the pair's plan, with
         # the pair: moved aside by the stage's plan, which holds the pair where it
         # stands, one drove through the area the pair turned in (bench_targets seed 47
-        # random_10_974250758 stage 3: m8 beside m4's slide, contact m4-m8 0.10 mm)
-        cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
-                          clock=clock_factory() if clock_factory else None,
-                          keep_clear=keep_clear if alone else None, slides=slides,
-                          carried_pose=obstacles.get(module))
+        # random_10_974250758 stage 3: m8 beside m4's slide, contact m4-m8 0.10 mm).
+        # The slides of the pairs planned after this one are theirs to clear: moved
+        # aside here, a module beside one is held where it stands by the later pair's
+        # plan, inside the very clearance of its pre-dock pose that the pair must turn
+        # in (bench_scale random 50 seed 0, stage 3: h0's plan moved m29 aside for m30's
+        # slide, 0.117 m from h2's pre-dock pose; h2's plan, m29 held there, failed
+        # "walled off by fixed structures", the stage drove without paths)
+        later = {c[2] for _h, c in pairs[i + 1:]}
+        own = {m: seg for m, seg in slides.items() if m not in later} if slides else slides
+        try:
+            cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
+                              clock=clock_factory() if clock_factory else None,
+                              keep_clear=keep_clear if alone else None, slides=own,
+                              carried_pose=obstacles.get(module))
+        except NavigationError:
+            if not parked:
+                raise
+            # held where they stand, the modules the earlier pairs' plans move aside wall
+            # this pair in: it is planned with them where they park, and waits until
+            # they are there
+            others.update({m: p for m, (_t, p) in parked.items()})
+            cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
+                              clock=clock_factory() if clock_factory else None,
+                              keep_clear=keep_clear if alone else None, slides=own,
+                              carried_pose=obstacles.get(module))
+            wait = max(t for t, _p in parked.values())
+            cp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
+                        for m, p in cp.paths.items()}
+            cp.stats = {**cp.stats, "parked_wait_s": wait}
         pair_plans.append(cp)
         aside |= set(cp.moved_aside)
+        for m in cp.moved_aside:
+            p = cp.paths.get(m)
+            if p:
+                end = p[-1][1]
+                t_end = next(t for t, q in p if all(r.distance_to(end) <= 1e-6
+                                                     for _t, r in p if _t >= t))
+                parked[m] = (t_end, end)
         held_pairs |= {h, module}
         pair_zones += path_zones(cp.paths.get(h) or [(0.0, start)],
                                  pair_reach(width) + pair_margin)
@@ -998,22 +1031,69 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
             if cp.paths.get(m):
                 pair_zones += path_zones(cp.paths[m], width / math.sqrt(2.0) + pair_margin)
     st = {m: v for m, v in staging.items() if m not in aside}
+
+    def stage_plan(obs: Mapping[str, Pose2D], fx: set[str]):
+        sp, staged = None, []
+        if st:
+            sp, staged = plan_stage_pipelined(moving, st, obs, list(zones) + pair_zones,
+                                              nav_settings, fixed=fx, width=width,
+                                              clock_factory=clock_factory,
+                                              keep_clear=keep_clear, slides=slides,
+                                              hold_zones=pair_zones)
+        elif moving and carried:
+            sp, _ = plan_stage_pipelined(moving, {}, obs, (), nav_settings, fixed=fx,
+                                         width=width, clock_factory=clock_factory,
+                                         keep_clear=keep_clear, slides=slides,
+                                         hold_zones=pair_zones)
+        elif moving or (slides and not carried):
+            sp = plan_stage(moving, obs, nav_settings, fixed=[m for m in fx if m in obs],
+                            clock=clock_factory() if clock_factory else None,
+                            keep_clear=keep_clear, slides=slides)
+        return sp, staged
+
     fx = set(fixed) | aside
-    sp, staged = None, []
-    if st:
-        sp, staged = plan_stage_pipelined(moving, st, obstacles, list(zones) + pair_zones,
-                                          nav_settings, fixed=fx, width=width,
-                                          clock_factory=clock_factory, keep_clear=keep_clear,
-                                          slides=slides, hold_zones=pair_zones)
-    elif moving and carried:
-        sp, _ = plan_stage_pipelined(moving, {}, obstacles, (), nav_settings, fixed=fx,
-                                     width=width, clock_factory=clock_factory,
-                                     keep_clear=keep_clear, slides=slides,
-                                     hold_zones=pair_zones)
-    elif moving or (slides and not carried):
-        sp = plan_stage(moving, obstacles, nav_settings, fixed=[m for m in fx if m in obstacles],
-                        clock=clock_factory() if clock_factory else None,
-                        keep_clear=keep_clear, slides=slides)
+    sp, staged = stage_plan(obstacles, fx)
+    # The stage's own plan holds the modules the pairs' plans move aside where they
+    # stand: an active module's path may cross where they drive or wait (bench_scale
+    # random 50 seed 0, stage 3, replanned as h2 lifted m30: m25, moved aside, waited on
+    # its wide start cell from 9 to 47 s, and m32's path to its pre-dock pose ran through
+    # that cell at 12.5 s; they touched, m32 could not turn off m25 for 100 s). Then the
+    # stage is planned again with every place those paths pass as a fixed obstacle (as
+    # staging moves keep out of the pairs' zones); kept when that plans and its active
+    # modules keep clear of those paths.
+    aside_paths = {m: cp.paths[m] for cp in pair_plans for m in cp.moved_aside
+                   if cp.paths.get(m)}
+    crossed = _crossing(sp.paths, moving, aside_paths, width) if sp and moving else set()
+    walls: set[str] = set()
+    fixed_up = not crossed
+    while crossed - walls:
+        walls |= crossed
+        swept = _swept_obstacles({m: aside_paths[m] for m in walls}, 0.5 * width)
+        try:
+            sp2, staged2 = stage_plan({**obstacles, **swept}, fx | set(swept))
+        except NavigationError:
+            break
+        crossed = _crossing(sp2.paths, moving, aside_paths, width)
+        if not crossed:
+            sp, staged, fixed_up = sp2, staged2, True
+            sp.stats = {**sp.stats, "notes": list(sp.stats.get("notes", [])) + [
+                f"the active modules keep out of the paths of {sorted(walls)}, moved "
+                "aside by the pairs' plans"]}
+    if not fixed_up:
+        # no way round them (their paths pass the active modules' goals): the stage's
+        # paths (the active, staging and moved-aside modules' together, as they were
+        # planned) wait at their starts until those modules have passed
+        end = max(p[-1][0] for p in aside_paths.values())
+        wait = next((k * 0.5 for k in range(1, int(math.ceil(end / 0.5)) + 2)
+                     if not _crossing(sp.paths, moving, aside_paths, width, k * 0.5)), None)
+        if wait is not None:
+            sp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
+                        for m, p in sp.paths.items()}
+            sp.stats = {**sp.stats, "t0_s": sp.stats.get("t0_s", 0.0) + wait,
+                        "aside_wait_s": wait,
+                        "notes": list(sp.stats.get("notes", [])) + [
+                            f"the stage's paths wait {wait:.1f} s for the modules the "
+                            "pairs' plans move aside"]}
     for cp in pair_plans:
         if sp is None or not sp.paths:
             # nothing else moves (every staging move dropped): the pair's plan is the plan
@@ -1025,6 +1105,62 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         raise InputError("plan_stage_carrying: nothing to plan (moving, staging, carried "
                          "and slides are empty)")
     return sp, staged
+
+
+def _xy_at(path: Sequence[tuple[float, Pose2D]], ts):
+    """Planned positions ``(len(ts), 2)`` [m] of ``path`` at the times ``ts`` [s] (linear
+    interpolation, clamped to the path's ends)."""
+    import numpy as np
+
+    t = np.array([w[0] for w in path], dtype=float)
+    return np.stack([np.interp(ts, t, [w[1].x for w in path]),
+                     np.interp(ts, t, [w[1].y for w in path])], axis=1)
+
+
+def _crossing(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], moving: Collection[str],
+              others: Mapping[str, Sequence[tuple[float, Pose2D]]], width: float,
+              delay: float = 0.0, dt: float = 0.05) -> set[str]:
+    """The modules of ``others`` whose path a module of ``moving`` (its path in ``paths``,
+    started ``delay`` [s] later) comes closer to at the same time than two corner radii
+    (``sqrt(2) width``: the two ``width`` squares may touch) and than the two stood at
+    the start (sampled every ``dt`` [s] to the later path's end)."""
+    import numpy as np
+
+    room = math.sqrt(2.0) * width
+    out: set[str] = set()
+    mine = {m: p for m in moving if (p := paths.get(m))}
+    if not mine or not others:
+        return out
+    end = max(p[-1][0] for p in list(mine.values()) + [q for q in others.values() if q])
+    ts = np.arange(0.0, end + delay + dt, dt)
+    theirs = {o: _xy_at(q, ts) for o, q in others.items() if q}
+    for m, p in mine.items():
+        a = _xy_at(p, ts - delay)
+        for o, b in theirs.items():
+            if o == m or o in out:
+                continue
+            d = np.hypot(*(a - b).T)
+            if np.any((d < room) & (d < d[0] - 1e-3)):
+                out.add(o)
+    return out
+
+
+def _swept_obstacles(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], step: float
+                     ) -> dict[str, Pose2D]:
+    """Points (``"<module>/swept<i>"`` -> pose, ``world``) along every path of ``paths``
+    past its start, at most ``step`` [m] apart: as fixed obstacles of a search they block
+    every cell within its ``clearance`` of where those modules drive and wait."""
+    out: dict[str, Pose2D] = {}
+    for m, path in sorted(paths.items()):
+        pts = [p for _, p in path]
+        for a, b in zip(pts, pts[1:]):
+            d = a.distance_to(b)
+            n = max(1, int(math.ceil(d / step)))
+            for i in range(1, n + 1):
+                u = i / n
+                out[f"{m}/swept{len(out)}"] = Pose2D(a.x + u * (b.x - a.x),
+                                                     a.y + u * (b.y - a.y), 0.0)
+    return out
 
 
 def retime_final_leg(paths: dict[str, list[tuple[float, Pose2D]]], module: str,
