@@ -1053,47 +1053,54 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
     fx = set(fixed) | aside
     sp, staged = stage_plan(obstacles, fx)
-    # The stage's own plan holds the modules the pairs' plans move aside where they
-    # stand: an active module's path may cross where they drive or wait (bench_scale
-    # random 50 seed 0, stage 3, replanned as h2 lifted m30: m25, moved aside, waited on
-    # its wide start cell from 9 to 47 s, and m32's path to its pre-dock pose ran through
-    # that cell at 12.5 s; they touched, m32 could not turn off m25 for 100 s). Then the
-    # stage is planned again with every place those paths pass as a fixed obstacle (as
-    # staging moves keep out of the pairs' zones); kept when that plans and its active
-    # modules keep clear of those paths.
-    aside_paths = {m: cp.paths[m] for cp in pair_plans for m in cp.moved_aside
-                   if cp.paths.get(m)}
-    crossed = _crossing(sp.paths, moving, aside_paths, width) if sp and moving else set()
+    # The stage's own plan holds the carried pairs and the modules their plans move
+    # aside where they stand, and the pairs' plans hold the stage's active modules where
+    # they stand: an active module's path may cross where those drive or wait
+    # (bench_scale random 50 seed 0, stage 3, replanned as h2 lifted m30: m25, moved
+    # aside, waited on its wide start cell from 9 to 47 s, and m32's path to its
+    # pre-dock pose ran through that cell at 12.5 s; they touched, m32 could not turn off
+    # m25 for 100 s; stage 4: the pair h0/m1 drove a 0.58 m first leg to its wide start
+    # cell across m23's path, contact, then h0/m23 again and again). Then the stage is
+    # planned again with every place those paths pass as a fixed obstacle (as staging
+    # moves keep out of the pairs' zones); kept when that plans and its active modules
+    # keep clear of those paths.
+    moved = {m: cp.paths[m] for cp in pair_plans for m in cp.moved_aside
+             if cp.paths.get(m)}
+    rooms = {h: pair_reach(width) + width / math.sqrt(2.0)
+             for h in carried if any(h in cp.paths for cp in pair_plans)}
+    moved.update({h: cp.paths[h] for cp in pair_plans for h in rooms if cp.paths.get(h)})
+    crossed = _crossing(sp.paths, moving, moved, width, rooms) if sp and moving else set()
     walls: set[str] = set()
     fixed_up = not crossed
     while crossed - walls:
         walls |= crossed
-        swept = _swept_obstacles({m: aside_paths[m] for m in walls}, 0.5 * width)
+        swept = _swept_obstacles({m: moved[m] for m in walls}, 0.5 * width)
         try:
             sp2, staged2 = stage_plan({**obstacles, **swept}, fx | set(swept))
         except NavigationError:
             break
-        crossed = _crossing(sp2.paths, moving, aside_paths, width)
+        crossed = _crossing(sp2.paths, moving, moved, width, rooms)
         if not crossed:
             sp, staged, fixed_up = sp2, staged2, True
             sp.stats = {**sp.stats, "notes": list(sp.stats.get("notes", [])) + [
-                f"the active modules keep out of the paths of {sorted(walls)}, moved "
-                "aside by the pairs' plans"]}
+                f"the active modules keep out of the paths of {sorted(walls)} (carried "
+                "pairs and the modules their plans move aside)"]}
     if not fixed_up:
         # no way round them (their paths pass the active modules' goals): the stage's
         # paths (the active, staging and moved-aside modules' together, as they were
-        # planned) wait at their starts until those modules have passed
-        end = max(p[-1][0] for p in aside_paths.values())
+        # planned) wait at their starts until those have passed
+        end = max(p[-1][0] for p in moved.values())
         wait = next((k * 0.5 for k in range(1, int(math.ceil(end / 0.5)) + 2)
-                     if not _crossing(sp.paths, moving, aside_paths, width, k * 0.5)), None)
+                     if not _crossing(sp.paths, moving, moved, width, rooms, k * 0.5)),
+                    None)
         if wait is not None:
             sp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
                         for m, p in sp.paths.items()}
             sp.stats = {**sp.stats, "t0_s": sp.stats.get("t0_s", 0.0) + wait,
-                        "aside_wait_s": wait,
+                        "pair_wait_s": wait,
                         "notes": list(sp.stats.get("notes", [])) + [
-                            f"the stage's paths wait {wait:.1f} s for the modules the "
-                            "pairs' plans move aside"]}
+                            f"the stage's paths wait {wait:.1f} s for the carried pairs "
+                            "and the modules their plans move aside"]}
     for cp in pair_plans:
         if sp is None or not sp.paths:
             # nothing else moves (every staging move dropped): the pair's plan is the plan
@@ -1119,11 +1126,12 @@ def _xy_at(path: Sequence[tuple[float, Pose2D]], ts):
 
 def _crossing(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], moving: Collection[str],
               others: Mapping[str, Sequence[tuple[float, Pose2D]]], width: float,
-              delay: float = 0.0, dt: float = 0.05) -> set[str]:
+              rooms: Mapping[str, float] | None = None, delay: float = 0.0,
+              dt: float = 0.05) -> set[str]:
     """The modules of ``others`` whose path a module of ``moving`` (its path in ``paths``,
-    started ``delay`` [s] later) comes closer to at the same time than two corner radii
-    (``sqrt(2) width``: the two ``width`` squares may touch) and than the two stood at
-    the start (sampled every ``dt`` [s] to the later path's end)."""
+    started ``delay`` [s] later) comes closer to at the same time than ``rooms[o]`` [m]
+    (default two corner radii, ``sqrt(2) width``: two ``width`` squares may touch) and
+    than the two stood at the start (sampled every ``dt`` [s] to the later path's end)."""
     import numpy as np
 
     room = math.sqrt(2.0) * width
@@ -1140,7 +1148,8 @@ def _crossing(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], moving: Colle
             if o == m or o in out:
                 continue
             d = np.hypot(*(a - b).T)
-            if np.any((d < room) & (d < d[0] - 1e-3)):
+            r = (rooms or {}).get(o, room)
+            if np.any((d < r) & (d < d[0] - 1e-3)):
                 out.add(o)
     return out
 

@@ -17,6 +17,13 @@ it, held m29 where it stood, 0.117 m from h2's pre-dock pose, inside the pair's
 clearance: "its goal is walled off by fixed structures", the stage drove without paths
 and the pair h2/m30 pressed against m7 until the stage timed out.
 
+``data/nav_random50_stage4_pair_crossing.yaml``: with those fixed, stage 4 replanned at
+434.7 s when h0 (carrying m1) fell behind, rebuilt from that run's recording (the node's
+plan differs a little: h0 waited 1.0 s more there). The pair's plan drove it a 0.58 m
+straight first leg to its wide start cell (0.034, -1.331), holding m23 where it stood;
+the stage's plan, holding the pair where it stood, sent m23 along y = -1.146 across that
+leg: m1/m23 touched at 442.3 s, then h0/m23 again and again until the stage timed out.
+
 Plans are judged by ``w x w`` squares along the timed paths
 (``test_aside_legs.stage_violations``), not by the planner's grid.
 """
@@ -74,6 +81,21 @@ def test_a_pair_is_not_walled_in_by_a_module_an_earlier_pairs_plan_moved_aside()
     assert {(v[0], v[1]) for v in bad} <= {("h2", "m32"), ("m30", "m32")}, bad
 
 
+def test_active_module_waits_for_a_carried_pair_crossing_its_path():
+    """Stage 4 as h0 fell behind (module docstring): m23 waits for the pair h0/m1 to pass
+    (no way round: the pair's leg crosses the row m23 comes along), and no active module
+    comes within 1 mm of the pair (before: h0/m23 0.8 mm into each other at 6.75 s)."""
+    fp = load_problem(DATA / "nav_random50_stage4_pair_crossing.yaml")
+    prob = fp.problem
+    assert set(prob.carried) >= {"h0"} and "m23" in prob.moving
+    sp, _staged = plan_problem(prob, fp.settings, work_clock=fp.work_clock)
+    bad = _violations(prob, sp)
+    pairs = set(prob.carried) | {c[2] for c in prob.carried.values()}
+    assert not [v for v in bad if {v[0], v[1]} & pairs and {v[0], v[1]} & set(prob.moving)
+                ], bad
+    assert sp.stats.get("pair_wait_s", 0.0) > 0.0
+
+
 def _random30_plans(seeds):
     seen = set()
     for seed in seeds:
@@ -121,9 +143,9 @@ def test_stages_with_several_carried_pairs_plan():
     main b2d8a1a: 7 of 40 failed, 'goal pose overlaps fixed module' or 'walled off by
     fixed structures' where an earlier pair's plan had moved aside a module, held then
     where it stood, near a later pair's pre-dock pose, and a 'walled in' and a 'proven
-    infeasible' on the same grounds), and no module that a pair's plan moves aside comes
-    within 1 mm of an active module of the stage (the stage's plan keeps out of their
-    paths, or waits for them)."""
+    infeasible' on the same grounds), and no carried pair nor module moved aside comes
+    within 1 mm of an active module of the stage (the stage's plan keeps out of the
+    pairs' and their moved-aside modules' paths, or waits for them)."""
     nav = NavSettings(clear_footprint=True)
     problems = list(multi_pair_problems(_random30_plans(range(10)), nav))
     problems += list(multi_pair_problems(scale_plans(50, 6, 0), nav))
@@ -135,10 +157,11 @@ def test_stages_with_several_carried_pairs_plan():
         except NavigationError as exc:
             failed.append((name, k + 1, str(exc)))
             continue
-        pair_aside = set(sp.moved_aside)
+        theirs = set(sp.moved_aside) | set(prob.carried) | {
+            c[2] for c in prob.carried.values()}
         for v in _violations(prob, sp):
             a, b = v[0], v[1]
-            if (a in prob.moving and b in pair_aside) or (b in prob.moving and a in pair_aside):
+            if (a in prob.moving and b in theirs) or (b in prob.moving and a in theirs):
                 crossed.append((name, k + 1, v))
     assert not failed, failed
     assert not crossed, crossed
