@@ -1089,17 +1089,17 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # no way round them (their paths pass the active modules' goals): the stage's
         # paths (the active, staging and moved-aside modules' together, as they were
         # planned) wait at their starts until those have passed
-        end = max(p[-1][0] for p in moved.values())
-        wait = next((k * 0.5 for k in range(1, int(math.ceil(end / 0.5)) + 2)
-                     if not _crossing(sp.paths, moving, moved, width, rooms, k * 0.5)),
-                    None)
-        if wait is not None:
-            sp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
+        last_s = max(p[-1][0] for p in moved.values())
+        hold_s = next((k * 0.5 for k in range(1, int(math.ceil(last_s / 0.5)) + 2)
+                       if not _crossing(sp.paths, moving, moved, width, rooms, k * 0.5)),
+                      None)
+        if hold_s is not None:
+            sp.paths = {m: [(0.0, p[0][1])] + [(t + hold_s, q) for t, q in p] if p else p
                         for m, p in sp.paths.items()}
-            sp.stats = {**sp.stats, "t0_s": sp.stats.get("t0_s", 0.0) + wait,
-                        "pair_wait_s": wait,
+            sp.stats = {**sp.stats, "t0_s": sp.stats.get("t0_s", 0.0) + hold_s,
+                        "pair_wait_s": hold_s,
                         "notes": list(sp.stats.get("notes", [])) + [
-                            f"the stage's paths wait {wait:.1f} s for the carried pairs "
+                            f"the stage's paths wait {hold_s:.1f} s for the carried pairs "
                             "and the modules their plans move aside"]}
     for cp in pair_plans:
         if sp is None or not sp.paths:
