@@ -1,14 +1,15 @@
-"""No module is sent to a staging pose where a module that stands meanwhile leaves it no
-room to turn (issue 11, bench_targets seed 58 random_7_88490221, stage 1: m2's staging pose
-was 0.110 m from m1, which stood waiting for its helper h0; m2 turned onto its dock axis
-there and touched m1, 0.04 mm). The staging rules keep a staging pose off the placed bodies
-only; the navigation's problem drops a staging move whose goal lies this close to a module
-that stands (it waits where it is, and stages at a later replan).
+"""No module is sent to a staging pose where a module of the stage that waits for its helper
+leaves it no room to turn (issue 11, bench_targets seed 58 random_7_88490221, stage 1: m2's
+staging pose was 0.110 m from m1, which stood waiting for its helper h0; m2 turned onto its
+dock axis there and touched m1, 0.04 mm). The staging rules keep a staging pose off the
+placed bodies only; such a module stays where it is until it is lifted (an idle module in
+the way is moved aside instead: test_aside_legs); the navigation's problem drops a staging
+move whose goal lies this close to it (it waits where it is, and stages at a later replan).
 
 Judged by geometry computed here: two ``w x w`` squares at any headings cannot touch when
 their centres are at least ``w sqrt 2`` apart (each turns inside its circumscribed
-circle); a staging goal must keep that, plus 5 mm of path error, from every module that
-neither moves in the stage nor is placed."""
+circle); a staging goal must keep that, plus 5 mm of path error, from every module of the
+stage that waits for its helper."""
 from __future__ import annotations
 
 import math
@@ -26,17 +27,15 @@ ROOM = W * math.sqrt(2.0) + 0.005
 
 
 def _too_close(plan, k, poses, prob) -> list[tuple[str, str, float]]:
-    """(staging module, standing module, distance) for every staging goal of ``prob``
-    closer than ``ROOM`` to a module that stands in stage ``k``."""
-    placed = {plan.root_module} | {a.module for a in plan.actions if a.stage < k}
-    moves = set(prob.moving) | set(prob.staging) | set(prob.carried) | {
-        c for _h, (_s, _g, c) in prob.carried.items()}
+    """(staging module, waiting module, distance) for every staging goal of ``prob`` closer
+    than ``ROOM`` to a module of stage ``k`` that waits for its helper (not lifted yet)."""
+    lifted = {c for _h, (_s, _g, c) in prob.carried.items()}
+    waiting = [a.module for a in plan.actions if a.stage == k and a.needs_helper
+               and a.module not in lifted]
     bad = []
     for m, (_cur, goal) in prob.staging.items():
-        for o, p in poses.items():
-            if o in placed or o in moves:
-                continue
-            d = math.hypot(goal.x - p.x, goal.y - p.y)
+        for o in waiting:
+            d = math.hypot(goal.x - poses[o].x, goal.y - poses[o].y)
             if d < ROOM:
                 bad.append((m, o, round(d, 4)))
     return bad

@@ -608,17 +608,15 @@ def nav_problem(plan, stage: int, poses: Mapping[str, Pose2D], docked: Collectio
             if any(_beside((g.x, g.y), seg, s.slide_clearance)
                    for o, seg in segs if o != m):
                 del staging[m]
-        # a staging pose where a module that stands meanwhile (an idle one, one waiting
-        # for its helper) leaves no room to turn: it waits. The staging rules keep off
-        # the placed bodies only (bench_targets random_7_88490221 stage 1: m2's staging
-        # pose 0.110 m from m1, which waited for h0; m2 turned onto its axis there and
-        # touched m1, 0.04 mm)
-        placed_now = {plan.root_module} | set(plan.kept) | docked | {
-            a.module for a in plan.actions if a.stage < k}
+        # a staging pose where a module of the stage that waits for its helper leaves no
+        # room to turn: it waits. The staging rules keep off the placed bodies only, and
+        # such a module stays where it is until it is lifted (an idle module there is
+        # moved aside instead; bench_targets random_7_88490221 stage 1: m2's staging pose
+        # 0.110 m from m1, which waited for h0; m2 turned onto its axis there and touched
+        # m1, 0.04 mm)
         lifted = {c for _h, (_s, _g, c) in carried.items()}
-        standing = [(p.x, p.y) for o, p in poses.items()
-                    if o not in placed_now and o not in moving and o not in staging
-                    and o not in carried and o not in lifted]
+        standing = [(poses[w].x, poses[w].y) for w in sorted(waiting)
+                    if w in poses and w not in lifted and w not in docked]
         for m in sorted(staging):
             g = staging[m][1]
             if any(math.hypot(g.x - x, g.y - y) < room for x, y in standing):
