@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import gc
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
@@ -348,9 +349,14 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
         # 361 ms summed). Stable sorts of name-sorted arrays: independent of dict order.
         ro, co = _solver_order(g, m)
         g, m = g[ro], m[co]
-    cost = cdist(g, m)
-    rows, cols = solve_assignment(cost, g, m)
-    vals = cost[rows, cols]
+    # solve_assignment decides on the arrays in the solver's order (its sums in that
+    # order); where it warm-starts, the same solve in one buffer
+    if ro is not None and _warm_start_applies(g, m):
+        rows, cols, vals = _solve_warm_in_place(g, m)
+    else:
+        cost = cdist(g, m)
+        rows, cols = solve_assignment(cost, g, m)
+        vals = cost[rows, cols]
     if ro is not None and co is not None:
         rows, cols = ro[rows], co[cols]
         back = np.argsort(rows)
@@ -359,6 +365,61 @@ def assign_modules(goals: Mapping[str, Pose2D], modules: Mapping[str, Pose2D]
     # summed in node-name order (the values of cdist in name order, bit for bit)
     total = float(vals.sum())
     return {n: chosen[n] for n in goals}, total
+
+
+def _solve_warm_in_place(goals_xy: np.ndarray, modules_xy: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`solve_assignment`'s warm-started solve of the distances from the goals
+    (n, 2), already outside in, to the modules (m, 2), in one (m, m) buffer: ``cdist``
+    writes the distances into its goal rows, :func:`coarse_goal_duals` reads them there,
+    :func:`reduced_matrix` turns them into the reduced costs in place. The same values
+    and the same scipy call as ``solve_assignment(cdist(g, m), g, m)``, without a
+    separate distance matrix, and that buffer kept for the thread's next plan
+    (:func:`_scratch`: no memory fresh from the system, no page faults, after the first).
+
+    Returns:
+        ``(rows, cols, vals)``: every goal row, its module column and their distance [m]
+        (:func:`_distances`, the value ``cdist`` gave, bit for bit).
+    """
+    n, m = len(goals_xy), len(modules_xy)
+    out = _scratch(m * m).reshape(m, m)
+    cost = cdist(goals_xy, modules_xy, out=out[:n])
+    red, _ = reduced_matrix(cost, coarse_goal_duals(cost, goals_xy, modules_xy), out=out)
+    cols = _solve_outside_in(red, goals_xy)[:n]
+    return np.arange(n), cols, _distances(goals_xy, modules_xy[cols])
+
+
+#: The warm-started solve's (m, m) buffer is kept for the next plan of the same thread
+#: when it holds at most this many float64 values (2**22: 32 MB, m <= 2,048).
+SCRATCH_MAX_VALUES = 1 << 22
+_SCRATCH = threading.local()
+
+
+def _scratch(size: int) -> np.ndarray:
+    """A float64 buffer of ``size`` values for :func:`_solve_warm_in_place`, kept per
+    thread between plans (up to :data:`SCRATCH_MAX_VALUES`; larger ones are fresh).
+
+    A fresh (m, m) array is memory new from the system in every plan (glibc maps a
+    block that large and unmaps it on free), so each of its pages faults on first touch
+    (1,127 modules, bench_planning's comb: ~3,200 minor faults per plan, 5-25 ms of
+    system CPU time on this shared machine; with the buffer kept: none after the first
+    plan). Its content is never read before it is written."""
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is not None and buf.size >= size:
+        return buf[:size]
+    buf = np.empty(size)
+    if size <= SCRATCH_MAX_VALUES:
+        _SCRATCH.buf = buf
+    return buf
+
+
+def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distances between the rows of ``a`` and ``b`` (k, 2) [m], pair by pair:
+    ``sqrt(dx * dx + dy * dy)``, the arithmetic of scipy's ``cdist`` (the same values,
+    bit for bit: ``test_distances_equal_cdist_bit_for_bit``)."""
+    d = a - b
+    dx, dy = d[:, 0], d[:, 1]
+    return np.sqrt(dx * dx + dy * dy)
 
 
 def _solver_order(goals_xy: np.ndarray, modules_xy: np.ndarray
@@ -414,7 +475,7 @@ def radial_goal_duals(goals_xy: np.ndarray) -> np.ndarray:
     return -np.hypot(goals_xy[:, 0] - cen[0], goals_xy[:, 1] - cen[1])
 
 
-def reduced_matrix(cost: np.ndarray, goal_duals: np.ndarray
+def reduced_matrix(cost: np.ndarray, goal_duals: np.ndarray, out: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Reduced cost matrix of the rectangular assignment ``cost`` (n goals x m modules,
     n <= m), squared with m - n dummy rows, under the goal duals ``goal_duals`` (n,) and
@@ -434,13 +495,17 @@ def reduced_matrix(cost: np.ndarray, goal_duals: np.ndarray
 
     Args:
         cost: (n, m) distances [m], n <= m; goal_duals: (n,) [m].
+        out: optional (m, m) C-ordered float64 buffer for the result; ``cost`` may be
+            its first n rows (``out[:n]``), which are then overwritten (element by
+            element: the same values).
 
     Returns:
         ``(reduced, v)``: (m, m) reduced costs (rows n.. are the dummy rows) and the (m,)
         module duals subtracted from the columns [m].
     """
     n, m = cost.shape
-    out = np.empty((m, m))
+    if out is None:
+        out = np.empty((m, m))
     red = out[:n]
     np.subtract(cost, goal_duals[:, None], out=red)
     w = red.min(axis=0)

@@ -508,3 +508,41 @@ def test_interval_gap_equals_max_formula():
         want = max(0.0, a0 - b1, b0 - a1)
         got = _gap(a0, a1, b0, b1)
         assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+def test_distances_equal_cdist_bit_for_bit():
+    """``planning._distances`` (the chosen pairs' distances of the in-place solve) gives
+    scipy's ``cdist`` values bit for bit, at every scale (the plan's total sums them)."""
+    from scipy.spatial.distance import cdist
+
+    from smores_assembly.planning import _distances
+    rng = np.random.default_rng(23)
+    for scale in (1e-3, 1.0, 30.0, 1e4):
+        a = rng.normal(0.0, scale, (300, 2))
+        b = rng.normal(0.0, scale, (300, 2))
+        assert _distances(a, b).tobytes() == np.ascontiguousarray(cdist(a, b).diagonal()).tobytes()
+
+
+@pytest.mark.parametrize("kind", ["clustered", "one_side", "grid"])
+def test_assign_modules_in_place_equals_solve_assignment(kind):
+    """``assign_modules``'s warm-started solve in one kept buffer (``_solve_warm_in_place``)
+    returns what ``solve_assignment`` returns on ``cdist``'s matrix, column for column, with
+    ``cdist``'s distances; twice in a row (the second plan reuses the buffer), and after a
+    larger one (a smaller view of the kept buffer)."""
+    from scipy.spatial.distance import cdist
+
+    from smores_assembly.planning import (_solve_warm_in_place, _solver_order,
+                                          _warm_start_applies)
+    rng = np.random.default_rng(len(kind) + 5)
+    for n, extra in [(2 * COARSE_MIN_GOALS + 3, 70), (COARSE_MIN_GOALS + 1, 31),
+                     (WARM_START_MIN_GOALS, 16), (2 * COARSE_MIN_GOALS + 3, 70)]:
+        _, g, mods = _instance(rng, n, n + extra, kind)
+        ro, co = _solver_order(g, mods)
+        g, mods = g[ro], mods[co]
+        assert _warm_start_applies(g, mods)
+        cost = cdist(g, mods)
+        r0, c0 = solve_assignment(cost, g, mods)
+        for _ in range(2):
+            rows, cols, vals = _solve_warm_in_place(g, mods)
+            assert rows.tolist() == r0.tolist() and cols.tolist() == c0.tolist()
+            assert vals.tobytes() == cost[r0, c0].tobytes()
