@@ -24,6 +24,17 @@ straight first leg to its wide start cell (0.034, -1.331), holding m23 where it 
 the stage's plan, holding the pair where it stood, sent m23 along y = -1.146 across that
 leg: m1/m23 touched at 442.3 s, then h0/m23 again and again until the stage timed out.
 
+``data/nav_random8_stage1_m1_carried.yaml`` (issue 11, bench_targets seed 62
+random_8_764018225, on main 4a31af1: 135.7 s, m4-m5 0.03 mm at 25.16 s and 0.05 mm at 39.6
+s): stage 1 replanned at 20.8 s as h0 lifted m1, rebuilt from a ``--record`` run's
+``/modules/states`` sample stamped 20.80 s, plan and docking status (each planner plans the
+paths its run published, waypoints to the mm and times to the 0.1 s compared). The pair's
+plan moved m5 aside up x = 0.14 m; the stage's plan, holding m5 where it stood, sent m4 at
+once to its pre-dock pose (0.073, -0.107), moved out along its axis, which m5 passed 0.068
+m away at 25.5 s: they touched, m4 hunted in POSE_ADJUST for 32 s and met m5 again on its
+way to where it parks. Fixed by db92973 (the stage's active modules keep out of, or wait
+for, the paths of the modules the pairs' plans move aside).
+
 Plans are judged by ``w x w`` squares along the timed paths
 (``test_aside_legs.stage_violations``), not by the planner's grid.
 """
@@ -94,6 +105,23 @@ def test_active_module_waits_for_a_carried_pair_crossing_its_path():
     assert not [v for v in bad if {v[0], v[1]} & pairs and {v[0], v[1]} & set(prob.moving)
                 ], bad
     assert sp.stats.get("pair_wait_s", 0.0) > 0.0
+
+
+def test_active_module_waits_for_a_module_a_pairs_plan_moves_past_its_goal():
+    """Stage 1 of random_8_764018225 as h0 lifted m1 (module docstring): m4's pre-dock
+    pose lies beside the lane the pair's plan moves m5 aside along, so m4 waits at its
+    start until m5 has passed, and no two bodies come within 1 mm (before: m4 went
+    straight to its pre-dock pose, m4/m5 squares 1.4 mm into each other at 3.45 s)."""
+    fp = load_problem(DATA / "nav_random8_stage1_m1_carried.yaml")
+    prob = fp.problem
+    assert set(prob.carried) == {"h0"} and set(prob.moving) == {"m4"}
+    sp, _staged = plan_problem(prob, fp.settings, work_clock=fp.work_clock)
+    assert "m5" in sp.moved_aside
+    goal = prob.moving["m4"][1]
+    assert sp.paths["m4"][-1][1] == goal
+    # the case this is about: m5's path passes closer than a width to m4's goal
+    assert min(p.distance_to(goal) for _t, p in sp.paths["m5"]) < W
+    assert not _violations(prob, sp)
 
 
 def _random30_plans(seeds):
