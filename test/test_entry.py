@@ -95,22 +95,28 @@ def test_sigint_held_lets_the_body_finish_then_interrupts():
     ``run`` landed in networkx's import: a traceback and exit 1), and KeyboardInterrupt is
     raised once it is done."""
     done = []
+    # the entry points start with Python's own SIGINT handler; a test run before this one
+    # in the same process may have left another (rclpy's: then the body runs unguarded,
+    # as documented, and this test failed in the whole suite only)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with entry.sigint_held():
-            # raise(): delivered to this (the main) thread before it returns, so the
-            # handler runs within the next bytecodes whatever the load (os.kill may hand
-            # the signal to another thread of the test process: under load it came after
-            # the body, in the clean-clone CI)
-            signal.raise_signal(signal.SIGINT)
-            for _ in range(1000):   # the handler runs between bytecodes: give it some
-                done.append(1)
-            done.append("body finished")
-    except KeyboardInterrupt:
-        done.append("interrupted")
-    else:
-        done.append("not interrupted")
+        try:
+            with entry.sigint_held():
+                # raise(): delivered to this (the main) thread before it returns, so the
+                # handler runs within the next bytecodes whatever the load
+                signal.raise_signal(signal.SIGINT)
+                for _ in range(1000):   # the handler runs between bytecodes: give it some
+                    done.append(1)
+                done.append("body finished")
+        except KeyboardInterrupt:
+            done.append("interrupted")
+        else:
+            done.append("not interrupted")
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert done[-2:] == ["body finished", "interrupted"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert after is signal.default_int_handler
 
 
 def test_a_ctrl_c_line_with_run_job_half_imported_imports_nothing(monkeypatch):
