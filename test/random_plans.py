@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from bench.bench_scale import scale_scenario_dict
+from bench.bench_scale import plannable_scenario, scale_scenario_dict
 from bench.bench_targets import make_scenario
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import NavigationError, PlanningError
@@ -70,6 +70,20 @@ def plan_pipelined(data: dict, name: str):
         return sc, with_schedule(plan_assembly(sc), "pipelined")
     except PlanningError:
         return None
+
+
+def random30_plans(seeds):
+    """(scenario, pipelined plan) of ``plannable_scenario("random", 30, seed)``, each
+    scenario once (a refused seed gives the next one's)."""
+    seen = set()
+    for seed in seeds:
+        data, _ = plannable_scenario("random", 30, seed)
+        if data["source"] in seen:
+            continue
+        seen.add(data["source"])
+        planned = plan_pipelined(data, f"random30_seed{seed}")
+        if planned is not None:
+            yield planned
 
 
 def scale_plans(n: int, count: int, seed: int):

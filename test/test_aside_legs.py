@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import math
 
-from bench.bench_scale import plannable_scenario
-from random_plans import bench_plans, pair_problems, plan_like_node, plan_pipelined
+from random_plans import (bench_plans, pair_problems, plan_like_node, random30_plans)
 from smores_assembly.geometry import Pose2D, square_overlap, wrap_angle
 from smores_assembly.navigation.stage import NavSettings
 from smores_assembly.planning import plan_assembly, with_schedule
@@ -39,20 +38,6 @@ W = 0.08
 STANDOFF = 0.06
 MARGIN = 0.001
 DT = 0.05
-
-
-def _random30_plans(seeds):
-    """(scenario, pipelined plan) of ``plannable_scenario("random", 30, seed)``, each
-    scenario once (a refused seed gives the next one's)."""
-    seen = set()
-    for seed in seeds:
-        data, _ = plannable_scenario("random", 30, seed)
-        if data["source"] in seen:
-            continue
-        seen.add(data["source"])
-        planned = plan_pipelined(data, f"random30_seed{seed}")
-        if planned is not None:
-            yield planned
 
 
 def _heading(a: Pose2D, b: Pose2D) -> float:
@@ -225,7 +210,7 @@ def test_first_legs_of_modules_moved_aside_keep_clear_random30():
     through the pair's area): 6 first legs within 1 mm, 2 of them into a body (seed 9,
     stage 5: m1/m19, m14/m24); all kinds together 20 violations before, 11 after."""
     nav = NavSettings(clear_footprint=True)
-    checked, bad = _judge(_random30_plans(range(10)), nav)
+    checked, bad = _judge(random30_plans(range(10)), nav)
     first = [b for b in bad if b[3][4]]
     assert checked >= 60, checked
     assert all(b[3][2] >= 0.0 for b in first), first

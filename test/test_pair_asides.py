@@ -44,8 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_scale import plannable_scenario
-from random_plans import plan_pipelined, scale_plans, stage_start_world
+from random_plans import random30_plans, scale_plans, stage_start_world
 from smores_assembly.docking.control import pickup_pose
 from smores_assembly.errors import NavigationError
 from smores_assembly.geometry import wrap_angle
@@ -124,18 +123,6 @@ def test_active_module_waits_for_a_module_a_pairs_plan_moves_past_its_goal():
     assert not _violations(prob, sp)
 
 
-def _random30_plans(seeds):
-    seen = set()
-    for seed in seeds:
-        data, _ = plannable_scenario("random", 30, seed)
-        if data["source"] in seen:
-            continue
-        seen.add(data["source"])
-        planned = plan_pipelined(data, f"random30_seed{seed}")
-        if planned is not None:
-            yield planned
-
-
 def multi_pair_problems(plans, nav):
     """``(name, stage, problem)`` of every stage with two helpers or more: the world as
     the stage starts with each helper holding its first module of the stage, lifted
@@ -175,7 +162,7 @@ def test_stages_with_several_carried_pairs_plan():
     within 1 mm of an active module of the stage (the stage's plan keeps out of the
     pairs' and their moved-aside modules' paths, or waits for them)."""
     nav = NavSettings(clear_footprint=True)
-    problems = list(multi_pair_problems(_random30_plans(range(10)), nav))
+    problems = list(multi_pair_problems(random30_plans(range(10)), nav))
     problems += list(multi_pair_problems(scale_plans(50, 6, 0), nav))
     assert len(problems) == 40, len(problems)
     failed, crossed = [], []
