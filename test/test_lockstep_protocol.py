@@ -187,22 +187,25 @@ def test_a_nodes_turn_waits_for_a_late_counted_message_however_long(
 class _Dropper:
     """Stands in for an in-process endpoint of the protocol (``lockstep.register_local``)
     and loses the first message that ``lose(raw)`` picks, as a reader whose one-deep
-    history was overwritten, or a writer the reader has not matched, would."""
+    history was overwritten, or a writer the reader has not matched, would (``every``:
+    each message it picks)."""
 
-    def __init__(self, inner, lose):
-        self.inner, self.lose, self.lost = inner, lose, []
+    def __init__(self, inner, lose, every: bool = False):
+        self.inner, self.lose, self.every, self.lost = inner, lose, every, []
+
+    def _drops(self, raw: bytes) -> bool:
+        if (self.every or not self.lost) and self.lose(raw):
+            self.lost.append(raw)
+            return True
+        return False
 
     def _on_turn(self, raw: bytes) -> None:
-        if not self.lost and self.lose(raw):
-            self.lost.append(raw)
-            return
-        self.inner._on_turn(raw)
+        if not self._drops(raw):
+            self.inner._on_turn(raw)
 
     def _on_ack(self, raw: bytes) -> None:
-        if not self.lost and self.lose(raw):
-            self.lost.append(raw)
-            return
-        self.inner._on_ack(raw)
+        if not self._drops(raw):
+            self.inner._on_ack(raw)
 
 
 @pytest.mark.parametrize("lost", ["turn", "answer", "handed_turn"])
@@ -337,20 +340,6 @@ def test_the_first_tracked_turn_stays_held_until_a_goal_has_entered(ros_context,
         source.destroy_node()
 
 
-class _Losing:
-    """Stands in for the fake hardware's answer endpoint (``lockstep.register_local``) and
-    loses every message that ``lose(raw)`` picks."""
-
-    def __init__(self, inner, lose):
-        self.inner, self.lose, self.lost = inner, lose, []
-
-    def _on_ack(self, raw: bytes) -> None:
-        if self.lose(raw):
-            self.lost.append(raw)
-            return
-        self.inner._on_ack(raw)
-
-
 @pytest.mark.parametrize("case", ["held", "held_handed_on", "reports_lost"])
 def test_a_held_turn_is_said_once_without_warnings_and_a_lost_answer_still_recovered(
         ros_context, executor, tmp_path, capfd, monkeypatch, case):
@@ -412,7 +401,7 @@ def test_a_held_turn_is_said_once_without_warnings_and_a_lost_answer_still_recov
                 return True
             return False
 
-        losing = _Losing(fake, lose)
+        losing = _Dropper(fake, lose, every=True)
         lockstep.register_local(fake, fake._ack_sub.topic_name, losing)
         for n in (fake, *nodes.values()):
             executor.add_node(n)
