@@ -962,7 +962,10 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         pair_margin: [m] added to the pair's reach (its path-following error).
 
     Returns:
-        ``(StagePlan, staged)`` as :func:`plan_stage_pipelined`.
+        ``(StagePlan, staged)`` as :func:`plan_stage_pipelined`. When an active module's
+        path still comes within a body of a pair's (or a moved-aside module's) path and
+        neither the replan nor a wait clears it, the plan is kept and
+        ``stats["warnings"]`` names the modules (the navigation node logs it).
 
     Raises:
         NavigationError, InputError: as ``plan_stage`` / ``plan_carried``.
@@ -1102,6 +1105,16 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
                         "notes": list(sp.stats.get("notes", [])) + [
                             f"the stage's paths wait {hold_s:.1f} s for the carried pairs "
                             "and the modules their plans move aside"]}
+        else:
+            # neither a way round nor a wait clears them: the plan is kept as it is, and
+            # says so (the node logs it as a warning; the controllers' guards are left)
+            left = {m: sorted(c) for m in sorted(moving)
+                    if (c := _crossing(sp.paths, [m], moved, width, rooms))}
+            sp.stats = {**sp.stats, "warnings": list(sp.stats.get("warnings", [])) + [
+                "paths kept crossing (neither a way round nor a wait clears them): "
+                + ", ".join(f"{m} with {c}" for m, c in left.items())
+                + " (carried pairs and the modules their plans move aside, within two "
+                "corner radii or a pair's turning reach at the same time)"]}
     for cp in pair_plans:
         if sp is None or not sp.paths:
             # nothing else moves (every staging move dropped): the pair's plan is the plan

@@ -340,7 +340,10 @@ class NavigationNode(Node):
             + "".join(f", {h}'s path after its back-off ({d:.1f} s)"
                       for h, d in st.get("backoff_delay_s", {}).items())
             + f" with {st['algorithm']}: cost {st['cost']}, makespan {st['makespan']} steps, "
-            f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms")
+            f"{sp.duration_s:.1f} s, search {1e3 * st['runtime_s']:.1f} ms"
+            + "".join(f"; {n}" for n in st.get("notes", ())))
+        for w in st.get("warnings", ()):
+            self.get_logger().warning(f"stage {self._stage + 1} ({reason}): {w}")
         return True
 
     def _dump_failed(self, prob: NavProblem, reason: str, error: str, t: float) -> str:
