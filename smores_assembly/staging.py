@@ -970,6 +970,44 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     Raises:
         NavigationError, InputError: as ``plan_stage`` / ``plan_carried``.
     """
+    sp, staged, left = _carrying_once(moving, staging, carried, obstacles, zones, nav_settings,
+                                      fixed, width, clock_factory, keep_clear, pair_margin,
+                                      slides, guard_goals=False)
+    if left and moving and carried:
+        # the pairs' plans held the active modules where they stand, and moved a module
+        # aside past an active module's goal, or to park on its route: neither a way round
+        # (walled by that path, the goal overlapped it) nor a wait cleared it (bench_scale
+        # random 30 seed 7, stage 3: m0, moved aside for h2's pair, passed h0's goal 15 s
+        # after h0 stood there and parked on h0's route). Planned again with the active
+        # modules' goals held clear by the pairs' plans too; kept when that clears it.
+        try:
+            again = _carrying_once(moving, staging, carried, obstacles, zones, nav_settings,
+                                   fixed, width, clock_factory, keep_clear, pair_margin,
+                                   slides, guard_goals=True)
+        except NavigationError:
+            again = None
+        if again is not None and not again[2]:
+            sp, staged, left = again
+            sp.stats = {**sp.stats, "notes": list(sp.stats.get("notes", [])) + [
+                "the pairs' plans keep clear of the active modules' goals (a module they "
+                "moved aside crossed one)"]}
+    if left:
+        # neither a way round nor a wait clears them: the plan is kept as it is, and says
+        # so (the navigation node logs it as a warning; the controllers' guards are left)
+        sp.stats = {**sp.stats, "warnings": list(sp.stats.get("warnings", [])) + [
+            "paths kept crossing (neither a way round nor a wait clears them): "
+            + ", ".join(f"{m} with {c}" for m, c in left.items())
+            + " (carried pairs and the modules their plans move aside, within two "
+            "corner radii or a pair's turning reach at the same time)"]}
+    return sp, staged
+
+
+def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fixed, width,
+                   clock_factory, keep_clear, pair_margin, slides, guard_goals: bool):
+    """:func:`plan_stage_carrying` once: ``(StagePlan, staged, left)``, ``left``: active
+    module -> the paths (pairs', moved-aside modules') its path still crosses, empty when
+    none. ``guard_goals``: the pairs' plans hold the active modules' goal poses clear as
+    well as where they stand."""
     from smores_assembly.navigation.stage import plan_carried, plan_stage
 
     alone = not moving and not staging
@@ -982,7 +1020,10 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     for i, (h, (start, goal, module)) in enumerate(pairs):
         others = {m: p for m, p in obstacles.items() if m not in (h, module)}
         others.update({m: v[0] for m, v in moving.items()})
-        hold = (set(fixed) | set(moving) | held_pairs | aside) & set(others)
+        if guard_goals:
+            others.update({f"{m}/goal": v[1] for m, v in moving.items()})
+        hold = (set(fixed) | set(moving) | held_pairs | aside | {
+            f"{m}/goal" for m in moving}) & set(others)
         # the modules beside the stage's slides are moved aside by the pair's plan, with
         # the pair: moved aside by the stage's plan, which holds the pair where it
         # stands, one drove through the area the pair turned in (bench_targets seed 47
@@ -1055,6 +1096,7 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         return sp, staged
 
     fx = set(fixed) | aside
+    left: dict[str, list[str]] = {}
     sp, staged = stage_plan(obstacles, fx)
     # The stage's own plan holds the carried pairs and the modules their plans move
     # aside where they stand, and the pairs' plans hold the stage's active modules where
@@ -1106,15 +1148,8 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
                             f"the stage's paths wait {hold_s:.1f} s for the carried pairs "
                             "and the modules their plans move aside"]}
         else:
-            # neither a way round nor a wait clears them: the plan is kept as it is, and
-            # says so (the node logs it as a warning; the controllers' guards are left)
             left = {m: sorted(c) for m in sorted(moving)
                     if (c := _crossing(sp.paths, [m], moved, width, rooms))}
-            sp.stats = {**sp.stats, "warnings": list(sp.stats.get("warnings", [])) + [
-                "paths kept crossing (neither a way round nor a wait clears them): "
-                + ", ".join(f"{m} with {c}" for m, c in left.items())
-                + " (carried pairs and the modules their plans move aside, within two "
-                "corner radii or a pair's turning reach at the same time)"]}
     for cp in pair_plans:
         if sp is None or not sp.paths:
             # nothing else moves (every staging move dropped): the pair's plan is the plan
@@ -1125,7 +1160,7 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     if sp is None:
         raise InputError("plan_stage_carrying: nothing to plan (moving, staging, carried "
                          "and slides are empty)")
-    return sp, staged
+    return sp, staged, left
 
 
 def _xy_at(path: Sequence[tuple[float, Pose2D]], ts):

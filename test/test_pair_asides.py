@@ -185,23 +185,45 @@ def test_stages_with_several_carried_pairs_plan():
     assert not warned, warned
 
 
-def test_a_crossing_neither_replan_nor_wait_clears_is_reported():
-    """bench_scale random 30 seed 7, stage 3, h2 carrying m10 (``pair_problems``): h2's
-    plan moves m0 aside past h0's goal (h0 stands there from 17.8 s, m0 passes at 32.5
-    s) to park on h0's route; walled by m0's path h0's goal overlaps it, and no wait of
-    the stage clears both. The plan is kept, and ``stats["warnings"]`` says so, naming
-    h0 and m0 (before: kept silently), and the squares along the legs confirm it."""
-    nav = NavSettings(clear_footprint=True)
-    found = [(a, p) for _n, a, _poses, p in pair_problems(random30_plans([7]), nav)
-             if a.stage == 3 and a.helper == "h2"]
+def _pair_problem(seed: int, stage: int, helper: str, nav):
+    """The ``pair_problems`` problem of bench_scale random 30 ``seed``: ``stage``
+    (1-based as the plan's ``a.stage``) with ``helper`` carrying its first module."""
+    found = [p for _n, a, _poses, p in pair_problems(random30_plans([seed]), nav)
+             if a.stage == stage and a.helper == helper]
     assert len(found) == 1
-    _a, prob = found[0]
+    return found[0]
+
+
+def test_a_module_moved_aside_past_an_active_modules_goal_is_kept_clear_of_it():
+    """bench_scale random 30 seed 7, stage 3, h2 carrying m10: h2's plan, holding h0
+    where it stood, moved m0 aside past h0's goal (h0 stood there from 17.8 s, m0 passed
+    at 32.5 s) to park on h0's route; walled by m0's path, h0's goal overlapped it, and no
+    wait of the stage cleared both (before: kept, h0/m0 squares 0.5 mm apart at 32.3 s).
+    Planned again with the active modules' goals held clear by the pairs' plans, nothing
+    comes within 1 mm, and the plan says why."""
+    nav = NavSettings(clear_footprint=True)
+    prob = _pair_problem(7, 3, "h2", nav)
     sp, _staged = plan_problem(prob, nav, work_clock=True)
-    assert "m0" in sp.moved_aside and "h0" in prob.moving
+    assert "h0" in prob.moving and set(prob.carried) == {"h2"}
+    assert not sp.stats.get("warnings"), sp.stats.get("warnings")
+    assert any("keep clear of the active modules' goals" in n for n in sp.stats["notes"])
+    assert sp.paths["h0"][-1][1] == prob.moving["h0"][1]
+    assert not [v for v in _violations(prob, sp) if v[2] < 1e-3]
+
+
+def test_a_crossing_nothing_clears_is_reported():
+    """bench_scale random 30 seed 0, stage 3, h0 carrying m12: h2's path to its pick-up
+    pose comes within a body of the paths of m11 and m22 (moved aside for the pair) and
+    neither a way round, a wait nor the goals held clear clears it: the plan is kept, and
+    ``stats["warnings"]`` names them (the node logs it; before: kept silently). The
+    squares along the legs confirm it: h2/m11 within 1 mm."""
+    nav = NavSettings(clear_footprint=True)
+    prob = _pair_problem(0, 3, "h0", nav)
+    sp, _staged = plan_problem(prob, nav, work_clock=True)
     warnings = sp.stats.get("warnings", [])
-    assert len(warnings) == 1 and "h0 with ['m0']" in warnings[0], warnings
+    assert len(warnings) == 1 and "h2 with ['m11', 'm22']" in warnings[0], warnings
     bad = _violations(prob, sp)
-    assert any({v[0], v[1]} == {"h0", "m0"} and v[2] < 1e-3 for v in bad), bad
+    assert any({v[0], v[1]} == {"h2", "m11"} and v[2] < 1e-3 for v in bad), bad
 
 
 if __name__ == "__main__":
