@@ -147,3 +147,37 @@ def test_final_leg_waits_reconf_7_661718012_stage_4():
     assert _final_leg_waits({"a": (0.0, 0.0), "b": (0.6, 0.0)},
                             {"a": (0.05, 0.02), "b": (0.55, 0.03)}, 0.05,
                             turn_clearance(W), 1.0) == {}
+
+
+#: bench_scale comb 100 seed 0, stage 1 (``bench.bench_nav_stage``): nine of the 67 final
+#: legs, cell centre, goal [m] and the heading on the cell [rad]: a ring of cells 0.12 m
+#: apart, each goal beside a neighbour's cell, so that the legs wait for each other in a
+#: cycle.
+RING = {"m59": ((0.3723, -0.4599), (0.3399, -0.4279), -0.5),
+        "m78": ((0.4923, -0.4599), (0.4492, -0.4886), 0.5),
+        "m80": ((0.4923, -0.3399), (0.5268, -0.3486), -0.5),
+        "m99": ((0.6123, -0.4599), (0.5798, -0.4695), 1.0),
+        "m71": ((0.7323, -0.4599), (0.7105, -0.4505), -0.5),
+        "m62": ((0.8523, -0.4599), (0.8198, -0.5111), 0.5),
+        "m85": ((0.8523, -0.3399), (0.8974, -0.3712), -0.5),
+        "m94": ((0.7323, -0.3399), (0.7880, -0.3105), 0.0),
+        "m82": ((0.6123, -0.3399), (0.6574, -0.3296), -0.5)}
+
+
+def test_final_leg_waits_ring_gives_up_a_cycle():
+    """Legs that each wait for the next in a cycle never settle: before
+    ``MAX_PAIR_TIMINGS`` the loop ran all its 4 n^2 rounds (here 325, 2.9 CPU s, waits up
+    to 444 s, and in the whole stage of 67 legs 18,000 rounds, more than 40 CPU minutes).
+    Now a pair timed that often is left as it is: the ring's waits stay under 70 s (with
+    every pair timed at most 4 times, the bound changes nothing: test_final_legs'
+    other tests, ``bench.bench_nav_stage``)."""
+    from math import pi
+
+    cells = {m: c for m, (c, _g, _y) in RING.items()}
+    goals = {m: g for m, (_c, g, _y) in RING.items()}
+    yaws = {m: y * pi for m, (_c, _g, y) in RING.items()}
+    waits = _final_leg_waits(cells, goals, 0.05, turn_clearance(W), 1.0, cell_yaw=yaws,
+                             turn_rate=1.5, lead_s=1.0)
+    assert set(waits) == set(RING) - {"m59"}, waits
+    assert 60.0 < max(waits.values()) < 70.0, waits
+    assert waits["m78"] == 2.75 and waits["m99"] == 5.25, waits

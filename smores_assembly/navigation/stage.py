@@ -1403,6 +1403,17 @@ FINAL_LEG_TURN_RATE = 1.5
 #: another one (the least wait that keeps the pair apart for every start in the windows).
 WAIT_STEP_S = 0.25
 
+#: How often :func:`_final_leg_waits` times one pair of legs before it gives the pair up
+#: (left as it is). Legs that each must wait for the next in a cycle (a ring of modules,
+#: each one's goal beside the next one's cell) never settle: every timing of one pair
+#: brings the next pair too close again. bench_scale comb 100 seed 0, stage 1: a ring
+#: of 8 legs took the loop through its 4 n^2 rounds (67 legs: 18,000 rounds, the waits
+#: grown past 1,000 s, more than 40 CPU minutes, contacts left all the same); with this
+#: bound 1 s and waits up to 59 s. Timings that settle time a pair at most 4 times on
+#: every stage of the bundled scenarios, comb 25 and 50 and random 30 and 50 targets
+#: (``bench.bench_nav_stage``): the bound changes nothing there.
+MAX_PAIR_TIMINGS = 8
+
 
 def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
                      goal_xy: Mapping[str, tuple[float, float]], speed: float, room: float,
@@ -1425,7 +1436,9 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
     it had left: the comb 5 x 6 of test_scale_e2e, m19/m25), until no pair comes too
     close; a pair no order keeps apart keeps what the better order keeps
     (:func:`_leg_order_gap`; driven together it kept less), and one that even so
-    cannot be timed is left as it is. ``speed`` [m/s]: the legs' speed.
+    cannot be timed, or that was timed ``MAX_PAIR_TIMINGS`` times already (a cycle of
+    legs, each waiting for the next, never settles), is left as it is. ``speed`` [m/s]:
+    the legs' speed.
 
     A module does not set off exactly at its timed start: it may leave up to ``lead_s``
     [s] early (path tracking looks ahead), and it first turns in place on its cell from
@@ -1477,6 +1490,7 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
 
     given_up: set[tuple[str, str]] = set()
     relaxed: set[tuple[str, str]] = set()
+    timed: dict[tuple[str, str], int] = {}  # pair -> how often it was timed
     # a pair's first contact depends only on its two starts and its ``need``: it is kept
     # and computed again only when one of those changed (with every pair judged on every
     # round, a stage of 100 modules staging at once spent minutes here)
@@ -1526,7 +1540,12 @@ def _final_leg_waits(cell_xy: Mapping[str, tuple[float, float]],
                 relaxed.add((a, b))
                 need[(a, b)] = gap - 1e-6
                 stale.add((a, b))
+        elif timed.get((a, b), 0) >= MAX_PAIR_TIMINGS:
+            # a cycle of legs that never settles (MAX_PAIR_TIMINGS): left as it is
+            given_up.add((a, b))
+            del first_contact[(a, b)]
         else:
+            timed[(a, b)] = timed.get((a, b), 0) + 1
             moved = [m for m in agents if best[1][m] != start[m]]
             start = best[1]
             for m in moved:
