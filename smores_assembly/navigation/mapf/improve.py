@@ -9,7 +9,7 @@ from smores_assembly.navigation.mapf.cbs import conflict_search
 from smores_assembly.navigation.mapf.errors import NoSolutionError, SearchLimitError
 from smores_assembly.navigation.mapf.grid import Grid
 from smores_assembly.navigation.mapf.lowlevel import Budget, low_level
-from smores_assembly.navigation.mapf.prioritized import others_as_constraints
+from smores_assembly.navigation.mapf.prioritized import ConstraintTable
 
 
 def improve_paths(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int]],
@@ -22,6 +22,7 @@ def improve_paths(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str,
     Stops at the budget. Returns the number of improved paths."""
     improved = 0
     replans = 0
+    table = ConstraintTable(paths, k)  # others_as_constraints(paths, a, k), kept up to date
     try:
         for _ in range(rounds):
             changed = False
@@ -32,10 +33,11 @@ def improve_paths(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str,
                 if max_replans is not None and replans >= max_replans:
                     return improved
                 replans += 1
-                r = low_level(grid, s[a], g[a], h[a], others_as_constraints(paths, a, k),
+                r = low_level(grid, s[a], g[a], h[a], table.constraints([a]),
                                None, 1.0, budget)
                 if r is not None and len(r[0]) < len(paths[a]):
                     paths[a] = r[0]
+                    table.update(a, r[0])
                     improved += 1
                     changed = True
             if not changed:
@@ -62,6 +64,7 @@ def lns(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int]
     rng = random.Random(seed)
     t_end = budget.elapsed() + time_s
     improved, stale = 0, 0
+    table = ConstraintTable(paths, k)  # all paths; without(group): the others'
     for _ in range(4 * len(agents) if max_iters is None else max_iters):
         if budget.elapsed() >= t_end or stale >= len(agents) or budget.low >= budget.max_low:
             break
@@ -76,8 +79,9 @@ def lns(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int]
         group = [first] + near[:group_size - 1]
         if len(group) < 2:
             group.append(rng.choice([b for b in agents if b != first]))
-        rest = {a: p for a, p in paths.items() if a not in group}
-        base = {a: others_as_constraints(rest, a, k) for a in group}
+        # the other paths as hard constraints, one object per agent (own MDD cache)
+        shared = table.constraints(group)
+        base = {a: shared if i == 0 else shared.copy() for i, a in enumerate(group)}
         sub_s = math.inf if math.isinf(time_s) else \
             max(1e-3, min(t_end - budget.elapsed(), 0.05))
         sub = Budget(64, max(1, min(50_000, budget.max_low - budget.low)), sub_s, budget.clock)
@@ -90,6 +94,8 @@ def lns(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, list[int]
         if new is not None and sum(len(new[a]) for a in group) < \
                 sum(len(paths[a]) for a in group):
             paths.update(new)
+            for a in group:
+                table.update(a, new[a])
             improved += 1
             stale = 0
         else:

@@ -102,29 +102,65 @@ class Occupancy:
 
 
 class Constraints:
-    """Constraints of one agent: vertex (cell, t), edge (u, v, t) and permanent cell -> t0."""
+    """Constraints of one agent: vertex (cell, t), edge (u, v, t) and permanent cell -> t0.
 
-    __slots__ = ("vertex", "edge", "perm", "max_t", "mdd")
+    ``max_t``: the latest time step any constraint names (-1: none); given by a caller that
+    knows it (:class:`~.prioritized.ConstraintTable`), else computed. :meth:`last_at` (the
+    latest vertex constraint of a cell) is computed once per vertex set and carried over
+    to :meth:`add_vertex` / :meth:`add_edge` children (a CBS over a large neighbourhood
+    adds a few constraints to tens of thousands)."""
 
-    def __init__(self, vertex=frozenset(), edge=frozenset(), perm=None):
+    __slots__ = ("vertex", "edge", "perm", "max_t", "mdd", "_last")
+
+    def __init__(self, vertex=frozenset(), edge=frozenset(), perm=None, max_t=None,
+                 last=None):
         self.vertex: frozenset = vertex
         self.edge: frozenset = edge
         self.perm: dict[int, int] = perm or {}
         self.mdd = None  # cached (cost, levels) of the optimal paths under these constraints
-        mt = -1
-        for (_, t) in vertex:
-            mt = max(mt, t)
-        for (_, _, t) in edge:
-            mt = max(mt, t + 1)
-        for t in self.perm.values():
-            mt = max(mt, t)
-        self.max_t = mt
+        self._last: dict[int, int] | None = last  # cell -> latest t of a vertex constraint
+        if max_t is None:
+            mt = -1
+            for (_, t) in vertex:
+                mt = max(mt, t)
+            for (_, _, t) in edge:
+                mt = max(mt, t + 1)
+            for t in self.perm.values():
+                mt = max(mt, t)
+            max_t = mt
+        self.max_t: int = max_t
+
+    def last_at(self, c: int) -> int:
+        """The latest time step t with ``(c, t)`` in ``vertex`` (-1: none)."""
+        last = self._last
+        if last is None:
+            last = {}
+            for (cc, t) in self.vertex:
+                if t > last.get(cc, -1):
+                    last[cc] = t
+            self._last = last
+        return last.get(c, -1)
+
+    def copy(self) -> "Constraints":
+        """The same constraints as an object of their own (its own MDD cache; the sets
+        and :meth:`last_at`'s table shared, computed here when not yet)."""
+        self.last_at(-1)
+        return Constraints(self.vertex, self.edge, dict(self.perm), self.max_t, self._last)
 
     def add_vertex(self, items) -> "Constraints":
-        return Constraints(self.vertex | frozenset(items), self.edge, self.perm)
+        items = frozenset(items)
+        mt = max([self.max_t] + [t for (_, t) in items])
+        last = self._last
+        if last is not None:
+            last = dict(last)
+            for (c, t) in items:
+                if t > last.get(c, -1):
+                    last[c] = t
+        return Constraints(self.vertex | items, self.edge, self.perm, mt, last)
 
     def add_edge(self, item) -> "Constraints":
-        return Constraints(self.vertex, self.edge | {item}, self.perm)
+        return Constraints(self.vertex, self.edge | {item}, self.perm,
+                           max(self.max_t, item[2] + 1), self._last)
 
 
 def low_level(grid: Grid, start: int, goal: int, h: list[int], cons: Constraints,
@@ -137,10 +173,7 @@ def low_level(grid: Grid, start: int, goal: int, h: list[int], cons: Constraints
     if h[start] < 0:
         return None
     vertex, edge, perm = cons.vertex, cons.edge, cons.perm
-    last_goal = -1
-    for (c, t) in vertex:
-        if c == goal and t > last_goal:
-            last_goal = t
+    last_goal = cons.last_at(goal)
     pg = perm.get(goal)
     if pg is not None:
         return None  # own goal permanently taken (prioritized planning)
