@@ -123,3 +123,23 @@ def test_post_optimisation_schedules_unchanged(alg, seed):
     sol = solve(grid, starts, goals, algorithm=alg, k_robust=1, time_limit_s=2.0, clock=clock)
     digest = hashlib.sha256(json.dumps(sorted(sol.paths.items())).encode()).hexdigest()
     assert (sol.cost, digest[:12], clock.readings) == SOLVED[(alg, seed)]
+
+
+def test_occupancy_move_equals_its_definition():
+    """``Occupancy.move`` (inlined) against its definition: ``at(v, t + 1 + dt)`` summed
+    over ``dt`` in ``-k..k`` (times >= 0) plus the swaps ``(v, u, t)``."""
+    from smores_assembly.navigation.mapf.lowlevel import Occupancy
+
+    rng = random.Random(3)
+    for k in (0, 1, 2, 3):
+        for _trial in range(30):
+            n_cells = rng.randint(3, 12)
+            goals = rng.sample(range(n_cells), rng.randint(1, min(5, n_cells)))
+            paths = {f"a{i}": _random_path(rng, n_cells, g) for i, g in enumerate(goals)}
+            occ = Occupancy(paths, "a0", k)
+            for _ in range(100):
+                u, v, t = rng.randrange(n_cells), rng.randrange(n_cells), rng.randrange(-1, 20)
+                ref = sum(occ.at(v, t + 1 + dt) for dt in range(-k, k + 1) if t + 1 + dt >= 0)
+                if u != v:
+                    ref += occ.edges.get((v, u, t), 0)
+                assert occ.move(u, v, t) == ref, (k, u, v, t)

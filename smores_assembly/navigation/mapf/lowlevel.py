@@ -83,12 +83,22 @@ class Occupancy:
         return n
 
     def move(self, u: int, v: int, t: int) -> int:
-        """Conflicts of moving u -> v between t and t+1."""
-        k = self.k
+        """Conflicts of moving u -> v between t and t+1: :meth:`at` ``(v, t + 1 + dt)``
+        summed over ``dt`` in ``-k..k`` (times >= 0), plus the swaps with u. Inlined (the
+        low-level search's innermost call): the parked agent's share counted at once."""
+        k, occ = self.k, self.occ
+        s = t + 1
+        lo = s - k if s > k else 0
         n = 0
-        for dt in range(-k, k + 1):
-            if t + 1 + dt >= 0:
-                n += self.at(v, t + 1 + dt)
+        for x in range(lo, s + k + 1):
+            n += occ.get((v, x), 0)
+        pt = self.park.get(v)
+        if pt is not None:
+            # at() adds 1 for every time x > pt of the window
+            if pt + 1 > lo:
+                lo = pt + 1
+            if s + k >= lo:
+                n += s + k - lo + 1
         if u != v:
             n += self.edges.get((v, u, t), 0)
         return n
