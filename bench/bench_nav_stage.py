@@ -3,6 +3,7 @@
     python -m bench.bench_nav_stage [--kind comb] [--n 100] [--seed 0] [--stages 1 2 ...]
                                     [--scenario FILE] [--no-clear-footprint]
                                     [--profile FILE] [--dump FILE]
+    python -m bench.bench_nav_stage --corpus --dump FILE
     python -m bench.bench_nav_stage --compare A.json B.json
 
 The scenario is ``bench_scale``'s (:func:`bench.bench_scale.plannable_scenario`); its plan
@@ -13,7 +14,9 @@ from a made-up world (:func:`stage_start_world`): stage 1 from the scenario's st
 a later stage with the placed modules at their goals and the later stages' modules at
 their staging poses. Printed per stage: CPU time [s] of the plan (``time.process_time``),
 the modules planned and the makespan; ``--dump`` writes every stage plan's paths (exact
-floats) as JSON so that two code versions can be compared (``--compare A B``).
+floats) as JSON so that two code versions can be compared (``--compare A B``: exit 1
+when a stage plan differs); ``--corpus`` plans every stage of :data:`CORPUS` (the bundled
+scenarios and small ``bench_scale`` targets), the check that a speed-up changes no plan.
 
 A slow plan is not stopped; send SIGUSR1 to the process for every
 thread's stack (``faulthandler``).
@@ -111,6 +114,48 @@ def stage_plans(kind: str, n: int, seed: int, stages: list[int] | None, nav: Nav
     return out
 
 
+#: ``--corpus``: the scenarios whose every stage plan a speed-up must leave unchanged: the
+#: bundled scenarios (default settings, as ``make demo`` runs them) and ``bench_scale``
+#: targets (``clear_footprint`` on): comb 25 and 50, random 30 and 50 from seeds 0 and 1
+#: (``plannable_scenario``: the first seed from there whose plan is not refused).
+CORPUS = ([{"scenario": f"config/scenarios/{n}.yaml", "clear_footprint": False}
+           for n in ("mobile_manipulator", "rc_car", "rc_car_two_helpers",
+                     "holonomic_vehicle", "walker_to_manipulator")]
+          + [{"kind": "comb", "n": n, "seed": 0} for n in (25, 50)]
+          + [{"kind": "random", "n": n, "seed": s} for n in (30, 50) for s in (0, 1)])
+
+
+def corpus_plans(verbose: bool = True) -> dict:
+    """Every stage plan of :data:`CORPUS`: scenario source -> :func:`stage_plans`'s
+    result."""
+    out = {}
+    for c in CORPUS:
+        nav = NavSettings(clear_footprint=c.get("clear_footprint", True))
+        o = stage_plans(c.get("kind", "comb"), c.get("n", 0), c.get("seed", 0), None, nav,
+                        verbose=False, scenario=c.get("scenario"))
+        out[o["scenario"]] = o
+        if verbose:
+            cpu = [e["cpu_s"] for e in o["stages"].values()]
+            print(f"{o['scenario']}: {o['n_stages']} stages, CPU sum {sum(cpu):.2f} s, max "
+                  f"{max(cpu):.2f} s", flush=True)
+    return out
+
+
+def compare(a: dict, b: dict) -> list[str]:
+    """The stage plans (``"scenario stage"``) that differ between two dumps (CPU times
+    aside), those that only one has included."""
+    a, b = ({d["scenario"]: d} if "stages" in d else d for d in (a, b))
+    diff = []
+    for sc in sorted(set(a) | set(b)):
+        sa, sb = a.get(sc, {}).get("stages", {}), b.get(sc, {}).get("stages", {})
+        for k in sorted(set(sa) | set(sb), key=int):
+            ea = {x: y for x, y in sa.get(k, {}).items() if x != "cpu_s"}
+            eb = {x: y for x, y in sb.get(k, {}).items() if x != "cpu_s"}
+            if ea != eb or not ea:
+                diff.append(f"{sc} stage {k}")
+    return diff
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_nav_stage")
     ap.add_argument("--kind", default="comb")
@@ -123,16 +168,24 @@ def main(argv: list[str] | None = None) -> int:
                     help="the navigation's default clear_footprint (off; bench_scale: on)")
     ap.add_argument("--profile", default=None, help="cProfile stats file")
     ap.add_argument("--dump", default=None, help="JSON of every stage plan")
+    ap.add_argument("--corpus", action="store_true",
+                    help="every stage of the CORPUS scenarios (bundled + bench_scale)")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two dumps")
     args = ap.parse_args(argv)
     if args.compare:
         a, b = (json.loads(Path(p).read_text()) for p in args.compare)
-        diff = [k for k in sorted(set(a["stages"]) | set(b["stages"]), key=int)
-                if {x: y for x, y in a["stages"].get(k, {}).items() if x != "cpu_s"}
-                != {x: y for x, y in b["stages"].get(k, {}).items() if x != "cpu_s"}]
-        print(f"{len(a['stages'])} / {len(b['stages'])} stages, differ: {diff or 'none'}")
-        return 1 if diff or set(a["stages"]) != set(b["stages"]) else 0
+        diff = compare(a, b)
+        for d in diff:
+            print(f"differs: {d}")
+        n = sum(len(d["stages"]) for d in ({a["scenario"]: a} if "stages" in a else a).values())
+        print(f"{n} stage plans, {len(diff)} differ" + ("" if diff else ": identical"))
+        return 1 if diff else 0
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if args.corpus:
+        out = corpus_plans()
+        if args.dump:
+            Path(args.dump).write_text(json.dumps(out, sort_keys=True, indent=0))
+        return 0
     out = stage_plans(args.kind, args.n, args.seed, args.stages,
                       NavSettings(clear_footprint=args.clear_footprint), args.profile,
                       scenario=args.scenario)
