@@ -158,9 +158,10 @@ def compare(a: dict, b: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_nav_stage")
-    ap.add_argument("--kind", default="comb")
+    ap.add_argument("--kind", default="comb", help="bench_scale target kind: comb or random")
     ap.add_argument("--n", type=int, default=100, help="target nodes")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="first seed of the target (the first not refused is used)")
     ap.add_argument("--stages", type=int, nargs="*", default=None, help="1-based; all")
     ap.add_argument("--scenario", default=None,
                     help="a scenario file instead of bench_scale's (--kind, --n, --seed)")

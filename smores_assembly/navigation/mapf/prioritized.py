@@ -148,13 +148,12 @@ class ConstraintTable:
         """``(vertex, edge, perm, max_t)`` of every agent's path but those of ``group``:
         the fields of ``others_as_constraints(paths without group, None, k)``."""
         group = [a for a in group if a in self.vshare]
-        if self._vall is None:
+        if self._vall is None or self._eall is None:
             self._vall = frozenset(self.vcount)
             self._eall = frozenset(self.ecount)
-        vertex = self._vall.difference(self._gone([self.vshare[a] for a in group],
-                                                  self.vcount))
-        edge = self._eall.difference(self._gone([self.eshare[a] for a in group],
-                                                self.ecount))
+        vall, eall = self._vall, self._eall
+        vertex = vall.difference(self._gone([self.vshare[a] for a in group], self.vcount))
+        edge = eall.difference(self._gone([self.eshare[a] for a in group], self.ecount))
         skip = set(group)
         perm = {c: t0 for a, (c, t0) in self.park.items() if a not in skip}
         # vertex constraints reach len - 1 + k, edge ones len - 1, parking len - 1 - k
