@@ -1008,7 +1008,7 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
     module -> the paths (pairs', moved-aside modules') its path still crosses, empty when
     none. ``guard_goals``: the pairs' plans hold the active modules' goal poses clear as
     well as where they stand."""
-    from smores_assembly.navigation.stage import plan_carried, plan_stage
+    from smores_assembly.navigation.stage import pair_must_clear, plan_carried, plan_stage
 
     alone = not moving and not staging
     pair_plans = []
@@ -1036,11 +1036,43 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         # "walled off by fixed structures", the stage drove without paths)
         later = {c[2] for _h, c in pairs[i + 1:]}
         own = {m: seg for m, seg in slides.items() if m not in later} if slides else slides
+        # Likewise the modules a later pair's plan must move aside (beside its pre-dock
+        # pose or its slide) are that pair's to move: this plan holds them where they
+        # stand if it can. Moved aside here (a first leg's plan shifted one by 13 mm),
+        # the later pair's plan held it there, inside its clearance (bench_scale random
+        # 50 seed 0, stage 7: h0's plan moved m47, 0.072 m from h2's pre-dock pose; h2's
+        # plan failed "walled off by fixed structures", the stage drove without paths,
+        # m36's POSE_ADJUST timed out three times)
+        theirs: set[str] = set()
+        for _h, (_s, g, m) in pairs[i + 1:]:
+            theirs |= pair_must_clear(g, others, hold, {m: slides[m]} if slides and m in slides
+                                      else {}, nav_settings)
+
+        def pair_plan(fx: set[str], obs: Mapping[str, Pose2D]):
+            return plan_carried(h, start, goal, obs, nav_settings, fixed=fx,
+                                clock=clock_factory() if clock_factory else None,
+                                keep_clear=keep_clear if alone else None, slides=own,
+                                carried_pose=obstacles.get(module))
+
+        # The modules the earlier pairs' plans move aside stand where they park as well
+        # as where they stand (no module id has a "/"), if the pair can be planned so:
+        # held only where they stood, h2's path above ran over m43 where h0's plan parked
+        # it (the same stage, with the rule above; 1.3 mm into it and on).
+        phantoms = {f"{m}/parked": p for m, (_t, p) in parked.items()}
+        attempts = []
+        if theirs:
+            attempts.append((hold | theirs | set(phantoms), {**others, **phantoms}))
+        if phantoms:
+            attempts.append((hold | set(phantoms), {**others, **phantoms}))
+        cp = None
+        for fx, obs in attempts:
+            try:
+                cp = pair_plan(fx, obs)
+                break
+            except NavigationError:
+                continue
         try:
-            cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
-                              clock=clock_factory() if clock_factory else None,
-                              keep_clear=keep_clear if alone else None, slides=own,
-                              carried_pose=obstacles.get(module))
+            cp = cp or pair_plan(hold, others)
         except NavigationError:
             if not parked:
                 raise
@@ -1048,10 +1080,7 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
             # this pair in: it is planned with them where they park, and waits until
             # they are there
             others.update({m: p for m, (_t, p) in parked.items()})
-            cp = plan_carried(h, start, goal, others, nav_settings, fixed=hold,
-                              clock=clock_factory() if clock_factory else None,
-                              keep_clear=keep_clear if alone else None, slides=own,
-                              carried_pose=obstacles.get(module))
+            cp = pair_plan(hold, others)
             wait = max(t for t, _p in parked.values())
             cp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
                         for m, p in cp.paths.items()}

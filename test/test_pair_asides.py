@@ -35,6 +35,15 @@ m away at 25.5 s: they touched, m4 hunted in POSE_ADJUST for 32 s and met m5 aga
 way to where it parks. Fixed by db92973 (the stage's active modules keep out of, or wait
 for, the paths of the modules the pairs' plans move aside).
 
+``data/nav_failed_random50_stage7.yaml`` (main 849eb71, the same scenario: FAILED 25/49 in
+stage 7 at 1000.3 s, 11 contacts, trace 03bdbc08): the node's dump of stage 7 replanned at
+737.2 s as h2 lifted m36, "module 'h2': its goal (0.089, 0.222) is walled off by fixed
+structures". The pairs are planned in name order: h0's plan (carrying m24, 0.8 m away on
+the other side) moved m47 aside by 13 mm (the plan of its moved-aside modules' first legs
+snapped m47, 0.072 m from h2's pre-dock pose, onto its grid cell), and h2's plan held m47
+there, inside the pair's clearance. The stage drove without paths: m36's POSE_ADJUST timed
+out three times, 4 contacts (m17/m26, m14/m36, h2/m5 twice).
+
 Plans are judged by ``w x w`` squares along the timed paths
 (``test_aside_legs.stage_violations``), not by the planner's grid.
 """
@@ -120,6 +129,29 @@ def test_active_module_waits_for_a_module_a_pairs_plan_moves_past_its_goal():
     assert sp.paths["m4"][-1][1] == goal
     # the case this is about: m5's path passes closer than a width to m4's goal
     assert min(p.distance_to(goal) for _t, p in sp.paths["m5"]) < W
+    assert not _violations(prob, sp)
+
+
+def test_a_pair_does_not_move_aside_what_a_later_pairs_plan_must_clear():
+    """Stage 7 as h2 lifted m36 (module docstring) plans now: h0's plan holds m47, which
+    stands within h2's pair clearance of h2's pre-dock pose, where it stands, h2's plan
+    moves it aside, h2 reaches its pre-dock pose, and no two bodies come within 1 mm
+    along the legs (before: UnreachableGoalError for h2; with m47 left to h2 but h2's plan
+    blind to where h0's plan parks the modules it moves aside, h2's path ran over m43
+    parked at (0.005, 0.536): 1.3 mm into it at 44.2 s and on)."""
+    fp = load_problem(DATA / "nav_failed_random50_stage7.yaml")
+    assert "'h2'" in fp.error and "walled off" in fp.error, fp.error
+    prob = fp.problem
+    assert set(prob.carried) == {"h0", "h2"} and prob.carried["h2"][2] == "m36"
+    goal = prob.carried["h2"][1]
+    m47 = prob.obstacles["m47"]
+    assert m47.distance_to(goal) == pytest.approx(0.072, abs=5e-4)
+    sp, _staged = plan_problem(prob, fp.settings, work_clock=fp.work_clock)
+    assert sp.paths["h2"][-1][1] == goal
+    assert sp.paths["h0"][-1][1] == prob.carried["h0"][1]
+    assert "m47" in sp.moved_aside
+    # m47 leaves h2's pre-dock pose the pair's clearance before h2 comes
+    assert sp.paths["m47"][-1][1].distance_to(goal) > 0.2
     assert not _violations(prob, sp)
 
 

@@ -356,11 +356,8 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     # cells one pair clearance wide: modules moved aside keep one cell from the pair
     wide = replace(s, clearance=cc, cell_margin=max(s.cell_margin, cc - s.module_width))
     # round every module first, but for idle ones standing within the pair's clearance of
-    # its pre-dock pose (they must go: the pair turns and slides in there)
-    near_goal = {o for o, p in obstacles.items() if o not in fixed
-                 and math.hypot(p.x - goal.x, p.y - goal.y) < wide.clearance}
-    # ... and those beside an active dock's slide (they must go whatever the pair does)
-    near_goal |= _slide_blockers(obstacles, fixed, slides or {}, s)
+    # its pre-dock pose or beside an active dock's slide (they must go)
+    near_goal = pair_must_clear(goal, obstacles, fixed, slides or {}, s)
     try:
         sp = plan_stage({helper: (start, goal)}, obstacles, wide,
                         fixed=[o for o in obstacles if o not in near_goal], clock=clock,
@@ -371,6 +368,22 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
     if carried_pose is None:
         carried_pose = start.compose(s.module_width, 0.0, 0.0)
     return _aside_first_legs(sp, helper, start, carried_pose, obstacles, s, fixed, cc, clock)
+
+
+def pair_must_clear(goal: Pose2D, obstacles: Mapping[str, Pose2D], fixed: Collection[str],
+                    slides: Mapping[str, "Segment"], settings: NavSettings | None = None
+                    ) -> set[str]:
+    """The modules a carried pair's plan (:func:`plan_carried`) moves aside whatever the
+    pair does: the movable ones (not in ``fixed``) of ``obstacles`` (id -> pose,
+    ``world``) closer than the pair's clearance (:func:`carry_clearance`, or
+    ``settings.clearance`` if larger) [m] to its pre-dock pose ``goal`` (the pair turns
+    and slides in there), and those closer than ``slide_clearance`` to one of ``slides``
+    they do not own."""
+    s = settings or NavSettings()
+    cc = max(s.clearance, carry_clearance(s.module_width))
+    near = {o for o, p in obstacles.items() if o not in fixed
+            and math.hypot(p.x - goal.x, p.y - goal.y) < cc}
+    return near | _slide_blockers(obstacles, fixed, slides, s)
 
 
 def _aside_first_legs(sp: StagePlan, helper: str, start: Pose2D, carried_pose: Pose2D,
