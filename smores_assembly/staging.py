@@ -1126,7 +1126,19 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
 
     fx = set(fixed) | aside
     left: dict[str, list[str]] = {}
-    sp, staged = stage_plan(obstacles, fx)
+    try:
+        sp, staged = stage_plan(obstacles, fx)
+    except NavigationError:
+        if not parked:
+            raise
+        # held where it stands, a module a pair's plan moves aside may stand on an active
+        # module's goal (bench_scale random 50 seed 0, stage 7 replanned as h0 lifted m24:
+        # m49, moved aside by h0's plan, 0.076 m from m35's pre-dock pose: "goal pose
+        # overlaps fixed module", the stage drove without paths): the stage is planned
+        # with them where they park; the checks below make its paths keep out of theirs,
+        # or wait until they have passed
+        sp, staged = stage_plan({**obstacles, **{m: p for m, (_t, p) in parked.items()}},
+                                fx)
     # The stage's own plan holds the carried pairs and the modules their plans move
     # aside where they stand, and the pairs' plans hold the stage's active modules where
     # they stand: an active module's path may cross where those drive or wait

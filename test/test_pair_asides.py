@@ -44,6 +44,13 @@ snapped m47, 0.072 m from h2's pre-dock pose, onto its grid cell), and h2's plan
 there, inside the pair's clearance. The stage drove without paths: m36's POSE_ADJUST timed
 out three times, 4 contacts (m17/m26, m14/m36, h2/m5 twice).
 
+``data/nav_failed_random50_stage7_m35.yaml``: with that fixed (and other stages changed by
+it), the node's dump of stage 7 replanned as h0 lifted m24 (736.5 s): "module 'm35': goal
+pose (-0.178, 0.117) overlaps fixed module 'm49' (0.076 m < module_width 0.08 m)". m49,
+moved aside by the stage's first plan and still on its way, is moved aside by h0's plan
+(it stands beside m35's slide); the stage's own plan held it where it stood, on m35's
+pre-dock pose, and failed: the stage drove without paths again.
+
 Plans are judged by ``w x w`` squares along the timed paths
 (``test_aside_legs.stage_violations``), not by the planner's grid.
 """
@@ -152,6 +159,24 @@ def test_a_pair_does_not_move_aside_what_a_later_pairs_plan_must_clear():
     assert "m47" in sp.moved_aside
     # m47 leaves h2's pre-dock pose the pair's clearance before h2 comes
     assert sp.paths["m47"][-1][1].distance_to(goal) > 0.2
+    assert not _violations(prob, sp)
+
+
+def test_the_stage_is_planned_with_a_module_a_pair_moves_aside_where_it_parks():
+    """Stage 7 as h0 lifted m24 (module docstring) plans now: held where it stands, m49
+    (moved aside by h0's plan) overlaps m35's pre-dock pose, so the stage is planned with
+    m49 where it parks; m35 reaches its pre-dock pose and no two bodies come within 1 mm
+    along the legs (before: GoalOccupiedError for m35)."""
+    fp = load_problem(DATA / "nav_failed_random50_stage7_m35.yaml")
+    assert "'m35'" in fp.error and "'m49'" in fp.error, fp.error
+    prob = fp.problem
+    assert set(prob.carried) == {"h0"} and "m35" in prob.moving
+    goal = prob.moving["m35"][1]
+    assert prob.obstacles["m49"].distance_to(goal) == pytest.approx(0.076, abs=5e-4)
+    sp, _staged = plan_problem(prob, fp.settings, work_clock=fp.work_clock)
+    assert sp.paths["m35"][-1][1] == goal
+    assert "m49" in sp.moved_aside
+    assert sp.paths["m49"][-1][1].distance_to(goal) > 0.5
     assert not _violations(prob, sp)
 
 
