@@ -939,8 +939,11 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
     Each carried pair is planned first
     (:func:`smores_assembly.navigation.stage.plan_carried`, the stage's moving modules
-    held where they stand, the pairs planned before and what they move aside held too;
-    the modules beside the ``slides`` are moved aside by the pair's plan); the area it may cover
+    held where they stand, the pairs planned before and what they move aside held too,
+    the latter also where they park when the pair can be planned so; the modules beside the
+    ``slides`` are moved aside by the pair's plan, and those a later pair's plan must move
+    aside, :func:`~smores_assembly.navigation.stage.pair_must_clear`, are held where they
+    stand when it can be planned so); the area it may cover
     along its path (:func:`path_zones` with :func:`pair_reach` + ``pair_margin``) is
     added to ``zones``, so :func:`plan_stage_pipelined` leaves every staging module whose
     path or staging pose would enter it where it is (the pair's plan went round it
@@ -948,7 +951,9 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     the stage's plan; the area their paths cover (body radius + ``pair_margin``) is
     added to the zones like the pair's; a module the stage's plan moves aside through
     those zones is held where it stands instead (``plan_stage_pipelined``'s
-    ``hold_zones``). Without staging or carried pairs the stage's modules are planned by
+    ``hold_zones``); when the stage's plan fails with them held where they stand (one on
+    an active module's goal), it is planned with them where they park. Without staging or
+    carried pairs the stage's modules are planned by
     ``plan_stage`` as before.
 
     Args:
