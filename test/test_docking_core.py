@@ -1190,3 +1190,64 @@ def test_a_pair_that_stops_short_of_its_turning_room_still_turns_clear():
         stop = h.compose(d - math.copysign(0.002, d), 0.0)   # where PairRoom stops
         assert turn_clear(stop, cs) >= W / math.sqrt(2.0), (h, cs, d)
     assert shifted >= 20
+
+
+def _pair_sweep_overlaps(h: Pose2D, turn: float, mods) -> list[tuple[float, int]]:
+    """``(overlap [m], index)`` of the module squares ``mods`` that the helper's and its
+    carried module's squares overlap while the helper turns in place by ``turn`` [rad]
+    (signed), sampled every degree: the brute-force oracle of ``pair_turn_way``."""
+    out = []
+    n = max(1, int(math.ceil(abs(math.degrees(turn)))))
+    for k in range(n + 1):
+        a = h.yaw + turn * k / n
+        bodies = ((h.x, h.y, a), (h.x + W * math.cos(a), h.y + W * math.sin(a), a))
+        for i, q in enumerate(mods):
+            ov = max(square_overlap(b, q.as_tuple(), W) for b in bodies)
+            if ov > 0.0:
+                out.append((ov, i))
+    return out
+
+
+def test_a_pair_without_turning_room_turns_the_way_its_sweep_is_clear():
+    """Recorded (bench_targets seed 71 random_12_117548902, stage 3, ground truth at
+    123.1 s): h0 has lifted m0 and must turn ~154 deg to its path's first leg; no straight
+    move gives it room (``pair_turn_shift`` None: m2, staging, 0.158 m away, the placed
+    structure behind). Turned the short way (clockwise), m0 swept into m2 (0.61 mm in the
+    run); ``pair_turn_way`` turns it counter-clockwise, and along that sweep the squares
+    (at their recorded headings) overlap nothing. Random layouts: whenever it turns the
+    long way, its squares overlap none along the sweep."""
+    from smores_assembly.docking.control import pair_turn_shift, pair_turn_way
+
+    h = Pose2D(0.015, 0.274, 2.986)
+    mods = [Pose2D(-0.21, 0.147, 1.399), Pose2D(-0.131, 0.133, -1.743),
+            Pose2D(-0.169, -0.073, 1.408), Pose2D(0.001, 0.431, -0.192),
+            Pose2D(0.226, 0.151, -0.159), Pose2D(-0.289, 0.161, -1.743),
+            Pose2D(0.109, 0.092, 2.985), Pose2D(0.198, -0.005, 2.984),
+            Pose2D(-0.191, 0.575, 0.614), Pose2D(-0.361, -0.242, 2.986)]
+    centres = [(q.x, q.y) for q in mods]
+    alpha = wrap_angle(math.atan2(0.387 - 0.274, 0.374 - 0.015) - h.yaw)
+    assert alpha < -math.radians(150)                 # the short way is clockwise
+    assert pair_turn_shift(h, centres, W) is None
+    assert {i for _ov, i in _pair_sweep_overlaps(h, alpha, mods)} == {3}      # m2
+    sign = pair_turn_way(h, alpha, centres, W)
+    assert sign == 1.0
+    assert not _pair_sweep_overlaps(h, alpha + 2.0 * math.pi, mods)
+
+    rng = random.Random(71)
+    long_way = 0
+    for _ in range(400):
+        h = Pose2D(0.0, 0.0, rng.uniform(-math.pi, math.pi))
+        mods = [Pose2D(rng.uniform(-0.25, 0.25), rng.uniform(-0.25, 0.25),
+                       rng.uniform(-math.pi, math.pi)) for _ in range(rng.randint(1, 3))]
+        c = h.compose(W, 0.0)
+        if not all(square_overlap(b.as_tuple(), q.as_tuple(), W) < -0.003
+                   for b in (h, c) for q in mods):
+            continue
+        alpha = rng.uniform(-math.pi, math.pi)
+        short = math.copysign(1.0, alpha)
+        sign = pair_turn_way(h, alpha, [(q.x, q.y) for q in mods], W)
+        if sign == short:
+            continue
+        long_way += 1
+        assert not _pair_sweep_overlaps(h, alpha - short * 2.0 * math.pi, mods), (h, mods, alpha)
+    assert long_way >= 10, long_way

@@ -564,6 +564,43 @@ def pair_turn_shift(helper: Pose2D, obstacles: Sequence[tuple[float, float]], wi
                       1.5 * width, step, limit)
 
 
+def pair_turn_way(helper: Pose2D, alpha: float, obstacles: Sequence[tuple[float, float]],
+                  width: float, step: float = math.radians(3.0)) -> float:
+    """Direction (+1 counter-clockwise, -1 clockwise) in which a helper carrying a module
+    one ``width`` ahead turns in place to a heading ``alpha`` [rad] off its own: the short
+    way, unless its sweep brings the pair's footprint (:func:`pair_clearance`) within the
+    corner radius ``w / sqrt 2`` + :data:`PAIR_TURN_MARGIN` of an obstacle centre and the
+    long way's does not (an obstacle already closer at the start is judged against where
+    it stands then). For a pair with no turning room anywhere near
+    (:func:`pair_turn_shift` None): turned the short way at the start of its path, just
+    after the lift, its carried module swept into a staging module beside it, while the
+    long way round was clear (bench_targets seed 71 random_12_117548902, stage 3: h0
+    carrying m0, m2 0.158 m from h0, contact 0.61 mm).
+
+    Args:
+        helper: the helper's pose (``world``); alpha: the heading to turn to, relative
+            [rad] (its sign is the short way); obstacles: module centres [m] (``world``).
+
+    Returns:
+        ``+1.0`` or ``-1.0``.
+    """
+    short = 1.0 if alpha >= 0.0 else -1.0
+    corner = width / math.sqrt(2.0) + PAIR_TURN_MARGIN
+    floor = [min(pair_clearance(helper, o, width), corner) - 1e-4 for o in obstacles]
+
+    def clear(turn: float) -> bool:
+        n = max(1, int(math.ceil(abs(turn) / step)))
+        for i in range(1, n + 1):
+            p = Pose2D(helper.x, helper.y, helper.yaw + turn * i / n)
+            if any(pair_clearance(p, o, width) < f for o, f in zip(obstacles, floor)):
+                return False
+        return True
+
+    if clear(alpha) or not clear(alpha - short * 2.0 * math.pi):
+        return short
+    return -short
+
+
 def turn_shift(body: Pose2D, obstacles: Sequence[tuple[float, float]], width: float,
                turn: float, front: float, step: float = 0.005,
                limit: float = 0.3) -> float | None:

@@ -30,7 +30,8 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              TimedPath, approach_command, detour_waypoints,
                                              StallMonitor, dock_axis, lane_neighbours,
                                              PAIR_TURN_MARGIN, on_approach_line,
-                                             pair_turn_clearance, pair_turn_shift, pickup_axis,
+                                             pair_turn_clearance, pair_turn_shift, pair_turn_way,
+                                             pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
                                              turn_shift, virtual_pose)
@@ -634,6 +635,12 @@ class Navigate(PhaseStep):
         v, w, finished = track_timed_path(body, ctx.path, ctx.t, s, s.v_max)
         if finished:
             return Phase.POSE_ADJUST
+        if ctx.uses_helper and ctx.lifted and v == 0.0 and w != 0.0:
+            # a lifted pair turning in place: the way its sweep is clear
+            # (pair_turn_way; turning the short way it swept its module into a neighbour)
+            cx, cy = ctx.path.reference(ctx.t + s.nav_lookahead_s)
+            alpha = wrap_angle(math.atan2(cy - body.y, cx - body.x) - body.yaw)
+            w = pair_turn_way(body, alpha, ctx.obstacles_for_body(), s.module_width) * abs(w)
         ax = ctx.axis()
         if ax is not None:
             lim = ctx.speed_limit(body, ax)
