@@ -942,32 +942,9 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # (e) on a chosen goal cell's final leg
         for m, cell in goal_cells.items():
             aside |= final_leg(m, cell)[1]
-        # (g) two legs to start cells that pass each other (:func:`_start_leg_clashes`;
-        # they run at once) cost their modules' cells ``10`` cells each, and the start
-        # cells are chosen again, up to START_LEG_PASSES times; the choice with the fewest
-        # such pairs is kept (the first among equals)
-        clash: set[tuple[str, Cell]] = set()
-        best_start = None
-        for _pass in range(START_LEG_PASSES + 1):
-            cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
-                            lambda cell: penalty_occupied if cell in mc else 0.0,
-                            radius, "current pose",
-                            leg_penalty=lambda a, cell: leg_penalty(a, cell) + (
-                                10.0 * scene.c if (a, cell) in clash else 0.0))
-            # a module at its goal keeps its own cell (its leg, a drift onto the cell's
-            # centre, is not judged; the other legs pass its pose as _start_leg_penalty
-            # judges them)
-            pairs = _start_leg_clashes({m: xy for m, xy in start_xy.items() if m not in stay},
-                                       {m: scene.center(c) for m, c in cells.items()},
-                                       _leg_room(s))
-            if best_start is None or len(pairs) < best_start[0]:
-                best_start = (len(pairs), cells)
-            new_clash = {(m, cells[m]) for pair in pairs for m in pair} - clash
-            if not pairs or not new_clash:
-                break
-            clash |= new_clash
-        assert best_start is not None  # one pass at least
-        start_cells = best_start[1]
+        start_cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
+                              lambda cell: penalty_occupied if cell in mc else 0.0,
+                              radius, "current pose", leg_penalty=leg_penalty)
         # (b) on a chosen cell
         for cell in list(goal_cells.values()) + list(start_cells.values()):
             aside |= mc.get(cell, set())
@@ -998,45 +975,6 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 #: How often :func:`_choose_cells` chooses the goal cells again to be rid of two final
 #: legs that no order keeps apart (:func:`_untimed_legs`).
 UNTIMED_LEG_PASSES = 3
-
-#: How often :func:`_choose_cells` chooses the start cells again to be rid of two legs to
-#: start cells that pass each other (:func:`_start_leg_clashes`).
-START_LEG_PASSES = 3
-
-
-def _start_leg_clashes(pose_xy: Mapping[str, tuple[float, float]],
-                       cell_xy: Mapping[str, tuple[float, float]], room: float,
-                       step: float = 0.005) -> list[tuple[str, str]]:
-    """Pairs of straight legs (``pose_xy[a]`` -> ``cell_xy[a]``, world frame [m]) that,
-    driven at once at the same speed (as :func:`_to_world` drives the legs to the start
-    cells), bring their modules closer than ``min(room, their poses' distance, their
-    cells' distance)`` (sampled every ``step`` [m] of travel).
-
-    :func:`_start_leg_penalty` judges a leg against the other modules' current centres
-    only, and two modules boxed in by their neighbours may each find the one free leg in
-    the other's direction: bench_scale comb 100 seed 0, stage 2 in lockstep, the staging
-    m14 and m94 0.48 m apart on one column, every nearer cell of each one's squeezing a
-    neighbour, were given each other's side (legs 0.36 m, head on): contact m14/m94
-    0.39 mm at 52.1 s, m94 blocked, and every replan from the poses gave the same cells
-    (34 replans, the run timed out in stage 2)."""
-    ids = sorted(a for a in cell_xy if a in pose_xy)
-    out = []
-    for i, a in enumerate(ids):
-        pa, ca = pose_xy[a], cell_xy[a]
-        for b in ids[i + 1:]:
-            pb, cb = pose_xy[b], cell_xy[b]
-            d = min(room, math.dist(pa, pb), math.dist(ca, cb)) - 1e-9
-            if segment_distance(pa, ca, pb, cb) >= d:
-                continue
-            la, lb = math.dist(pa, ca), math.dist(pb, cb)
-            s = np.arange(0.0, max(la, lb) + step, step)
-            ua = np.clip(s / la, 0.0, 1.0) if la > 0.0 else np.zeros_like(s)
-            ub = np.clip(s / lb, 0.0, 1.0) if lb > 0.0 else np.zeros_like(s)
-            dx = (pa[0] + ua * (ca[0] - pa[0])) - (pb[0] + ub * (cb[0] - pb[0]))
-            dy = (pa[1] + ua * (ca[1] - pa[1])) - (pb[1] + ub * (cb[1] - pb[1]))
-            if float(np.hypot(dx, dy).min()) < d:
-                out.append((a, b))
-    return out
 
 
 def _untimed_legs(cell_xy: Mapping[str, tuple[float, float]],
