@@ -38,20 +38,26 @@ def prioritized(grid: Grid, s: dict[str, int], g: dict[str, int], h: dict[str, l
 
 def others_as_constraints(paths: Mapping[str, list[int]], skip: str, k: int) -> Constraints:
     """Other agents' paths (parked at their goals afterwards) as hard constraints."""
-    vertex = set()
-    edge = set()
+    vertex: set[tuple[int, int]] = set()
+    edge: set[tuple[int, int, int]] = set()
     perm: dict[int, int] = {}
     for b, p in paths.items():
         if b == skip:
             continue
-        for t, c in enumerate(p):
-            for dt in range(-k, k + 1):
-                if t + dt >= 0:
-                    vertex.add((c, t + dt))
-            if t > 0 and p[t - 1] != c:
-                edge.add((c, p[t - 1], t - 1))
+        path_constraints(p, k, vertex, edge)
         perm[p[-1]] = max(0, len(p) - 1 - k)
     return Constraints(frozenset(vertex), frozenset(edge), perm)
+
+
+def path_constraints(p: list[int], k: int, vertex: set, edge: set) -> None:
+    """Add one path's constraints to ``vertex`` (``(cell, t)``, k-dilated in time) and
+    ``edge`` (``(u, v, t)``: the move v -> u at step t, forbidding the swap)."""
+    for t, c in enumerate(p):
+        for dt in range(-k, k + 1):
+            if t + dt >= 0:
+                vertex.add((c, t + dt))
+        if t > 0 and p[t - 1] != c:
+            edge.add((c, p[t - 1], t - 1))
 
 
 class ConstraintTable:
@@ -87,15 +93,9 @@ class ConstraintTable:
             self._add(a, p)
 
     def _share(self, p: list[int]) -> tuple[frozenset, frozenset]:
-        k = self.k
-        vertex = set()
-        edge = set()
-        for t, c in enumerate(p):
-            for dt in range(-k, k + 1):
-                if t + dt >= 0:
-                    vertex.add((c, t + dt))
-            if t > 0 and p[t - 1] != c:
-                edge.add((c, p[t - 1], t - 1))
+        vertex: set[tuple[int, int]] = set()
+        edge: set[tuple[int, int, int]] = set()
+        path_constraints(p, self.k, vertex, edge)
         return frozenset(vertex), frozenset(edge)
 
     def _add(self, a: str, p: list[int]) -> None:
