@@ -586,6 +586,10 @@ def pair_turn_way(helper: Pose2D, alpha: float, obstacles: Sequence[tuple[float,
     """
     short = 1.0 if alpha >= 0.0 else -1.0
     corner = width / math.sqrt(2.0) + PAIR_TURN_MARGIN
+    # only modules within the full turn's reach can be swept (this runs every control
+    # tick of a turn; at 100 modules the rest cost ~10^4 clearance calls a tick)
+    reach = pair_turn_clearance(width) + PAIR_TURN_MARGIN
+    obstacles = [o for o in obstacles if math.hypot(o[0] - helper.x, o[1] - helper.y) < reach]
     floor = [min(pair_clearance(helper, o, width), corner) - 1e-4 for o in obstacles]
 
     def clear(turn: float) -> bool:
