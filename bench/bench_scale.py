@@ -1,7 +1,7 @@
 """Scale benchmark (issue 16): 10 / 25 / 50 / 100 modules assembled end to end.
 
     python -m bench.bench_scale [--sizes 10 25 50 100] [--kinds random,comb] [--seed S]
-                                [--timeout S] [--out DIR] [--plan-only]
+                                [--timeout S] [--out DIR] [--plan-only] [--single-process]
 
 Scenarios (:func:`scale_scenario_dict`): a random planar tree
 (:func:`smores_assembly.topology.random_planar_tree`, the first seed from ``--seed`` on
@@ -16,8 +16,10 @@ lockstep (``--real-time-factor 0``, seed 0, the navigation's ``clear_footprint``
 ``--no-clear-footprint``) with every process sampled from ``/proc``:
 simulated and wall assembly time, CPU s of all processes per simulated s, peak memory
 (summed peak RSS of the processes), and the navigation's MAPF search time per stage (from
-its log). Goal: 100 modules assembled; CPU per simulated s growing at most linearly in the
-number of modules.
+its log); ``--single-process`` runs the stack in one process (``run --single-process``).
+Goal: 100 modules assembled; CPU per simulated s growing at most linearly in the number of
+modules: the column ``CPU/sim/mod`` (CPU s per simulated s and module, in ms) stays flat
+or falls when it does.
 """
 from __future__ import annotations
 
@@ -122,9 +124,10 @@ CLEAR_FOOTPRINT_PARAMS = """/**/navigation:
 
 
 def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0,
-                 params_file: Path | None = None) -> dict:
+                 params_file: Path | None = None, single_process: bool = False) -> dict:
     """One lockstep ``smores-assemble run`` of ``path`` with CPU and memory sampling
-    (``params_file``: ROS parameter overrides, ``run --params-file``).
+    (``params_file``: ROS parameter overrides, ``run --params-file``; ``single_process``:
+    ``run --single-process``).
 
     Returns the report's figures and: ``cpu_s`` (all processes, from the first stage's
     start to the verdict), ``cpu_per_sim_s``, ``peak_rss_mb`` (largest sum of the
@@ -134,6 +137,8 @@ def run_scenario(path: Path, out: Path, timeout: float, seed: int = 0,
            "--real-time-factor", "0", "--timeout", str(timeout)]
     if params_file is not None:
         cmd += ["--params-file", str(params_file)]
+    if single_process:
+        cmd.append("--single-process")
     lines, marks, per_pid, at_start, wall, t0, peak = run_sampled(cmd, period_s=1.0)
     try:
         report = json.loads((out / "report.json").read_text())
@@ -179,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-clear-footprint", action="store_false", dest="clear_footprint",
                     help="run with the navigation's default clear_footprint (off) instead of "
                          "on")
+    ap.add_argument("--single-process", action="store_true", dest="single_process",
+                    help="run the stack in one process (run --single-process)")
     args = ap.parse_args(argv)
     import tempfile
     base = Path(args.out or tempfile.mkdtemp(prefix="bench_scale_"))
@@ -188,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         params = base / "clear_footprint.yaml"
         params.write_text(CLEAR_FOOTPRINT_PARAMS)
     print(f"{'target':>10} {'modules':>7} {'plan ms':>8} {'result':>9} {'sim s':>8} "
-          f"{'wall s':>8} {'CPU/sim s':>9} {'peak MB':>8} {'MAPF ms/stage med (max)':>24}",
+          f"{'wall s':>8} {'CPU/sim s':>9} {'CPU/sim/mod':>11} {'peak MB':>8} "
+          f"{'MAPF ms/stage med (max)':>24}",
           flush=True)
     rows = []
     for n in args.sizes:
@@ -205,12 +213,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.plan_only:
                 print(f"{data['name']:>10} {mods:>7} {1e3 * plan_cpu:>8.1f}", flush=True)
                 continue
-            r = run_scenario(path, base / data["name"], args.timeout, params_file=params)
+            r = run_scenario(path, base / data["name"], args.timeout, params_file=params,
+                             single_process=args.single_process)
+            r["modules"] = mods
+            per_mod = 1e3 * (r["cpu_per_sim_s"] or float("nan")) / mods
             ms = sorted(r["mapf_ms"].values()) or [float("nan")]
             res = "ok" if r["success"] else f"{r['connections']}/{r['connections'] + r['missing']}"
             print(f"{data['name']:>10} {mods:>7} {1e3 * plan_cpu:>8.1f} {res:>9} "
                   f"{r['sim_s']:>8.1f} {r['wall_s']:>8.1f} "
-                  f"{(r['cpu_per_sim_s'] or float('nan')):>9.3f} {r['peak_rss_mb']:>8} "
+                  f"{(r['cpu_per_sim_s'] or float('nan')):>9.3f} {per_mod:>8.2f} ms "
+                  f"{r['peak_rss_mb']:>8} "
                   f"{ms[len(ms) // 2]:>14.0f} ({max(ms):.0f})", flush=True)
             if not r["success"]:
                 print(f"           {r['error'][:300]}", flush=True)
