@@ -943,7 +943,9 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
     the latter also where they park when the pair can be planned so; the modules beside the
     ``slides`` are moved aside by the pair's plan, and those a later pair's plan must move
     aside, :func:`~smores_assembly.navigation.stage.pair_must_clear`, are held where they
-    stand when it can be planned so); the area it may cover
+    stand when it can be planned so; a pair's plan whose paths cross those of the pairs
+    planned before it is planned again keeping out of them, :func:`_clear_earlier_pairs`);
+    the area it may cover
     along its path (:func:`path_zones` with :func:`pair_reach` + ``pair_margin``) is
     added to ``zones``, so :func:`plan_stage_pipelined` leaves every staging module whose
     path or staging pose would enter it where it is (the pair's plan went round it
@@ -1070,14 +1072,18 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         if phantoms:
             attempts.append((hold | set(phantoms), {**others, **phantoms}))
         cp = None
+        used = (hold, others)
         for fx, obs in attempts:
             try:
                 cp = pair_plan(fx, obs)
+                used = (fx, obs)
                 break
             except NavigationError:
                 continue
         try:
             cp = cp or pair_plan(hold, others)
+            cp = _clear_earlier_pairs(cp, h, pair_plans, carried, width, nav_settings,
+                                      lambda fx, obs: pair_plan(fx, obs), *used)
         except NavigationError:
             if not parked:
                 raise
@@ -1207,6 +1213,72 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         raise InputError("plan_stage_carrying: nothing to plan (moving, staging, carried "
                          "and slides are empty)")
     return sp, staged, left
+
+
+def _pair_crossings(cp, helper: str, earlier: Mapping[str, Sequence[tuple[float, Pose2D]]],
+                    pairs: Collection[str], width: float) -> set[str]:
+    """The paths of ``earlier`` (id -> path: the carried pairs planned before, ``pairs``
+    their helpers, and the modules their plans move aside) that the pair plan ``cp`` of
+    ``helper`` comes too close to at the same time (:func:`_crossing`): a module ``cp``
+    moves aside within a pair's reach plus a corner radius of an earlier pair's helper, or
+    two corner radii of an earlier moved-aside module; ``helper`` within its own reach plus
+    a corner radius of an earlier moved-aside module (closer than they stood at the
+    start)."""
+    room = pair_reach(width) + width / math.sqrt(2.0)
+    rooms = {h: room for h in pairs}
+    mine = [m for m in cp.moved_aside if cp.paths.get(m)]
+    out = _crossing(cp.paths, mine, earlier, width, rooms)
+    if cp.paths.get(helper):
+        for o, q in earlier.items():
+            if o not in pairs and q and o not in out and _crossing(
+                    {o: q}, [o], {helper: cp.paths[helper]}, width, {helper: room}):
+                out.add(o)
+    return out
+
+
+def _clear_earlier_pairs(cp, helper: str, pair_plans, carried, width: float, nav_settings,
+                         pair_plan, fx: set[str], obs: Mapping[str, Pose2D]):
+    """The pair plan ``cp`` of ``helper``, planned again, when its paths cross those of
+    the carried pairs planned before it (``pair_plans``; :func:`_pair_crossings`), with
+    every place those paths pass a fixed obstacle (:func:`_swept_obstacles` at the pair's
+    clearance, :func:`~smores_assembly.navigation.stage.carry_clearance`); kept when that
+    plans and crosses none of them, else ``cp`` as it is. ``pair_plan(fixed, obstacles)``
+    plans the pair; ``fx``, ``obs``: the fixed ids and obstacles ``cp`` was planned with.
+
+    A later pair's plan holds the earlier pairs where they stand: random 50
+    (r50_runs/random50.yaml) stage 1, h1's plan (carrying m28) moved m40 and m34 aside
+    along the row h0's pair (carrying m0) was planned to drive, m40 onto the cell h0
+    reached 0.2 s later; m40 stopped 0.081 m before the carried m0, turned, and touched it
+    (0.01 mm at 91.47 s), h0 fell behind.
+    """
+    from smores_assembly.navigation.stage import carry_clearance
+
+    earlier: dict[str, Sequence[tuple[float, Pose2D]]] = {}
+    pairs = set()
+    for p in pair_plans:
+        for m, q in p.paths.items():
+            if q and (m in carried or m in p.moved_aside):
+                earlier[m] = q
+                if m in carried:
+                    pairs.add(m)
+    if not earlier:
+        return cp
+    crossed = _pair_crossings(cp, helper, earlier, pairs, width)
+    if not crossed:
+        return cp
+    cc = max(getattr(nav_settings, "clearance", 0.115), carry_clearance(width))
+    swept = _swept_obstacles({m: earlier[m] for m in sorted(crossed)}, 0.5 * width,
+                             clearance=cc)
+    try:
+        again = pair_plan(set(fx) | set(swept), {**obs, **swept})
+    except NavigationError:
+        return cp
+    if _pair_crossings(again, helper, earlier, pairs, width):
+        return cp
+    again.stats = {**again.stats, "notes": list(again.stats.get("notes", [])) + [
+        f"{helper}'s plan keeps out of the paths of {sorted(crossed)} (carried pairs "
+        "planned before it and the modules their plans move aside)"]}
+    return again
 
 
 def _xy_at(path: Sequence[tuple[float, Pose2D]], ts):
