@@ -51,11 +51,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from smores_assembly.errors import InputError, NavigationError
 from smores_assembly.geometry import MODULE_WIDTH, Pose2D, wrap_angle
 from smores_assembly.params import check_ranges, param_field
+
+if TYPE_CHECKING:   # annotations only: the functions import the planner where they plan
+    from smores_assembly.navigation.stage import StagePlan
 
 #: Schedule modes of ``task_assignment`` (``schedule`` parameter, ``run --schedule``):
 #: one dock per stage; the paper's parallel stages; parallel stages with staging moves.
@@ -1018,7 +1021,7 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
     from smores_assembly.navigation.stage import pair_must_clear, plan_carried, plan_stage
 
     alone = not moving and not staging
-    pair_plans = []
+    pair_plans: list[StagePlan] = []
     pair_zones: list[Rect] = []
     aside: set[str] = set()
     held_pairs: set[str] = set()

@@ -363,13 +363,18 @@ def plan_carried(helper: str, start: Pose2D, goal: Pose2D, obstacles: Mapping[st
         sp = plan_stage({helper: (start, goal)}, obstacles, wide,
                         fixed=[o for o in obstacles if o not in near_goal], clock=clock,
                         keep_clear=keep_clear, slides=slides)
-        hit = _final_leg_hits(sp.paths.get(helper), goal, obstacles,
-                              set(fixed) | near_goal, s.module_width)
-        if hit:
-            raise NavigationError(f"{helper}'s final leg passes {sorted(hit)}")
     except NavigationError:
         sp = plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed, clock=clock,
                         keep_clear=keep_clear, slides=slides)
+    else:
+        if _final_leg_hits(sp.paths.get(helper), goal, obstacles, set(fixed) | near_goal,
+                           s.module_width):
+            # the plan that may move them aside, when there is one (else this one)
+            try:
+                sp = plan_stage({helper: (start, goal)}, obstacles, wide, fixed=fixed,
+                                clock=clock, keep_clear=keep_clear, slides=slides)
+            except NavigationError:
+                pass
     if carried_pose is None:
         carried_pose = start.compose(s.module_width, 0.0, 0.0)
     return _aside_first_legs(sp, helper, start, carried_pose, obstacles, s, fixed, cc, clock)
@@ -388,7 +393,7 @@ def _final_leg_hits(path: list[tuple[float, Pose2D]] | None, goal: Pose2D,
     should not): random 50 (r50_runs/random50.yaml) stage 1, the pair h0/m0 got a goal
     cell 0.60 m from its pre-dock pose whose leg passed 5 mm from the staging m10's
     centre; the carried m0 ran into m10 (0.03 mm at 156.64 s). Such a plan is dropped for
-    the one that may move those modules aside."""
+    the one that may move those modules aside, when that one plans."""
     if not path or len(path) < 2:
         return set()
     a = (path[-2][1].x, path[-2][1].y)
