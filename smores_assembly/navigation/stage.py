@@ -20,7 +20,8 @@ Continuous world, discrete grid:
 
 * starts: each moving module is assigned a distinct nearby free cell (minimum total
   distance, Hungarian method); it first drives from its pose to that cell's centre (all
-  modules do this between t = 0 and a common ``t0``), then follows the schedule;
+  modules do this between t = 0 and a common ``t0``; two such legs that bring their
+  modules into contact have the cells chosen again), then follows the schedule;
 * goals (pre-dock poses): each goal is assigned a distinct nearby free cell (again a
   minimum-distance assignment, so two goals falling into one cell get distinct cells);
   after the whole schedule (makespan) every module drives from its goal cell centre
@@ -63,7 +64,7 @@ from scipy.optimize import linear_sum_assignment
 
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import (MODULE_WIDTH, Pose2D, point_segment_distance,
-                                     segment_distance, wrap_angle)
+                                     segment_distance, square_overlap, wrap_angle)
 from smores_assembly.navigation.mapf import (ALGORITHMS, Cell, Grid, NavigationError,
                                              UnreachableGoalError, solve)
 from smores_assembly.params import check_ranges, param_field
@@ -919,8 +920,10 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
     leg from a chosen goal cell's centre to the goal pose (:func:`_final_leg_blockers`; a
     goal cell whose leg passes a fixed module costs ``10`` cells, so it is taken only
     when no other is near). Goal cells whose final legs no order keeps ``w sqrt 2``
-    apart (:func:`_untimed_legs`) are chosen again with those cells penalised (f).
-    Repeated until ``aside`` stops growing. Returns ``(start_cells, goal_cells)``."""
+    apart (:func:`_untimed_legs`) are chosen again with those cells penalised (f);
+    start cells whose legs bring two modules into contact as they are driven
+    (:func:`_start_leg_contacts`) likewise (g). Repeated until ``aside`` stops growing.
+    Returns ``(start_cells, goal_cells)``."""
     scene, obstacles, fixed_cells, aside = lay.scene, lay.obstacles, lay.fixed_cells, lay.aside
     radius = s.goal_search_cells * scene.c
     # (a) movable obstacles standing on a goal pose must go
@@ -931,6 +934,7 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
             aside.add(o)
     penalty_occupied = 2.0 * scene.c
     start_xy = {m: (cur.x, cur.y) for m, (cur, _) in moving.items()}
+    cur_poses = {m: cur for m, (cur, _) in moving.items()}
     pen = _start_leg_penalty(scene, {m: cur for m, (cur, _) in moving.items()}, obstacles, s)
     # a module standing at its goal (a staging module at its staging pose) keeps its own
     # cell: pushed to another one, it drove a loop out and back and met a neighbour
@@ -976,9 +980,29 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # (e) on a chosen goal cell's final leg
         for m, cell in goal_cells.items():
             aside |= final_leg(m, cell)[1]
-        start_cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
-                              lambda cell: penalty_occupied if cell in mc else 0.0,
-                              radius, "current pose", leg_penalty=leg_penalty)
+        # (g) two legs to start cells that, driven as :func:`_to_world` drives them,
+        # bring their modules into contact (:func:`_start_leg_contacts`) cost their
+        # modules' cells ``10`` cells each, and the start cells are chosen again, up to
+        # START_LEG_PASSES times; the choice with the fewest such pairs is kept (the first
+        # among equals). Without such a pair the first choice stands, as before.
+        clash: set[tuple[str, Cell]] = set()
+        best_start = None
+        for _pass in range(START_LEG_PASSES + 1):
+            cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
+                            lambda cell: penalty_occupied if cell in mc else 0.0,
+                            radius, "current pose",
+                            leg_penalty=lambda a, cell: leg_penalty(a, cell) + (
+                                10.0 * scene.c if (a, cell) in clash else 0.0))
+            pairs = _start_leg_contacts(cur_poses, {m: scene.center(c) for m, c in
+                                                    cells.items()}, stay, s)
+            if best_start is None or len(pairs) < best_start[0]:
+                best_start = (len(pairs), cells)
+            new_clash = {(m, cells[m]) for pair in pairs for m in pair if m not in stay} - clash
+            if not pairs or not new_clash:
+                break
+            clash |= new_clash
+        assert best_start is not None  # one pass at least
+        start_cells = best_start[1]
         # (b) on a chosen cell
         for cell in list(goal_cells.values()) + list(start_cells.values()):
             aside |= mc.get(cell, set())
@@ -1009,6 +1033,163 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 #: How often :func:`_choose_cells` chooses the goal cells again to be rid of two final
 #: legs that no order keeps apart (:func:`_untimed_legs`).
 UNTIMED_LEG_PASSES = 3
+
+
+#: How often :func:`_choose_cells` chooses the start cells again to be rid of two legs to
+#: start cells that bring their modules into contact (:func:`_start_leg_contacts`).
+START_LEG_PASSES = 3
+
+#: Separation [m] of two modules' bodies (squares, separating-axis test) below which
+#: :func:`_start_leg_contacts` counts two legs to start cells as a contact: the bodies
+#: touch or come this close (path error: the 5 mm :func:`turn_clearance` allows).
+START_LEG_MARGIN = 0.005
+
+#: Heading error [deg] below which a module tracking a path drives instead of turning in
+#: place (the docking controller's ``nav_turn_in_place_deg``): a module leaves its pose
+#: only once it has turned to within this of its leg (:func:`_start_leg_contacts`).
+TRACK_DRIVE_DEG = 50.0
+
+#: Top speed [m/s] of a module tracking a path (the docking controller's ``v_max``): how
+#: fast it can run ahead of its timing towards the look-ahead point.
+TRACK_SPEED_MAX = 0.06
+
+
+def _start_leg_contacts(poses: Mapping[str, Pose2D], cell_xy: Mapping[str, tuple[float, float]],
+                        stay: Collection[str], s: NavSettings, dt: float = 0.05,
+                        step: float = 0.004) -> list[tuple[str, str]]:
+    """Pairs ``(a, b)`` (``a < b``) of straight legs to start cells (``poses[a]`` ->
+    ``cell_xy[a]``, ``world`` frame [m]) that, driven as :func:`_to_world` times them,
+    bring their modules' bodies into contact or closer than :data:`START_LEG_MARGIN`, and
+    closer than in any standing configuration: as they stand, turned to their legs'
+    headings where they stand (the turn at the pose is not the legs' doing), or one at
+    its cell and the other at its pose (:func:`_start_leg_penalty` judges each leg, its
+    end included, against the other modules' poses). What is left is what the two
+    motions together add: legs that cross or meet while both drive, or one driving past
+    the other's cell.
+
+    Timing: every leg is timed from ``t = 0`` to the common ``t0``, at least the longest
+    leg at ``nominal_speed`` (each module's timed position covers the same fraction of its
+    leg at any instant, :func:`_to_world`; a leg that waits for a module moved aside, not
+    known here, is judged as one that does not); ``t0`` is taken at its least (a later
+    one leaves the bounds below a smaller part of the legs). A module does not keep
+    exactly to its timing; at time ``t`` it has driven, along its leg, at most as far as
+    its timed position at ``t +`` :data:`FINAL_LEG_LEAD_S` (path tracking steers at that
+    point) and as far as it can drive at :data:`TRACK_SPEED_MAX` once it has turned in
+    place to within :data:`TRACK_DRIVE_DEG` of the leg's heading (at
+    :data:`FINAL_LEG_TURN_RATE`), and at least as far as its timed position at ``t -``
+    its whole turn's duration (it then catches up). Every pair of positions within those
+    bounds at every instant (sampled every ``dt`` [s] and ``step`` [m]) is judged.
+
+    Geometry: the bodies are ``module_width`` squares turned to their legs' headings
+    (the module drives along its leg), judged (:func:`square_overlap`) only while both
+    have left their poses and not both reached their cells: a leg passing a module that
+    still stands at its pose (or turns there) is :func:`_start_leg_penalty`'s, a module
+    starting flush against another one escapes straight first (the docking controller's
+    ``Escape``). Modules in ``stay`` (at their goals, their legs a drift onto their own
+    cells' centres) are not judged.
+
+    Before, the start cells were judged against the other modules' *current centres*
+    only (:func:`_start_leg_penalty`): bench_scale comb 100 seed 0 in lockstep, stage 2,
+    the staging m14 and m94 0.48 m apart on one column, boxed in by neighbours, were each
+    given the cell towards the other (legs 0.31 m, head on): contact m14/m94 0.39 mm at
+    52.1 s, m94 blocked, every replan from the poses gave the same cells (34 replans, the
+    run timed out in stage 2). A first fix (93b6082, reverted) judged straight legs
+    driven at the same speed, not as timed, against ``min(room, their poses' distance,
+    their cells' distance)`` of centre distance: it flagged legs that never touch and
+    changed the cells of stages that assembled (test_scale_e2e: the comb 5 x 6 then
+    touched, random 30 failed). Bounds as wide as :func:`_final_leg_waits`' windows
+    (any real start from ``FINAL_LEG_LEAD_S`` early to a turn late), against only the
+    poses as the modules stand, still flagged the comb 5 x 6's stage 2 in closed loop:
+    staging m3, m23, m24 and m26 drifting 3-10 cm to their cells in 2 s, m3 arriving at
+    its cell before m23, which turns less, had left its pose (1.2 mm overlap; m3 must
+    turn 99 deg first), m23 at its cell 1.1 mm from m26 leaving its pose, m24 at its
+    cell 1.6 mm from m23 at its pose (5.0 mm standing); re-chosen, the assembly touched
+    twice (269.7 s, 260.6 s before). This rule flags no pair in the 107 stage plans of
+    ``bench.bench_nav_stage --corpus`` nor in the bundled runs and those of
+    test_scale_e2e: they plan as before.
+    """
+    w, v = s.module_width, s.nominal_speed
+    margin = START_LEG_MARGIN
+    ids = sorted(a for a in cell_xy if a in poses and a not in stay
+                 and math.dist((poses[a].x, poses[a].y), cell_xy[a]) > 1e-9)
+    lengths = {m: math.dist((p.x, p.y), cell_xy[m])
+               for m, p in poses.items() if m in cell_xy}
+    t0 = max(lengths.values(), default=0.0) / v
+    if t0 <= 0.0:
+        return []
+    start = {a: (poses[a].x, poses[a].y) for a in ids}
+    head = {a: math.atan2(cell_xy[a][1] - start[a][1], cell_xy[a][0] - start[a][0])
+            for a in ids}
+    turn = {a: abs(wrap_angle(head[a] - poses[a].yaw)) for a in ids}
+    lead = FINAL_LEG_LEAD_S
+    drive = math.radians(TRACK_DRIVE_DEG)
+
+    def bounds(a: str, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Least and most fraction of its leg module ``a`` has driven at times ``t``."""
+        la = lengths[a]
+        lag = turn[a] / FINAL_LEG_TURN_RATE
+        off = max(0.0, turn[a] - drive) / FINAL_LEG_TURN_RATE
+        hi = np.minimum(np.clip((t + lead) / t0, 0.0, 1.0),
+                        np.clip(TRACK_SPEED_MAX * (t - off) / la, 0.0, 1.0))
+        lo = np.minimum(np.clip((t - lag) / t0, 0.0, 1.0), hi)
+        return lo, hi
+
+    # grown squares: centres farther apart than this never come within the margin
+    reach = (w + margin) * math.sqrt(2.0)
+    out = []
+    for i, a in enumerate(ids):
+        pa, ca = start[a], cell_xy[a]
+        for b in ids[i + 1:]:
+            pb, cb = start[b], cell_xy[b]
+            if segment_distance(pa, ca, pb, cb) >= reach:
+                continue
+            # the standing configurations: as they stand, turned to their legs where they
+            # stand, one at its cell and the other at its pose (judged by
+            # _start_leg_penalty: a leg, its end included, against the other's pose)
+            now = max(square_overlap((*pa, poses[a].yaw), (*pb, poses[b].yaw), w),
+                      square_overlap((*pa, head[a]), (*pb, head[b]), w),
+                      square_overlap((*ca, head[a]), (*pb, head[b]), w),
+                      square_overlap((*pa, head[a]), (*cb, head[b]), w))
+            t_end = t0 + max(turn[a], turn[b]) / FINAL_LEG_TURN_RATE
+            t = np.arange(0.0, t_end + dt, dt)
+            na = max(2, int(math.ceil(lengths[a] / step)) + 1)
+            nb = max(2, int(math.ceil(lengths[b] / step)) + 1)
+            # every fraction on a grid of ``step`` that lies within the bounds
+            ga = np.linspace(0.0, 1.0, na)[None, :, None]
+            gb = np.linspace(0.0, 1.0, nb)[None, None, :]
+            lo_a, hi_a = (x[:, None, None] for x in bounds(a, t))
+            lo_b, hi_b = (x[:, None, None] for x in bounds(b, t))
+            # each interval's own ends as well (a grid may miss a short one)
+            ua = np.concatenate([lo_a, hi_a, np.broadcast_to(ga, (len(t), na, 1))], axis=1)
+            ub = np.concatenate([lo_b, hi_b, np.broadcast_to(gb, (len(t), 1, nb))], axis=2)
+            ok = ((ua >= lo_a - 1e-12) & (ua <= hi_a + 1e-12) & (ub >= lo_b - 1e-12)
+                  & (ub <= hi_b + 1e-12) & (ua > 0.0) & (ub > 0.0)
+                  & ~((ua >= 1.0) & (ub >= 1.0)))
+            if not ok.any():
+                continue
+            ua, ub = np.broadcast_arrays(ua, ub)
+            ua, ub = ua[ok], ub[ok]
+            dx = (pb[0] + ub * (cb[0] - pb[0])) - (pa[0] + ua * (ca[0] - pa[0]))
+            dy = (pb[1] + ub * (cb[1] - pb[1])) - (pa[1] + ua * (ca[1] - pa[1]))
+            over = _square_overlaps(dx, dy, head[a], head[b], w)
+            if float(over.max()) > max(-margin, now) + 1e-9:
+                out.append((a, b))
+    return out
+
+
+def _square_overlaps(dx: np.ndarray, dy: np.ndarray, yaw_a: float, yaw_b: float,
+                     width: float) -> np.ndarray:
+    """:func:`square_overlap` of a square at the origin turned by ``yaw_a`` and one at
+    each ``(dx, dy)`` [m] turned by ``yaw_b`` (both ``width`` wide), vectorised."""
+    half = 0.5 * width
+    rel = yaw_b - yaw_a
+    hb = half * (abs(math.cos(rel)) + abs(math.sin(rel)))
+    best = np.full(np.shape(dx), np.inf)
+    for yaw in (yaw_a, yaw_b):
+        c, sn = math.cos(yaw), math.sin(yaw)
+        for nx, ny in ((c, sn), (-sn, c)):
+            best = np.minimum(best, half + hb - np.abs(dx * nx + dy * ny))
+    return best
 
 
 def _untimed_legs(cell_xy: Mapping[str, tuple[float, float]],
