@@ -68,6 +68,12 @@ SCHEDULES = ("sequential", "staged", "pipelined")
 TURN_MARGIN = 0.005
 DEFAULT_SCHEDULE = "pipelined"
 
+#: [s] how long the path of a carried pair whose plan failed stands where the pair is
+#: (:func:`plan_stage_carrying`'s ``defer_failed_pairs``): the docking controller waits a
+#: standing path out, then drives directly, so the caller plans again well before (the
+#: navigation node: after ``PAIR_RETRY_S``, :mod:`smores_assembly.ros.navigation`).
+DEFERRED_PAIR_HOLD_S = 30.0
+
 
 def check_schedule(value: str, field: str = "schedule") -> str:
     """``value`` when it is one of :data:`SCHEDULES`, else an ``InputError`` naming
@@ -936,7 +942,8 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
                         nav_settings=None, fixed: Collection[str] = (),
                         width: float = MODULE_WIDTH, clock_factory=None,
                         keep_clear: Mapping[str, Sequence[tuple[float, float]]] | None = None,
-                        pair_margin: float = 0.02, slides=None):
+                        pair_margin: float = 0.02, slides=None,
+                        defer_failed_pairs: bool = False):
     """One stage's plan with carried pairs, staging moves and the stage's own modules
     (issue 11: a staging module drove into a carried pair planned apart from it).
 
@@ -970,6 +977,13 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         carried: helper -> (current pose, pre-dock pose, carried module id); the helper
             and the carried module are in ``obstacles`` and ``fixed``.
         pair_margin: [m] added to the pair's reach (its path-following error).
+        defer_failed_pairs: a pair whose own plan fails does not fail the stage: it waits
+            where it stands (a fixed obstacle of every other plan, as it is anyway), its
+            helper's path stands there :data:`DEFERRED_PAIR_HOLD_S`, and
+            ``stats["deferred_pairs"]`` (helper -> the error) tells the caller to plan the
+            stage again later (random 100 seed 0, stage 6: h1's plan carrying m51 failed,
+            the node dropped every path of the stage, h0 fetched m89 without one and
+            h1/m51 drove blind into staged modules: 8 contacts, the stage failed).
 
     Returns:
         ``(StagePlan, staged)`` as :func:`plan_stage_pipelined`. When an active module's
@@ -978,11 +992,13 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         ``stats["warnings"]`` names the modules (the navigation node logs it).
 
     Raises:
-        NavigationError, InputError: as ``plan_stage`` / ``plan_carried``.
+        NavigationError, InputError: as ``plan_stage`` / ``plan_carried`` (a pair's
+        failure only without ``defer_failed_pairs``).
     """
     sp, staged, left = _carrying_once(moving, staging, carried, obstacles, zones, nav_settings,
                                       fixed, width, clock_factory, keep_clear, pair_margin,
-                                      slides, guard_goals=False)
+                                      slides, guard_goals=False,
+                                      defer_failed=defer_failed_pairs)
     if left and moving and carried:
         # the pairs' plans held the active modules where they stand, and moved a module
         # aside past an active module's goal, or to park on its route: neither a way round
@@ -993,10 +1009,13 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
         try:
             again = _carrying_once(moving, staging, carried, obstacles, zones, nav_settings,
                                    fixed, width, clock_factory, keep_clear, pair_margin,
-                                   slides, guard_goals=True)
+                                   slides, guard_goals=True,
+                                   defer_failed=defer_failed_pairs)
         except NavigationError:
             again = None
-        if again is not None and not again[2]:
+        if again is not None and not again[2] and set(
+                again[0].stats.get("deferred_pairs", {})) <= set(
+                sp.stats.get("deferred_pairs", {})):
             sp, staged, left = again
             sp.stats = {**sp.stats, "notes": list(sp.stats.get("notes", [])) + [
                 "the pairs' plans keep clear of the active modules' goals (a module they "
@@ -1013,14 +1032,18 @@ def plan_stage_carrying(moving: Mapping[str, tuple[Pose2D, Pose2D]],
 
 
 def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fixed, width,
-                   clock_factory, keep_clear, pair_margin, slides, guard_goals: bool):
+                   clock_factory, keep_clear, pair_margin, slides, guard_goals: bool,
+                   defer_failed: bool = False):
     """:func:`plan_stage_carrying` once: ``(StagePlan, staged, left)``, ``left``: active
     module -> the paths (pairs', moved-aside modules') its path still crosses, empty when
     none. ``guard_goals``: the pairs' plans hold the active modules' goal poses clear as
-    well as where they stand."""
-    from smores_assembly.navigation.stage import pair_must_clear, plan_carried, plan_stage
+    well as where they stand. ``defer_failed``: a pair whose plan fails stands where it
+    is (:func:`_deferred_hold`) instead of failing the whole stage."""
+    from smores_assembly.navigation.stage import (_NO_SEARCH, StagePlan, pair_must_clear,
+                                                  plan_carried, plan_stage)
 
     alone = not moving and not staging
+    deferred: dict[str, str] = {}
     pair_plans: list[StagePlan] = []
     pair_zones: list[Rect] = []
     aside: set[str] = set()
@@ -1084,21 +1107,30 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
             except NavigationError:
                 continue
         try:
-            cp = cp or pair_plan(hold, others)
-            cp = _clear_earlier_pairs(cp, h, pair_plans, carried, width, nav_settings,
-                                      lambda fx, obs: pair_plan(fx, obs), *used)
-        except NavigationError:
-            if not parked:
+            try:
+                cp = cp or pair_plan(hold, others)
+                cp = _clear_earlier_pairs(cp, h, pair_plans, carried, width, nav_settings,
+                                          lambda fx, obs: pair_plan(fx, obs), *used)
+            except NavigationError:
+                if not parked:
+                    raise
+                # held where they stand, the modules the earlier pairs' plans move aside
+                # wall this pair in: it is planned with them where they park, and waits
+                # until they are there
+                others.update({m: p for m, (_t, p) in parked.items()})
+                cp = pair_plan(hold, others)
+                wait = max(t for t, _p in parked.values())
+                cp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
+                            for m, p in cp.paths.items()}
+                cp.stats = {**cp.stats, "parked_wait_s": wait}
+        except NavigationError as exc:
+            if not defer_failed:
                 raise
-            # held where they stand, the modules the earlier pairs' plans move aside wall
-            # this pair in: it is planned with them where they park, and waits until
-            # they are there
-            others.update({m: p for m, (_t, p) in parked.items()})
-            cp = pair_plan(hold, others)
-            wait = max(t for t, _p in parked.values())
-            cp.paths = {m: [(0.0, p[0][1])] + [(t + wait, q) for t, q in p] if p else p
-                        for m, p in cp.paths.items()}
-            cp.stats = {**cp.stats, "parked_wait_s": wait}
+            # the pair waits where it stands (it is in ``fixed``: every other plan goes
+            # round it) and is planned again later (the caller's retry)
+            deferred[h] = f"{type(exc).__name__}: {exc}"
+            held_pairs |= {h, module}
+            continue
         pair_plans.append(cp)
         aside |= set(cp.moved_aside)
         for m in cp.moved_aside:
@@ -1212,6 +1244,16 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
             continue
         sp.paths.update(cp.paths)
         sp.moved_aside = sorted(set(sp.moved_aside) | set(cp.moved_aside))
+    if deferred:
+        if sp is None:
+            sp = StagePlan(paths={}, moved_aside=[], stats=dict(_NO_SEARCH, notes=[]))
+        for h in deferred:
+            start = carried[h][0]
+            sp.paths[h] = [(0.0, start), (DEFERRED_PAIR_HOLD_S, start)]
+        sp.stats = {**sp.stats, "deferred_pairs": dict(deferred),
+                    "notes": list(sp.stats.get("notes", [])) + [
+                        f"{h} (carrying {carried[h][2]}) waits where it stands, its plan "
+                        f"failed ({e})" for h, e in sorted(deferred.items())]}
     if sp is None:
         raise InputError("plan_stage_carrying: nothing to plan (moving, staging, carried "
                          "and slides are empty)")

@@ -136,13 +136,21 @@ def test_paths_end_at_predock_and_pickup_poses(rig):
     assert abs(first.y - 0.6) < 1e-9  # replanned from the current pose
 
 
-def test_planning_failure_publishes_empty_paths(rig):
+def test_planning_failure_holds_the_modules_and_plans_again(rig, monkeypatch):
+    """A failed plan no longer sends the stage's modules off without paths (random 100
+    seed 0, stage 6: the pairs drove blind into staged modules): each waits where it
+    stands (a path that stands there DEFERRED_PAIR_HOLD_S = 30 s), the stage is planned
+    again after PAIR_RETRY_S by itself, and after MAX_HELD_RETRIES failures in a row the
+    modules get the empty path of before (direct driving)."""
     from nav_msgs.msg import Path
     from std_msgs.msg import Int32
 
     from smores_assembly.msg import AssemblyPlan, ModuleStateArray
     from smores_assembly.ros import common
+    from smores_assembly.ros import navigation as nav_mod
 
+    monkeypatch.setattr(nav_mod, "PAIR_RETRY_S", 0.3)
+    monkeypatch.setattr(nav_mod, "MAX_HELD_RETRIES", 2)
     nav, node, ex = rig
     plan, states = _msgs(POSES)
     plan.actions[0].goal_x, plan.actions[0].goal_y = 0.06, 0.0  # pre-dock pose inside m0
@@ -154,8 +162,18 @@ def test_planning_failure_publishes_empty_paths(rig):
         Int32(data=0))
     pub = node.create_publisher(ModuleStateArray, names.STATES, common.SENSOR_QOS)
     assert spin_until(ex, lambda: got, HANG_S, tick=lambda: pub.publish(states))
-    assert len(got[-1].poses) == 0 and got[-1].header.frame_id == "world"
     assert "overlaps fixed module 'm0'" in nav.last_error
+    first = got[-1]
+    assert first.header.frame_id == "world" and len(first.poses) == 2
+    for ps in first.poses:   # m1 stands where it is, (0.45, 0.35)
+        assert (ps.pose.position.x, ps.pose.position.y) == pytest.approx((0.45, 0.35))
+    t0, t1 = (ps.header.stamp.sec + 1e-9 * ps.header.stamp.nanosec for ps in first.poses)
+    assert t1 - t0 == pytest.approx(30.0)
+    # planned again by itself (the same failure: held again), then driven directly
+    n = nav.plan_count
+    assert spin_until(ex, lambda: nav.plan_count >= n + 2 and len(got) >= 3, HANG_S,
+                      tick=lambda: pub.publish(states))
+    assert [len(m.poses) for m in got[:3]] == [2, 2, 0]
     # every input of the failed call is written beside the log, and replays the failure
     import os
     from pathlib import Path

@@ -37,8 +37,8 @@ from smores_assembly.yaml_io import read_yaml_file
 FORMAT = "smores_assembly/nav_problem/1"
 
 
-def plan_problem(prob: NavProblem, settings: NavSettings, work_clock: bool = False
-                 ) -> tuple[StagePlan, list[str]]:
+def plan_problem(prob: NavProblem, settings: NavSettings, work_clock: bool = False,
+                 defer_failed_pairs: bool = False) -> tuple[StagePlan, list[str]]:
     """The stage plan of ``prob`` as the navigation node makes it.
 
     Args:
@@ -46,6 +46,10 @@ def plan_problem(prob: NavProblem, settings: NavSettings, work_clock: bool = Fal
         settings: the node's navigation settings.
         work_clock: the search bounds count work (:class:`WorkClock`, as in lockstep),
             else wall time.
+        defer_failed_pairs: a carried pair whose plan fails waits where it stands and the
+            rest of the stage is planned (:func:`plan_stage_carrying`; the node sets it,
+            and plans again later); without it (a replay of a failure) the pair's error is
+            raised.
 
     Returns:
         ``(stage plan, staged modules)`` (:func:`plan_stage_carrying`), the plan timed for
@@ -58,7 +62,8 @@ def plan_problem(prob: NavProblem, settings: NavSettings, work_clock: bool = Fal
                                      prob.zones, settings, fixed=prob.fixed,
                                      width=settings.module_width,
                                      clock_factory=WorkClock if work_clock else None,
-                                     keep_clear=prob.keep_clear, slides=prob.slides)
+                                     keep_clear=prob.keep_clear, slides=prob.slides,
+                                     defer_failed_pairs=defer_failed_pairs)
     sp = wait_for_backoffs(sp, prob.backoffs, settings.helper_backoff_speed,
                            settings.module_width)
     return sp, staged

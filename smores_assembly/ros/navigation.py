@@ -59,8 +59,16 @@ module; ``/assembly/markers`` (MarkerArray, namespace ``paths``). On a planning 
 error is logged, every input of the failed planning call is written to
 ``navigation_failed_stage<k>_<n>.yaml`` in the ROS log directory (``--out``'s ``ros_log/``
 in a run; at most ``MAX_DUMPS`` files; the error line names it; replay it offline with
-:mod:`smores_assembly.navigation.replay`), and an empty Path is published for the affected
-modules (the docking controller then drives directly).
+:mod:`smores_assembly.navigation.replay`). A failed carried pair's plan does not fail the
+stage: the pair waits where it stands and the rest is planned round it
+(``defer_failed_pairs``). Whatever failed waits where it stands (a path that stands there
+:data:`~smores_assembly.staging.DEFERRED_PAIR_HOLD_S`; modules en route on an earlier path
+stop), and the stage is planned again from the current poses after ``PAIR_RETRY_S``
+(simulated) or as soon as a module docks, until a plan succeeds (random 100 seed 0, stage
+6: h1's plan carrying m51 failed, the node published empty paths for the whole stage, the
+pairs drove blind into staged modules, 8 contacts, three POSE_ADJUST timeouts, m51's dock
+failed). After ``MAX_HELD_RETRIES`` failures in a row the affected modules get an empty
+Path as before (the docking controller then drives directly).
 
 Service ``/navigation/replan`` (std_srvs/Trigger) replans from the current poses; a moving
 module lagging more than ``replan_lag_m`` behind its timed path triggers the same.
@@ -96,12 +104,21 @@ from smores_assembly.ros import common, lockstep, names
 from smores_assembly.ros.convert import (msg_to_plan, phases_from_status, states_msg_to_poses,
                                          timed_path_to_msg, untracked_ids)
 from smores_assembly.reconfigure import with_kept_goals
-from smores_assembly.staging import StagingSettings, carry_staging_poses, staging_poses
+from smores_assembly.staging import (DEFERRED_PAIR_HOLD_S, StagingSettings,
+                                     carry_staging_poses, staging_poses)
 from smores_assembly.vocabulary import Phase
 
 
 #: At most this many failed problems are written to the log directory in a run.
 MAX_DUMPS = 20
+
+#: [s] after a failed plan (or a carried pair's, deferred) the stage is planned again this
+#: long after (simulated time), before the standing paths
+#: (:data:`~smores_assembly.staging.DEFERRED_PAIR_HOLD_S`) run out.
+PAIR_RETRY_S = 10.0
+
+#: Failed plans in a row after which the modules concerned drive directly (empty paths).
+MAX_HELD_RETRIES = 12
 
 
 class NavigationNode(Node):
@@ -133,6 +150,8 @@ class NavigationNode(Node):
         self.plan_count = 0  # number of planning attempts (tests, diagnostics)
         self.last_error = ""
         self._dumps = 0  # failed problems written (_dump_failed)
+        self._retry_at: float | None = None  # plan the stage again then [s] (a failure)
+        self._held_failures = 0  # failed plans in a row (MAX_HELD_RETRIES)
         lp.create_subscription(AssemblyPlan, names.PLAN, self._on_plan,
                                common.LATCHED_QOS, counted=False)
         # raw: the states are decoded only when a plan or the monitor needs them (every
@@ -190,6 +209,7 @@ class NavigationNode(Node):
             return
         self._stage = k
         self._current = None
+        self._retry_at, self._held_failures = None, 0
         if k < 0:
             self._pending = False
             return
@@ -210,8 +230,10 @@ class NavigationNode(Node):
         if not newly:
             return
         self._docked |= newly
-        # a helper whose carried module just docked goes on to its next module
-        if any(self._helper_targets.get(h) in newly for h in self._helper_targets):
+        # a helper whose carried module just docked goes on to its next module; after a
+        # failed plan, a dock changes the scene: plan again
+        if self._retry_at is not None or any(
+                self._helper_targets.get(h) in newly for h in self._helper_targets):
             self._pending = True
             self._try_plan(f"{sorted(newly)} docked")
 
@@ -291,14 +313,21 @@ class NavigationNode(Node):
             # a helper backing off from its hand-over: the back-off is its first move.
             # lockstep: the search bounds count work, not wall time (the same plan on a
             # busy machine)
-            sp, staged = plan_problem(prob, self.settings, work_clock=self.lockstep.enabled)
+            sp, staged = plan_problem(prob, self.settings, work_clock=self.lockstep.enabled,
+                                      defer_failed_pairs=True)
         except (NavigationError, InputError) as exc:
             self._publish_empty(sorted(direct), t_start)
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
             dumped = self._dump_failed(prob, reason, str(exc), t_start)
-            self.get_logger().error(self.last_error + " — publishing empty paths "
-                                    f"for {sorted(set(moving) | set(carried))} "
-                                    f"(direct driving); {dumped}")
+            affected = sorted(set(moving) | set(carried))
+            held = self._hold_after_failure(prob, t_start)
+            self.get_logger().error(
+                self.last_error + (f" — {affected} wait where they stand, the stage is "
+                                   f"planned again in {PAIR_RETRY_S:.0f} s or at a dock"
+                                   if held else
+                                   f" — publishing empty paths for {affected} (direct "
+                                   f"driving, {self._held_failures} failures in a row)")
+                + f"; {dumped}")
             self.get_logger().error(
                 "the failed problem (x, y, yaw): moving "
                 + ", ".join(f"{m} {_fmt(a)} -> {_fmt(b)}" for m, (a, b) in sorted(moving.items()))
@@ -308,9 +337,33 @@ class NavigationNode(Node):
                                              for m, p in sorted(obstacles.items()))
                 + " (* fixed)")
             self._current = None
-            self._publish_empty(sorted(set(moving) | set(carried)), t_start)
+            if not held:
+                self._publish_empty(affected, t_start)
             return False
         self.last_error = ""
+        deferred = sp.stats.get("deferred_pairs", {})
+        if deferred:
+            dumped = self._dump_failed(prob, reason, "; ".join(
+                f"{h}: {e}" for h, e in sorted(deferred.items())), t_start)
+            self._held_failures += 1
+            if self._held_failures > MAX_HELD_RETRIES:
+                self._retry_at = None
+                for h in deferred:   # as before: the pair drives directly
+                    sp.paths[h] = []
+                self.get_logger().error(
+                    f"stage {self._stage + 1}: the plans of the pairs {sorted(deferred)} "
+                    f"failed {self._held_failures} times in a row: empty paths (direct "
+                    f"driving); {dumped}")
+            else:
+                self._retry_at = t_start + PAIR_RETRY_S
+                self.get_logger().warning(
+                    f"stage {self._stage + 1} ({reason}): the plan of "
+                    + ", ".join(f"{h} ({e})" for h, e in sorted(deferred.items()))
+                    + f" failed: the pair waits where it stands, the rest of the stage is "
+                    f"planned round it, planned again in {PAIR_RETRY_S:.0f} s or at a dock; "
+                    f"{dumped}")
+        else:
+            self._retry_at, self._held_failures = None, 0
         # on their axis at the staging pose: the controller slides them straight in, once
         # the paths near their slides have passed (a path that stands, then ends)
         waits = direct_waits(sp, direct, prob.slides, turn_clearance(self.settings.module_width),
@@ -344,6 +397,26 @@ class NavigationNode(Node):
             + "".join(f"; {n}" for n in st.get("notes", ())))
         for w in st.get("warnings", ()):
             self.get_logger().warning(f"stage {self._stage + 1} ({reason}): {w}")
+        return True
+
+    def _hold_after_failure(self, prob: NavProblem, t_start: float) -> bool:
+        """After a failed plan: the modules it was for (moving, carried pairs' helpers)
+        wait where they stand (a path that stands there
+        :data:`~smores_assembly.staging.DEFERRED_PAIR_HOLD_S`), those en route on an
+        earlier path stop, and the stage is planned again after ``PAIR_RETRY_S`` (or at a
+        dock). False once ``MAX_HELD_RETRIES`` failures came in a row (the caller then
+        publishes empty paths: direct driving, as before)."""
+        self._held_failures += 1
+        if self._held_failures > MAX_HELD_RETRIES:
+            self._retry_at = None
+            return False
+        here = {m: a for m, (a, _b) in prob.moving.items()}
+        here.update({h: a for h, (a, _b, _c) in prob.carried.items()})
+        for m, p in sorted(here.items()):
+            self._en_route.pop(m, None)
+            self._publish_path(m, [(0.0, p), (DEFERRED_PAIR_HOLD_S, p)], t_start)
+        self._stop_en_route(set(here), t_start)
+        self._retry_at = t_start + PAIR_RETRY_S
         return True
 
     def _dump_failed(self, prob: NavProblem, reason: str, error: str, t: float) -> str:
@@ -440,6 +513,13 @@ class NavigationNode(Node):
 
     # --- monitoring -----------------------------------------------------------------------
     def _monitor(self) -> None:
+        if self._retry_at is not None and self._stage >= 0 and self._now() >= self._retry_at:
+            # a failed plan (or a carried pair's, deferred): plan again from where the
+            # modules stand now
+            self._retry_at = None
+            self._pending = True
+            self._try_plan("retry after a failed plan")
+            return
         sp = self._current
         if sp is None or self._stage < 0:
             return
