@@ -114,6 +114,10 @@ BATCH = -1
 #: are taken from the parked command subscriptions [s, wall].
 STRAY_COMMAND_PERIOD_S = 0.5
 
+#: History depth of the ground-truth publisher [samples]: how far a reliable reader (the
+#: recorder, the run's observer) may lag behind and still get every sample.
+GROUND_TRUTH_DEPTH = 1000
+
 
 def _next_due(due: float, rate_hz: float, t: float) -> float:
     """The next due instant after ``due`` for a schedule at ``rate_hz`` [Hz], restarting
@@ -202,8 +206,13 @@ class FakeHardwareNode(Node):
                                                event_callbacks=pev)
         self._coll_pub = self.create_publisher(CollisionEvent, names.COLLISIONS, coll_qos,
                                                event_callbacks=pev)
-        self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH, 100,
-                                             event_callbacks=pev)
+        # the ground truth's history is what a lagging reliable reader (the recorder, the
+        # run's observer) can still get: at --real-time-factor 0 under load, depth 100
+        # (2 s simulated at 50 Hz, ~0.2 s wall at Task 1's pace) left holes of 1.14 s and
+        # 0.34 s in a Task 1 recording (test_end_to_end, clean-clone CI at load ~2-3);
+        # 1000 samples are ~20 s simulated (a few MB at 110 modules)
+        self._gt_pub = self.create_publisher(ModuleStateArray, names.GROUND_TRUTH,
+                                             GROUND_TRUTH_DEPTH, event_callbacks=pev)
         self._clock_pub = self.create_publisher(ClockMsg, names.CLOCK, 10, event_callbacks=pev)
         # outgoing high-rate messages, built once and refilled before every publish
         # (publish() serialises synchronously, so one object can serve every publisher)
