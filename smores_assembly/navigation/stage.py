@@ -57,7 +57,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field, replace
-from typing import Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -958,25 +958,16 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # ``penalty_occupied`` each, and the cells are chosen again, up to
         # UNTIMED_LEG_PASSES times; the choice with the fewest such pairs is kept (the
         # first among equals)
-        bad: set[tuple[str, Cell]] = set()
-        best = None
-        for _pass in range(UNTIMED_LEG_PASSES + 1):
-            cells = _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
-                            lambda cell: penalty_occupied if cell in mc else 0.0,
-                            radius, "goal pose",
-                            leg_penalty=lambda a, cell: final_penalty(a, cell) + (
-                                penalty_occupied if (a, cell) in bad else 0.0))
-            untimed = _untimed_legs({m: scene.center(c) for m, c in cells.items()},
-                                    goals_xy, room)
-            pairs = [p for p, gap in untimed.items() if gap < body]
-            if best is None or len(pairs) < best[0]:
-                best = (len(pairs), cells)
-            new_bad = {(m, cells[m]) for pair in pairs for m in pair} - bad
-            if not pairs or not new_bad:
-                break
-            bad |= new_bad
-        assert best is not None  # one pass at least
-        goal_cells = best[1]
+        goal_cells = _choose_again(
+            lambda bad: _assign(scene, goals_xy, lambda a, cell: cell not in fixed_cells,
+                                lambda cell: penalty_occupied if cell in mc else 0.0,
+                                radius, "goal pose",
+                                leg_penalty=lambda a, cell: final_penalty(a, cell) + (
+                                    penalty_occupied if (a, cell) in bad else 0.0)),
+            lambda cells: [p for p, gap in _untimed_legs(
+                {m: scene.center(c) for m, c in cells.items()}, goals_xy, room).items()
+                if gap < body],
+            UNTIMED_LEG_PASSES)
         # (e) on a chosen goal cell's final leg
         for m, cell in goal_cells.items():
             aside |= final_leg(m, cell)[1]
@@ -985,24 +976,15 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
         # modules' cells ``10`` cells each, and the start cells are chosen again, up to
         # START_LEG_PASSES times; the choice with the fewest such pairs is kept (the first
         # among equals). Without such a pair the first choice stands, as before.
-        clash: set[tuple[str, Cell]] = set()
-        best_start = None
-        for _pass in range(START_LEG_PASSES + 1):
-            cells = _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
-                            lambda cell: penalty_occupied if cell in mc else 0.0,
-                            radius, "current pose",
-                            leg_penalty=lambda a, cell: leg_penalty(a, cell) + (
-                                10.0 * scene.c if (a, cell) in clash else 0.0))
-            pairs = _start_leg_contacts(cur_poses, {m: scene.center(c) for m, c in
-                                                    cells.items()}, stay, s)
-            if best_start is None or len(pairs) < best_start[0]:
-                best_start = (len(pairs), cells)
-            new_clash = {(m, cells[m]) for pair in pairs for m in pair if m not in stay} - clash
-            if not pairs or not new_clash:
-                break
-            clash |= new_clash
-        assert best_start is not None  # one pass at least
-        start_cells = best_start[1]
+        start_cells = _choose_again(
+            lambda clash: _assign(scene, start_xy, lambda a, cell: cell not in fixed_cells,
+                                  lambda cell: penalty_occupied if cell in mc else 0.0,
+                                  radius, "current pose",
+                                  leg_penalty=lambda a, cell: leg_penalty(a, cell) + (
+                                      10.0 * scene.c if (a, cell) in clash else 0.0)),
+            lambda cells: _start_leg_contacts(
+                cur_poses, {m: scene.center(c) for m, c in cells.items()}, stay, s),
+            START_LEG_PASSES, charged=lambda m: m not in stay)
         # (b) on a chosen cell
         for cell in list(goal_cells.values()) + list(start_cells.values()):
             aside |= mc.get(cell, set())
@@ -1033,6 +1015,29 @@ def _choose_cells(lay: _Layout, moving: Mapping[str, tuple[Pose2D, Pose2D]],
 #: How often :func:`_choose_cells` chooses the goal cells again to be rid of two final
 #: legs that no order keeps apart (:func:`_untimed_legs`).
 UNTIMED_LEG_PASSES = 3
+
+
+def _choose_again(assign: Callable[[set], dict], pairs_of: Callable[[dict], Sequence],
+                  passes: int, charged: Callable[[str], bool] = lambda m: True) -> dict:
+    """Cells chosen by ``assign(bad)`` (module -> cell; ``bad``: the ``(module, cell)``
+    choices to charge), chosen again while ``pairs_of(cells)`` finds pairs of modules whose
+    legs conflict: their cells (of modules ``charged``) are added to ``bad``, up to
+    ``passes`` more times or until no new choice is charged; the choice with the fewest
+    pairs is kept (the first among equals). The one re-choice rule of :func:`_choose_cells`
+    steps (f) and (g)."""
+    bad: set[tuple[str, Cell]] = set()
+    best: tuple[int, dict] | None = None
+    for _pass in range(passes + 1):
+        cells = assign(bad)
+        pairs = pairs_of(cells)
+        if best is None or len(pairs) < best[0]:
+            best = (len(pairs), cells)
+        new_bad = {(m, cells[m]) for pair in pairs for m in pair if charged(m)} - bad
+        if not pairs or not new_bad:
+            break
+        bad |= new_bad
+    assert best is not None  # one pass at least
+    return best[1]
 
 
 #: How often :func:`_choose_cells` chooses the start cells again to be rid of two legs to
