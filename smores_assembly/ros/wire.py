@@ -80,7 +80,11 @@ def read_pose_stamped(raw: bytes) -> tuple[float, tuple[float, ...], tuple[float
 # z, orientation x y z w), bool tracked, Time stamp.
 _U32 = struct.Struct("<I")
 _TIME = struct.Struct("<iI")
-_STATE = struct.Struct("<10d")
+#: a module after its id (which ends padded to 8): the 10 doubles x y yaw, position x y z,
+#: orientation x y z w, ``tracked``, 3 bytes of padding, the stamp (sec, nanosec)
+_ENTRY = struct.Struct("<10d?3xiI")
+#: (id, data offset % 8) -> the id's bytes and padding (:func:`_state_prefix`)
+_prefixes: dict[tuple[str, int], bytes] = {}
 
 
 class ModuleStateView(NamedTuple):
@@ -128,6 +132,26 @@ def _string(out: list[bytes], size: int, text: str) -> int:
     return size + pad + 4 + len(raw) + 1
 
 
+def _state_prefix(mid: str, size: int) -> bytes:
+    """The bytes of a ``ModuleState`` before its doubles when it starts at data offset
+    ``size`` (4-aligned): its id as a CDR string and the padding that 8-aligns the doubles
+    (cached: a message repeats the same few ids, and their padding depends only on
+    ``size % 8``).
+
+    Raises:
+        ValueError: an id with a NUL character.
+    """
+    key = (mid, size & 7)
+    got = _prefixes.get(key)
+    if got is None:
+        out: list[bytes] = []
+        end = _string(out, size & 7, mid)
+        got = b"".join(out) + b"\x00" * (-end % 8)
+        if len(_prefixes) < 65536:
+            _prefixes[key] = got
+    return got
+
+
 def write_module_states(sec: int, nanosec: int, frame_id: str, modules) -> bytes:
     """A serialised ``ModuleStateArray``.
 
@@ -147,23 +171,24 @@ def write_module_states(sec: int, nanosec: int, frame_id: str, modules) -> bytes
     pad = -size % 4
     out.append(b"\x00" * pad + _U32.pack(len(mods)))
     size += pad + 4
+    # each module: its id and padding (cached), then one pack of the rest (_ENTRY); every
+    # module ends 4-aligned, so the next id needs no padding before it
+    prefixes, pack = _prefixes, _ENTRY.pack
     for mid, x, y, yaw, (px, py, pz), (qw, qx, qy, qz), tracked, ssec, snsec in mods:
-        size = _string(out, size, mid)
-        pad = -size % 8
-        out.append(b"\x00" * pad + _STATE.pack(x, y, yaw, px, py, pz, qx, qy, qz, qw)
-                   + (b"\x01" if tracked else b"\x00"))
-        size += pad + _STATE.size + 1
-        pad = -size % 4
-        out.append(b"\x00" * pad + _TIME.pack(ssec, snsec))
-        size += pad + _TIME.size
+        pre = prefixes.get((mid, size & 7))
+        if pre is None:
+            pre = _state_prefix(mid, size)
+        out.append(pre)
+        out.append(pack(x, y, yaw, px, py, pz, qx, qy, qz, qw, tracked, ssec, snsec))
+        size += len(pre) + _ENTRY.size
     return b"".join(out)
 
 
-def _decode_states(raw: bytes) -> tuple[float, list[tuple[str, tuple, bool, float]]]:
+def _decode_states(raw: bytes) -> tuple[float, list[tuple[str, tuple]]]:
     """``(header stamp [s], entries)`` of a serialised ``ModuleStateArray``: per module
-    ``(id, the 10 doubles x y yaw px py pz qx qy qz qw, tracked, stamp [s])`` in the
-    message's order. The one CDR walk behind :func:`read_module_states` and
-    :func:`read_mocap_frame`.
+    ``(id, values)`` in the message's order, ``values`` as :data:`_ENTRY` unpacks them (the
+    10 doubles x y yaw px py pz qx qy qz qw, tracked, stamp sec, nanosec). The one CDR walk
+    behind :func:`read_module_states` and :func:`read_mocap_frame`.
 
     Raises:
         ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
@@ -171,28 +196,23 @@ def _decode_states(raw: bytes) -> tuple[float, list[tuple[str, tuple, bool, floa
     if len(raw) < 4 + 16 or raw[:2] != _ENCAPSULATION_LE[:2]:
         raise ValueError(f"not a little-endian CDR ModuleStateArray ({len(raw)} bytes, "
                          f"encapsulation {bytes(raw[:4]).hex()})")
+    u32, entry = _U32.unpack_from, _ENTRY.unpack_from
     try:
         sec, nanosec = _TIME.unpack_from(raw, 4)
-        n = _U32.unpack_from(raw, 12)[0]
+        n = u32(raw, 12)[0]
         off = 16 + n                          # absolute offsets; data starts at 4
         off += -(off - 4) % 4
-        count = _U32.unpack_from(raw, off)[0]
+        count = u32(raw, off)[0]
         off += 4
         entries = []
         for _ in range(count):
-            off += -(off - 4) % 4
-            n = _U32.unpack_from(raw, off)[0]
+            off += -(off - 4) % 4             # (0: a module ends 4-aligned)
+            n = u32(raw, off)[0]
             mid = bytes(raw[off + 4:off + 3 + n]).decode()
             off += 4 + n
             off += -(off - 4) % 8
-            fields = _STATE.unpack_from(raw, off)
-            off += _STATE.size
-            tracked = raw[off] != 0
-            off += 1
-            off += -(off - 4) % 4
-            ssec, snsec = _TIME.unpack_from(raw, off)
-            off += _TIME.size
-            entries.append((mid, fields, tracked, ssec + snsec * 1e-9))
+            entries.append((mid, entry(raw, off)))
+            off += _ENTRY.size
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise ValueError(f"not a CDR ModuleStateArray ({len(raw)} bytes): {exc}") from None
     return sec + nanosec * 1e-9, entries
@@ -205,8 +225,8 @@ def read_module_states(raw: bytes) -> tuple[float, list[ModuleStateView]]:
         ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
     """
     stamp, entries = _decode_states(raw)
-    return stamp, [ModuleStateView(mid, f[0], f[1], f[2], tracked, t)
-                   for mid, f, tracked, t in entries]
+    return stamp, [ModuleStateView(mid, v[0], v[1], v[2], v[10], v[11] + v[12] * 1e-9)
+                   for mid, v in entries]
 
 
 def read_mocap_frame(raw: bytes) -> tuple[float, list[tuple[str, float, tuple, tuple]]]:
@@ -219,8 +239,8 @@ def read_mocap_frame(raw: bytes) -> tuple[float, list[tuple[str, float, tuple, t
         ValueError: not a little-endian CDR ModuleStateArray (truncated, other encapsulation).
     """
     stamp, entries = _decode_states(raw)
-    return stamp, [(mid, t, (f[3], f[4], f[5]), (f[9], f[6], f[7], f[8]))
-                   for mid, f, tracked, t in entries if tracked]
+    return stamp, [(mid, v[11] + v[12] * 1e-9, (v[3], v[4], v[5]), (v[9], v[6], v[7], v[8]))
+                   for mid, v in entries if v[10]]
 
 
 # --- geometry_msgs/Twist ---------------------------------------------------------------------
