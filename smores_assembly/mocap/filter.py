@@ -296,8 +296,8 @@ class MocapFilter:
         # hot path (every mocap sample): plain floats and quaternion algebra, no numpy
         s = self.settings
         try:
-            px, py, pz = (float(v) for v in position)
-            qw, qx, qy, qz = (float(v) for v in quat)
+            px, py, pz = map(float, position)
+            qw, qx, qy, qz = map(float, quat)
             stamp, received = float(stamp), float(received)
         except (TypeError, ValueError):
             return "nan"
