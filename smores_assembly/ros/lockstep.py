@@ -362,6 +362,10 @@ class LockstepParticipant:
         from smores_assembly.ros.common import drop_clock_subscription  # noqa: PLC0415
         drop_clock_subscription(node)   # the turns are this node's clock, not /clock
         self._time_source = node._time_source
+        #: the Clock message each turn sets the node's clock with (one, refilled per turn:
+        #: the time source keeps a Time of its own; building a message per turn cost ~4x
+        #: the call, issue 10)
+        self._clock_msg = ClockMsg()
         # turns and answers as CDR bytes (ros/wire.py): ~130 of each per simulated second
         self._ack_pub = node.create_publisher(LockstepAck, TOPIC_ACK, ACK_PUB_QOS,
                                               event_callbacks=NO_EVENTS_PUB)
@@ -667,7 +671,9 @@ class LockstepParticipant:
         self._turn_start = time.monotonic()
         self._hold_reported = False
         self.turns += 1
-        self._time_source.clock_callback(ClockMsg(clock=_time_msg(t_ns)))
+        stamp = self._clock_msg.clock
+        stamp.sec, stamp.nanosec = divmod(t_ns, 1_000_000_000)
+        self._time_source.clock_callback(self._clock_msg)
         self._timers_pending = True
         self._running = True   # a callback's poke() must not run the timers yet
         try:
@@ -788,8 +794,3 @@ class LockstepParticipant:
             pub.publish(raw)
         return True
 
-
-def _time_msg(t_ns: int):
-    from builtin_interfaces.msg import Time
-    sec, nsec = divmod(int(t_ns), 1_000_000_000)
-    return Time(sec=sec, nanosec=nsec)
