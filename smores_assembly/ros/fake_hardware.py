@@ -814,8 +814,12 @@ class FakeHardwareNode(Node):
         if s.publish_clock and (not s.lockstep or t >= self._next_clock - 1e-9):
             if s.lockstep:
                 self._next_clock = _next_due(self._next_clock, s.lockstep_clock_rate_hz, t)
-            _set_stamp(self._clock_msg.clock, t)
-            self._clock_pub.publish(self._clock_msg)
+            # nobody listening (the fake stack's nodes take their time from the turns and
+            # drop /clock, issue 10): no message to convert and write (volatile: a later
+            # subscriber would not get this one either)
+            if self._clock_pub.get_subscription_count() > 0:
+                _set_stamp(self._clock_msg.clock, t)
+                self._clock_pub.publish(self._clock_msg)
         if t >= self._next_mocap - 1e-9:
             self._next_mocap = _next_due(self._next_mocap, s.mocap_rate_hz, t)
             self._sample_mocap(t)
@@ -874,19 +878,23 @@ class FakeHardwareNode(Node):
         sec, nsec = divmod(int(round(stamp_t * 1e9)), 1_000_000_000)   # as _set_stamp
         half = 0.5 * poses[:, 2]
         qz, qw = np.sin(half).tolist(), np.cos(half).tolist()
-        xs, ys, zs = poses[:, 0].tolist(), poses[:, 1].tolist(), z.tolist()
+        zs = z.tolist()
         shown = np.flatnonzero(visible).tolist()
         if self._frame_pub is not None:
             # one frame: the bodies seen, each with the numbers of its PoseStamped (x, y,
             # yaw: the planar pose of the same sample)
-            yaws, ids = poses[:, 2].tolist(), self.ids
-            rows = [(ids[i], xs[i], ys[i], yaws[i], (xs[i], ys[i], zs[i]),
-                     (qw[i], 0.0, 0.0, qz[i]), True, sec, nsec) for i in shown]
+            rows_xyy, ids = poses.tolist(), self.ids
+            rows = []
+            for i in shown:
+                x, y, yaw = rows_xyy[i]
+                rows.append((ids[i], x, y, yaw, (x, y, zs[i]), (qw[i], 0.0, 0.0, qz[i]), True,
+                             sec, nsec))
             self._frame_pub.publish(write_module_states(sec, nsec, self.settings.mocap_frame_id,
                                                         rows))
             if self.settings.lockstep:
                 self._sched.count_sent(self._frame_pub.topic_name)
             return
+        xs, ys = poses[:, 0].tolist(), poses[:, 1].tolist()
         encode = self._mocap_writer.encode   # the serialised PoseStamped (ros/wire.py)
         pubs = self._mocap_pubs
         for i in shown:
