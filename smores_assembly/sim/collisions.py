@@ -158,7 +158,7 @@ class CollisionsMixin:
         # mover can have come within reach of any module
         step_max = float(np.abs(prop[:, :2] - cur[:, :2]).max()) * math.sqrt(2.0)
         if (self._clearance_movers is not None
-                and np.array_equal(self._clearance_movers, moving)
+                and (self._clearance_movers == moving).all()
                 and self._clearance - 2.0 * step_max > 0.0):
             self._clearance -= 2.0 * step_max
             self._pose[moving] = prop[moving]
@@ -167,7 +167,7 @@ class CollisionsMixin:
                 if moving[self._idx[h]]:
                     self._carry[h][2] = new_rel[h]
             return
-        mv = np.flatnonzero(moving)
+        mv = moving.nonzero()[0]
         disp = np.hypot(prop[:, 0] - cur[:, 0], prop[:, 1] - cur[:, 1])
         # conservative broad phase on the current positions: two squares can only overlap
         # when their centres are within w*sqrt(2) (+ what either moves in this step)

@@ -94,7 +94,7 @@ class MagnetsMixin(WorldBase):
         dirty = self._capture_dirty | moved
         self._capture_dirty = np.zeros(len(self._ids), dtype=bool)
         has_mag = np.asarray(self._mag.any(axis=1))
-        mags = np.flatnonzero(has_mag)
+        mags = has_mag.nonzero()[0]
         if len(mags) < 2:
             return
         limit = w + p.capture_range + p.capture_lateral_max + 0.5 * w * math.sin(
@@ -112,7 +112,7 @@ class MagnetsMixin(WorldBase):
                     out.add((min(a_i, b_i), max(a_i, b_i)))
             return out
 
-        active = np.flatnonzero(dirty & has_mag)
+        active = (dirty & has_mag).nonzero()[0]
         if len(active) == 0:
             return
         candidates = pairs_of(active)

@@ -233,7 +233,9 @@ class SimWorld(HelpersMixin, MagnetsMixin, CollisionsMixin, WorldBase):
             self._steady = None
         _, driving, target = self._kin
         old = self._wheel
-        if not np.array_equal(old, target):
+        # (==).all(), not np.array_equal, whose checks cost more than the comparison (same
+        # shapes and dtype here; every step, issue 10)
+        if not (old == target).all():
             self._wheel, mean = kinematics.ramp_wheels(old, target, p.wheel_accel_max, dt)
             self._steady = None
             return kinematics.arc_terms(mean, driving, p, dt)
