@@ -462,6 +462,7 @@ class Escape:
         self.sign = 0.0
         self.room: Pose2D | None = None   # where the body can turn (a planned escape)
         self.was_clear = False
+        self.path: TimedPath | None = None  # the path :meth:`at_start` last escaped for
 
     def step(self, ctx: DockingContext, body: Pose2D,
              obstacles: Sequence[tuple[float, float]]) -> bool:
@@ -520,8 +521,16 @@ class Escape:
         return saturate(self.sign * min(s.near_structure_speed, s.v_max), 0.0, s)
 
     def at_start(self, ctx: DockingContext, body: Pose2D) -> bool:
-        """:meth:`step` only until the body was clear once (a planned path may
-        legitimately pass close to modules later on)."""
+        """:meth:`step` only until the body was clear once on the current path
+        (``ctx.path``; a planned path may legitimately pass close to modules later on).
+
+        Every new path re-arms it: a replan starts from where the body stands, and a body
+        pressed against a module turned into it again on each new path (random 100
+        stage 21: h0's corner against m50, 48 lag replans from the blocked pose, each
+        one turning it back into m50, until m62's helper timed out)."""
+        if ctx.path is not self.path:
+            self.path = ctx.path
+            self.was_clear = False
         if self.was_clear:
             return False
         if self.step(ctx, body, ctx.obstacles_for_body()):
