@@ -924,12 +924,10 @@ class Docked(PhaseStep):
 class FetchPath(PhaseStep):
     """Helper sub-step: follow the navigation's path towards the pick-up pose; its end, a
     timeout, or coming within ``obstacle_clearance`` of the module -> choose the side again
-    and go on with :class:`FetchGoto`."""
+    and go on with :class:`FetchGoto`. Each entry follows a path not followed yet, so the
+    start escape (:meth:`Escape.at_start`, re-armed per path) looks again."""
 
     name = "path"
-
-    def enter(self, ctx):
-        self.wh.escape.was_clear = False
 
     def tick(self, ctx):
         s, wh = ctx.s, self.wh
