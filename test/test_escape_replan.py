@@ -1,4 +1,5 @@
-"""A new path re-arms the start escape (issue 16, random 100 seed 0: FAILED in stage 21).
+"""A new path re-arms the start escape, and a path's turn in place that would touch a
+module escapes first (issue 16, random 100 seed 0: FAILED in stage 21; contact in stage 7).
 
 At the stage's start h0, fetching m62 along the navigation's path, touched m50 (0.48 mm,
 motion blocked). It fell behind its timed path, and the navigation planned it again from
@@ -15,9 +16,15 @@ path clear of every module (its escape done) gets a replanned path while a neigh
 stands nearly abeam, closer than a turn in place needs; the new path leaves through the
 free side with a quarter turn. Both a docking module in NAVIGATE and a helper on its
 way to the module it fetches.
+
+A path may also stop a body on its cell near a module and turn it there: the cell's
+clearance is by centres, the turn sweeps a square (stage 7: h0 0.108 m from m59, which
+stood 38 degrees off, turned into it). Such a turn now escapes first
+(:meth:`~smores_assembly.docking.task.Escape.before_turn`), judged by the tracked squares.
 """
 from __future__ import annotations
 
+import math
 
 from closed_loop import DT
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
@@ -105,3 +112,42 @@ def test_a_docking_module_escapes_again_on_a_replanned_path_random_layouts():
 def test_a_fetching_helper_escapes_again_on_a_replanned_path_random_layouts():
     """The helper's path step (the random 100 case): no contact, and the step ends."""
     _judge(helper=True)
+
+
+#: random 100 seed 0, stage 7: the world when h0's path to m72 began (x [m], y [m], yaw)
+STAGE_7 = {
+    "h0": (-0.1004, -0.0281, -0.8041), "m59": (-0.0983, -0.1494, -2.3502),
+    "m67": (-0.2114, -0.1501, -0.7794), "m89": (0.0148, -0.1488, -2.3502),
+    "m78": (0.0320, 0.0965, 0.7753), "m66": (-0.1545, -0.2064, -0.7794),
+    "m68": (-0.0414, -0.2057, 2.3622), "m56": (-0.0976, -0.2626, -2.3502),
+    "m72": (-0.6, 0.6, 0.0), "m9": (-0.9, 0.6, 0.0),
+}
+
+
+def test_random_100_stage_7_h0_does_not_turn_into_m59_on_its_path():
+    """A path stops h0 on its cell 0.108 m from m59 (by centres clear of it; m59 stands
+    38 degrees off, so a turn in place there sweeps h0's corner into it), then turns it
+    towards its next cell (north, the free side), as the run's path did: h0 first drives
+    straight to room, then turns. No contact within 15 s. Before: h0 touched m59 (the
+    run: 0.24 mm)."""
+    poses = {m: Pose2D(*v) for m, v in STAGE_7.items()}
+    world = SimWorld(poses, helpers=("h0",))
+    task = DockingTask(DockingSpec("m72", "m9", Face.TOP, Face.LEFT, "h0"), DockingSettings())
+    h = poses["h0"]
+    cell = (-0.0867, -0.0424)
+    nxt = (cell[0], cell[1] + 0.12)   # the free side (north)
+    path = TimedPath(((DT, h.x, h.y), (1.0, *cell), (2.5, *cell), (6.0, *nxt), (9.0, *nxt)))
+    events = []
+    turned = False
+    while world.t < 15.0:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        me = world.pose("h0")
+        obs = [(q.x, q.y) for m, q in world.poses().items()
+               if m not in ("h0", "m72", "m9") and q.distance_to(me) <= 0.6]
+        out = task.tick(t, samples, path=path if t >= DT else None, obstacles=obs)
+        world.set_cmd_vel("h0", *out.cmd.get("h0", (0.0, 0.0)))
+        events += [ev.modules for ev in world.step(DT) if ev.kind == "collision"]
+        turned = turned or abs(math.degrees(world.pose("h0").yaw) - 90.0) < 10.0
+    assert not events, events
+    assert turned

@@ -24,7 +24,7 @@ import random
 from smores_assembly.docking import DockingSettings
 from smores_assembly.docking.control import TimedPath
 from smores_assembly.docking.task import PathFollower, PoseSample
-from smores_assembly.geometry import Pose2D
+from smores_assembly.geometry import Pose2D, wrap_angle
 from smores_assembly.navigation.stage import NavSettings
 from smores_assembly.sim import SimWorld
 
@@ -116,3 +116,35 @@ def test_random30_seed9_stage1_neighbours_turn_onto_their_final_legs_without_con
                      (33.4, 0.327, -0.257), (34.5, 0.329, -0.311)]}
     events, _ = _run(poses, paths, DockingSettings())
     assert events == []
+
+
+def test_a_module_a_few_mm_off_its_dwelling_waypoint_does_not_turn_to_face_it():
+    """40 random dwells (seed 17): the module stands 2.5-4.5 mm from the waypoint where
+    its path dwells (between ``nav_hold_tolerance`` and ``nav_turn_min_distance``, 0.5 mm
+    inside each), in a random direction. It creeps along its heading to the waypoint's
+    projection instead of turning to face a point that close:
+    its heading changes by less than 1 degree and it ends within ``nav_hold_tolerance``
+    (+ 1 mm) of the projection. Before (``nav_turn_min_distance`` 0, the old rule) it
+    turned in place to face the point in all 40 -- up to 180 degrees for a few mm (random
+    100 seed 0: the staging m63 swung through 80 degrees beside m76 and touched it)."""
+    s = DockingSettings(nav_turn_min_distance=0.005)   # off by default (see README)
+    rng = random.Random(17)
+    turned = []
+    for k in range(40):
+        yaw = rng.uniform(-math.pi, math.pi)
+        start = Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), yaw)
+        r = rng.uniform(s.nav_hold_tolerance + 0.0005, s.nav_turn_min_distance - 0.0005)
+        a = rng.uniform(-math.pi, math.pi)
+        wx, wy = start.x + r * math.cos(a), start.y + r * math.sin(a)
+        world = SimWorld({"m": start})
+        f = PathFollower("m", TimedPath(((0.0, wx, wy), (20.0, wx, wy))), s)
+        while world.t < 8.0:
+            v, w = f.tick(world.t, PoseSample(world.pose("m"), world.t))
+            world.set_cmd_vel("m", v, w)
+            world.step(DT)
+        end = world.pose("m")
+        dyaw = abs(math.degrees(wrap_angle(end.yaw - yaw)))
+        along = (wx - end.x) * math.cos(yaw) + (wy - end.y) * math.sin(yaw)
+        if dyaw >= 1.0 or abs(along) > s.nav_hold_tolerance + 0.001:
+            turned.append((k, round(dyaw, 1), round(along * 1000, 1)))
+    assert not turned, turned

@@ -6,7 +6,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              TimedPath, approach_command, detour_waypoints,
                                              dock_axis, goto_point, pickup_axis, pickup_pose,
                                              real_command, saturate, track_timed_path,
-                                             virtual_pose)
+                                             turns_in_place, virtual_pose, TurnGate)
 from smores_assembly.docking.task import (DockingSpec, DockingTask, HelperRequest,
                                           PathFollower, PoseObserver, PoseSample, TaskOutput,
                                           TaskStatus, face_errors)
@@ -18,5 +18,6 @@ __all__ = ["ACTIVE_PHASES", "DockAxis", "DockingSettings", "DockingSpec", "Docki
            "PoseRegulator", "PoseSample", "TaskOutput", "TaskStatus", "TimedPath",
            "approach_command", "detour_waypoints", "dock_axis", "face_errors", "goto_point",
            "pickup_axis", "pickup_pose", "real_command",
-           "saturate", "track_timed_path", "virtual_pose", "UndockSpec", "UndockTask",
+           "saturate", "track_timed_path", "turns_in_place", "TurnGate",
+           "virtual_pose", "UndockSpec", "UndockTask",
            "line_command"]

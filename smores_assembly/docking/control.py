@@ -76,6 +76,12 @@ class DockingSettings:
         0.002, "Where the timed path dwells, the module closes in on its waypoint to this "
         "distance before it stops [m] (the navigation's grid leaves (cell - w sqrt 2) / 2 = "
         "3.4 mm to each of two neighbours turning in place on adjacent cells)", 0.0002, 0.1)
+    nav_turn_min_distance: float = param_field(
+        0.0, "Closer than this to the carrot [m] the module does not turn towards it: it "
+        "creeps along its heading (forward or back) to the carrot's projection (turning in "
+        "place to face a point a few mm away swung staging modules through 80 degrees "
+        "beside a neighbour); 0: off, the module always turns to face the carrot (the "
+        "default: 0.005-0.01 change the scale runs, see docs/RESULTS.md)", 0.0, 0.1)
     nav_approach_min_speed: float = param_field(
         0.02, "NAVIGATE speed floor while farther than nav_hold_tolerance from the carrot "
         "[m/s] (keep below the planned path speeds, 0.05 m/s: above them the module runs "
@@ -648,6 +654,62 @@ def turn_shift(body: Pose2D, obstacles: Sequence[tuple[float, float]], width: fl
     return best
 
 
+#: gap [m] :func:`turn_sweep_clear` wants between a turning body and every tracked square
+TURN_MARGIN = 0.002
+
+
+def turn_sweep_clear(body: Pose2D, squares: Sequence[Pose2D], width: float,
+                     margin: float = TURN_MARGIN) -> bool:
+    """True when the disc a ``width`` square sweeps turning in place at ``body`` (radius
+    ``w / sqrt 2``) stays ``margin`` [m] from every square of ``squares`` (poses,
+    ``world`` frame; the tracked modules with their yaws)."""
+    sweep = width / math.sqrt(2.0) + margin
+    return all(footprint_clearance(o, (body.x, body.y), width, 0.5 * width) >= sweep
+               for o in squares)
+
+
+def turns_in_place(v: float, w: float, width: float) -> bool:
+    """True when the command ``(v [m/s], w [rad/s])`` turns a ``width`` [m] square about a
+    point inside it (turning radius ``|v / w|`` under ``w / 2``): its corners then sweep
+    the disc of radius ``w / sqrt 2`` round its centre, as in a turn in place."""
+    return w != 0.0 and abs(v) < abs(w) * 0.5 * width
+
+
+class TurnGate:
+    """The turns in place granted in one control tick of the bodies one controller drives.
+
+    Two bodies turning in place at once each sweep a disc of radius ``w / sqrt 2``; closer
+    than two of those (0.113 m for 0.08 m modules, plus ``margin``) they can touch although
+    each one's disc is clear of the other's square as it stands (random 100 seed 0: the
+    followers m70 and m80, 0.1035 m apart, turned at once and touched, 0.38 mm; random 50:
+    m47 and m49 turning to their staging yaws). A body whose turn would overlap a disc
+    granted earlier in the tick holds still for the tick (:meth:`may_turn` False); callers
+    let last tick's turners ask first, so a turn once started goes on and the holder turns
+    after it. Grid neighbours (0.12 m apart) never hold each other. Pure geometry, no ROS.
+
+    Args:
+        width: module width [m].
+        margin: gap [m] wanted between the two swept discs.
+    """
+
+    def __init__(self, width: float, margin: float = TURN_MARGIN):
+        self.width = width
+        self._reach = math.sqrt(2.0) * width + margin   # two half-diagonals + margin
+        self.discs: list[tuple[float, float]] = []
+
+    def note(self, x: float, y: float) -> None:
+        """Record a body turning in place at ``(x, y)`` [m, ``world``] this tick."""
+        self.discs.append((x, y))
+
+    def may_turn(self, x: float, y: float) -> bool:
+        """True when a body at ``(x, y)`` may turn in place this tick (no granted disc
+        within reach); it is then recorded."""
+        if any(math.hypot(x - dx, y - dy) < self._reach for dx, dy in self.discs):
+            return False
+        self.note(x, y)
+        return True
+
+
 def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],
                 width: float, standoff: float, lift_gap: float = 0.006) -> DockAxis:
     """The side from which a helper picks ``module`` up: the docking axis onto one of the
@@ -940,6 +1002,13 @@ def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings
     speed floor makes the last centimetres linear instead of exponential (``nav_k_dist``
     1/s: 50 mm of lag took ~2.7 s to shrink to 3.4 mm, longer than a one-step wait).
 
+    Closer than ``nav_turn_min_distance`` to the carrot the module does not turn: it
+    creeps forward or back along its heading to the carrot's projection (``w = 0``). Where
+    the path dwells the carrot stands still, and turning in place to face a point 2-3 mm
+    to the side (the bearing of mocap noise and tracking residue) swung a staging module
+    through 80 degrees in small bites, into its neighbour (issue 16, random 100 seed 0:
+    m63 and m76, 0.105 m apart).
+
     Returns:
         ``(v, w, finished)``; ``finished`` when ``t`` is past the last stamp and the module
         is within ``nav_goal_tolerance`` of the path end.
@@ -953,6 +1022,13 @@ def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings
     d = math.hypot(dx, dy)
     if d < s.nav_hold_tolerance:
         return 0.0, 0.0, False
+    if d < s.nav_turn_min_distance:
+        # a few mm off: creep along the heading, do not turn to face the point
+        along = dx * math.cos(pose.yaw) + dy * math.sin(pose.yaw)
+        if abs(along) < s.nav_hold_tolerance:
+            return 0.0, 0.0, False
+        return math.copysign(min(speed, max(s.nav_approach_min_speed,
+                                            s.nav_k_dist * abs(along))), along), 0.0, False
     alpha = wrap_angle(math.atan2(dy, dx) - pose.yaw)
     w = s.nav_k_heading * alpha
     if abs(alpha) > math.radians(s.nav_turn_in_place_deg):

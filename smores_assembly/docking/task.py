@@ -34,7 +34,8 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
-                                             turn_shift, virtual_pose)
+                                             turn_shift, turn_sweep_clear, turns_in_place,
+                                             virtual_pose, TurnGate)
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
 from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
@@ -303,6 +304,7 @@ class DockingContext:
         self.path: TimedPath | None = None
         self.no_path = False
         self.obstacles: list[tuple[float, float]] = []
+        self.samples: Mapping[str, PoseSample] = {}  # every tracked module's latest pose
         self.t = 0.0
         self.dt = 0.0
         self.elapsed = 0.0          # time in the current phase [s] (pauses excluded)
@@ -366,6 +368,15 @@ class DockingContext:
         if self.target_est is not None:
             obs.append((self.target_est.x, self.target_est.y))
         return obs
+
+    def squares_near(self, body: Pose2D) -> list[Pose2D] | None:
+        """Poses (``world``) of the tracked modules within :data:`SQUARES_RADIUS` of
+        ``body``, the driven body left out: the squares
+        :func:`~smores_assembly.docking.control.turn_sweep_clear` judges. None while a pair
+        is carried (its single-body rule does not hold for a pair)."""
+        if self.uses_helper and self.lifted:
+            return None
+        return squares_near(self.samples, body, self.driven)
 
     def lane_neighbours(self, axis: DockAxis, obstacles,
                         extent: float | None = None) -> list[tuple[float, float]]:
@@ -434,6 +445,18 @@ class DockingContext:
 
 #: a planned escape that has driven this far [m] past its room without getting clear stops
 ESCAPE_OVERSHOOT = 0.02
+#: modules within this distance [m] of a body count for its turn check (``turn_sweep_clear``:
+#: a square farther than two half-diagonals cannot matter; the margin covers a tick's motion)
+SQUARES_RADIUS = 0.15
+
+
+def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
+    """Poses (``world``) of the tracked modules of ``samples`` within
+    :data:`SQUARES_RADIUS` [m] of ``body``, module ``skip`` (the body itself) left out: the
+    squares :func:`~smores_assembly.docking.control.turn_sweep_clear` judges."""
+    return [smp.pose for m, smp in samples.items()
+            if m != skip and smp.tracked
+            and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= SQUARES_RADIUS]
 
 
 class Escape:
@@ -519,6 +542,22 @@ class Escape:
             self.sign = 0.0
             return None
         return saturate(self.sign * min(s.near_structure_speed, s.v_max), 0.0, s)
+
+    def before_turn(self, ctx: DockingContext, body: Pose2D, v: float, w: float) -> bool:
+        """Escape (:meth:`step`) instead of a path's turn in
+        place (``v == 0``, ``w != 0``) whose sweep would touch a module (the squares of
+        :meth:`DockingContext.squares_near`,
+        :func:`~smores_assembly.docking.control.turn_sweep_clear`); True while escaping.
+
+        A path may stop a body on a cell near a module and turn it there: the cell's
+        clearance is by centres, the turn's by squares (random 100 seed 0, stage 7: h0's
+        path drove it 0.02 m on to 0.108 m from m59, standing 38 degrees off, and turned
+        it into m59, 0.24 mm). Not for a carried pair (its own rules)."""
+        squares = ctx.squares_near(body) if v == 0.0 and w != 0.0 else None
+        if squares is None or (not self.sign
+                               and turn_sweep_clear(body, squares, ctx.s.module_width)):
+            return False
+        return self.step(ctx, body, ctx.obstacles_for_body())
 
     def at_start(self, ctx: DockingContext, body: Pose2D) -> bool:
         """:meth:`step` only until the body was clear once on the current path
@@ -644,6 +683,8 @@ class Navigate(PhaseStep):
         v, w, finished = track_timed_path(body, ctx.path, ctx.t, s, s.v_max)
         if finished:
             return Phase.POSE_ADJUST
+        if self.escape.before_turn(ctx, body, v, w):
+            return None
         if ctx.uses_helper and ctx.lifted and v == 0.0 and w != 0.0:
             # a lifted pair turning in place: the way its sweep is clear
             # (pair_turn_way; turning the short way it swept its module into a neighbour)
@@ -935,6 +976,8 @@ class FetchPath(PhaseStep):
         if wh.escape.at_start(ctx, helper):
             return None
         v, om, finished = track_timed_path(helper, ctx.path, ctx.t, s, s.v_max)
+        if not finished and wh.escape.before_turn(ctx, helper, v, om):
+            return None
         # Close to the module the direct moves take over (they keep the pick-up
         # clearance and go round it): a path may end right against the module, and
         # following it there at an angle runs a corner into the module. Not before the
@@ -1298,6 +1341,7 @@ class DockingTask:
         ctx.cmd = {self.spec.module: (0.0, 0.0), self.driven: (0.0, 0.0)}
         ctx.helper_out = []
         ctx.obstacles = list(obstacles)
+        ctx.samples = samples
 
         if self.phase is Phase.IDLE:
             self._go(Phase.WAIT_HELPER if self.uses_helper else Phase.NAVIGATE)
@@ -1447,11 +1491,42 @@ class PathFollower:
         self.escape = escape if escape is not None else Escape()
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
+        self.turning = False   # the last tick's command turned in place
 
     def tick(self, t: float, sample: PoseSample | None,
-             obstacles: Sequence[tuple[float, float]] = ()) -> tuple[float, float]:
+             obstacles: Sequence[tuple[float, float]] = (),
+             gate: TurnGate | None = None,
+             samples: Mapping[str, PoseSample] | None = None) -> tuple[float, float]:
         """``(v, w)`` for this tick; zero when stale or finished. ``obstacles``: centres
-        [m, world frame] of the other modules near this one (for the escape at the start)."""
+        [m, world frame] of the other modules near this one (for the escape at the start).
+
+        With ``gate`` (the turns in place already granted this tick, :class:`TurnGate`)
+        a turn in place holds still for the tick when it would overlap a granted one. A
+        turn to the staging yaw also waits, as long as it takes, while its sweep is not
+        clear of the squares of ``samples`` (every tracked module's latest pose;
+        :func:`~smores_assembly.docking.control.turn_sweep_clear`), judged when the turn
+        starts: a neighbour that has just turned may have swung a corner into it (random
+        100 seed 0, the staging m63 and m76, 0.105 m apart: one after the other, 0.13 mm).
+        The docking task takes the module over at its stage. A path's turn is not held for
+        the squares: the navigation's plan relies on its timing (held, a moved-aside h2
+        lagged its path and a docking module drove into it, random 50 seed 0)."""
+        self._cmd = self._command(t, sample, obstacles)
+        v, w = self._cmd
+        was_turning, self.turning = self.turning, False
+        if gate is None or sample is None or not turns_in_place(v, w, self.s.module_width):
+            return self._cmd
+        pose = sample.pose
+        blocked = (self.reg is not None and not was_turning and samples is not None
+                   and not turn_sweep_clear(pose, squares_near(samples, pose, self.module),
+                                            self.s.module_width))
+        if not blocked and gate.may_turn(pose.x, pose.y):
+            self.turning = True
+        else:
+            self._cmd = (0.0, 0.0)
+        return self._cmd
+
+    def _command(self, t: float, sample: PoseSample | None,
+                 obstacles: Sequence[tuple[float, float]]) -> tuple[float, float]:
         dt = 0.0 if self._t is None else max(0.0, min(0.5, t - self._t))
         self._t = t
         self.obs.predict(*self._cmd, dt, t)
@@ -1484,3 +1559,10 @@ class PathFollower:
             return self._cmd
         self._cmd = saturate(*self.reg.command(pose, self.s, self.s.v_max), self.s)
         return self._cmd
+
+
+def follower_order(followers: Mapping[str, PathFollower]) -> list[str]:
+    """The order in which one controller ticks its followers through a :class:`TurnGate`:
+    those that turned in place last tick first (a turn once started goes on), the others
+    in ``followers``' order."""
+    return sorted(followers, key=lambda m: not followers[m].turning)
