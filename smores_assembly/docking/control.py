@@ -680,9 +680,9 @@ class TurnGate:
 
     Two bodies turning in place at once each sweep a disc of radius ``w / sqrt 2``; closer
     than two of those (0.113 m for 0.08 m modules, plus ``margin``) they can touch although
-    each one's disc is clear of the other's square as it stands (random 100 seed 0: the
-    followers m70 and m80, 0.1035 m apart, turned at once and touched, 0.38 mm; random 50:
-    m47 and m49 turning to their staging yaws). A body whose turn would overlap a disc
+    each one's disc is clear of the other's square as it stands (random 100 seed 0, on
+    branch tg2: the followers m70 and m80, 0.1035 m apart, turned at once and touched,
+    0.38 mm). A body whose turn would overlap a disc
     granted earlier in the tick holds still for the tick (:meth:`may_turn` False); callers
     let last tick's turners ask first, so a turn once started goes on and the holder turns
     after it. Grid neighbours (0.12 m apart) never hold each other. Pure geometry, no ROS.

@@ -1505,9 +1505,11 @@ class PathFollower:
         turn to the staging yaw also waits, as long as it takes, while its sweep is not
         clear of the squares of ``samples`` (every tracked module's latest pose;
         :func:`~smores_assembly.docking.control.turn_sweep_clear`), judged when the turn
-        starts: a neighbour that has just turned may have swung a corner into it (random
-        100 seed 0, the staging m63 and m76, 0.105 m apart: one after the other, 0.13 mm).
-        The docking task takes the module over at its stage. A path's turn is not held for
+        starts: a neighbour that has just turned may have swung a corner into it
+        (``test_turn_gate``; in random 100 seed 0 the staging m63 turned into m76, 0.105 m
+        apart, after m76 had turned -- there on its path's dwell, which only
+        ``nav_turn_min_distance`` addresses). The docking task takes the module over at
+        its stage. A path's turn is not held for
         the squares: the navigation's plan relies on its timing (held, a moved-aside h2
         lagged its path and a docking module drove into it, random 50 seed 0)."""
         self._cmd = self._command(t, sample, obstacles)
