@@ -693,7 +693,6 @@ class TurnGate:
     """
 
     def __init__(self, width: float, margin: float = TURN_MARGIN):
-        self.width = width
         self._reach = math.sqrt(2.0) * width + margin   # two half-diagonals + margin
         self.discs: list[tuple[float, float]] = []
 
