@@ -611,6 +611,26 @@ def pair_turn_way(helper: Pose2D, alpha: float, obstacles: Sequence[tuple[float,
     return -short
 
 
+def pair_sweep_clear(helper: Pose2D, turn: float, obstacles: Sequence[tuple[float, float]],
+                     width: float, step: float = math.radians(3.0)) -> bool:
+    """True when a helper carrying a module one ``width`` ahead can turn in place by
+    ``turn`` [rad] (signed, the way it turns) with the pair's footprint
+    (:func:`pair_clearance`) never within the corner radius ``w / sqrt 2`` +
+    :data:`PAIR_TURN_MARGIN` of an obstacle centre (``world``; their yaws are unknown).
+    The partial sweep of that one turn, where :func:`pair_turn_clearance` is the full
+    circle's: a pair that must turn 45 degrees with a module beside its helper may turn
+    although a full turn would sweep its module through it."""
+    corner = width / math.sqrt(2.0) + PAIR_TURN_MARGIN
+    reach = pair_turn_clearance(width) + PAIR_TURN_MARGIN
+    obstacles = [o for o in obstacles if math.hypot(o[0] - helper.x, o[1] - helper.y) < reach]
+    n = max(1, int(math.ceil(abs(turn) / step)))
+    for i in range(0, n + 1):
+        p = Pose2D(helper.x, helper.y, helper.yaw + turn * i / n)
+        if any(pair_clearance(p, o, width) < corner for o in obstacles):
+            return False
+    return True
+
+
 def turn_shift(body: Pose2D, obstacles: Sequence[tuple[float, float]], width: float,
                turn: float, front: float, step: float = 0.005,
                limit: float = 0.3) -> float | None:

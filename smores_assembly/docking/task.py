@@ -30,7 +30,8 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              TimedPath, approach_command, detour_waypoints,
                                              StallMonitor, dock_axis, lane_neighbours,
                                              PAIR_TURN_MARGIN, on_approach_line,
-                                             pair_turn_clearance, pair_turn_shift, pair_turn_way,
+                                             pair_sweep_clear, pair_turn_clearance,
+                                             pair_turn_shift, pair_turn_way,
                                              pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
@@ -741,6 +742,7 @@ class PoseAdjust(PhaseStep):
         self.sliding = False    # sliding along the lane from the staging pose
         self.room = PairRoom()  # a carried pair's straight move to turning room
         self.extent: float | None = None  # the lane's far end [m out from the face]
+        self.turn_way = 0.0     # a lifted pair's turn in place at its pre-dock position
 
     def tick(self, ctx):
         s = ctx.s
@@ -768,6 +770,10 @@ class PoseAdjust(PhaseStep):
         in_lane = bool(neigh) and (ctx.in_lane(ax) or (
             self.sliding and self._can_slide(ctx, ax, body)))
         flee = [o for o in obs if o not in neigh] if in_lane else obs
+        if ctx.uses_helper and ctx.lifted and self.reg is None and not self.sliding:
+            applies, nxt = self._pair_turn(ctx, ax, body, obs)
+            if applies:
+                return nxt
         if (ctx.uses_helper and ctx.lifted and self.reg is None and not self.sliding
                 and not in_lane and not self._staged(ctx, ax, body, lane=bool(neigh))
                 and self.room.step(ctx, obs)):
@@ -820,6 +826,47 @@ class PoseAdjust(PhaseStep):
         v, w = self.reg.command(body, s, ctx.speed_limit(body, ax))
         ctx.set_cmd(v, w)
         return None
+
+    def _pair_turn(self, ctx: DockingContext, ax: DockAxis, body: Pose2D,
+                   obs: Sequence[tuple[float, float]]) -> tuple[bool, Phase | None]:
+        """A lifted pair standing at its pre-dock position (within ``nav_goal_tolerance``,
+        where NAVIGATE hands over) off its heading turns in place onto the axis, the way
+        whose sweep is clear (:func:`~smores_assembly.docking.control.pair_sweep_clear`),
+        when from there it can slide in (:meth:`_can_slide`), and slides. Returns (True,
+        the tick's result) while this rule drives the pair, (False, None) when it does not
+        apply (the direct move as before).
+
+        random_12_861754307 stage 1: h0 lifted m4 2.4 mm from its pre-dock position, 45
+        degrees off the axis, m1 staged 0.129 m beside it. The full-circle rule
+        (``turn_clearance``, 0.185 m) sent the pair 0.15 m back to turning room and on
+        to a staging pose beyond m1, and its slide from there swept m4 along m1 (flush
+        beside the lane, 1.5 mm into it): four contacts, four POSE_ADJUST timeouts; the
+        45-degree turn where it stood swept clear of m1 by 7 cm."""
+        s = ctx.s
+        goal = ctx.predock(ax)
+        err = wrap_angle(goal.yaw - body.yaw)
+        if not self.turn_way:
+            if (body.distance_to(goal) > s.nav_goal_tolerance
+                    or abs(err) <= math.radians(0.5 * s.misalign_yaw_bound_deg)
+                    or not self._can_slide(ctx, ax, Pose2D(body.x, body.y, goal.yaw))):
+                return False, None
+            other = err - math.copysign(2.0 * math.pi, err)
+            for turn in (err, other):
+                if pair_sweep_clear(body, turn, obs, s.module_width):
+                    self.turn_way = math.copysign(1.0, turn)
+                    break
+            else:
+                return False, None
+        if self._can_slide(ctx, ax, body):
+            self.turn_way = 0.0
+            return True, self._slide(ctx, ax, body)
+        if abs(err) <= math.radians(s.adjust_yaw_tolerance_deg):
+            self.turn_way = 0.0   # turned but drifted off the lane: the direct move
+            return False, None
+        if math.copysign(1.0, err) != self.turn_way and abs(err) > math.radians(10.0):
+            err += self.turn_way * 2.0 * math.pi   # the long way round (the clear one)
+        ctx.set_cmd(0.0, s.adjust_k_yaw * err)
+        return True, None
 
     @staticmethod
     def _can_slide(ctx: DockingContext, ax: DockAxis, body: Pose2D) -> bool:
