@@ -448,12 +448,19 @@ STAGING_LIMIT = 0.4
 def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
                   obstacles: Sequence[tuple[float, float]], clearance: float,
                   step: float = 0.005, limit: float = STAGING_LIMIT,
-                  width: float = MODULE_WIDTH) -> float:
+                  width: float = MODULE_WIDTH, best_fallback: bool = False) -> float:
     """Extra distance [m] beyond ``standoff`` of the staging pose on the docking axis: the
     nearest pose ``axis.body_pose(face_offset, standoff + extra)`` whose centre is at least
     ``clearance`` [m] from every obstacle centre, so the body can turn there and then slide
-    straight in along the lane (``0`` when the pre-dock pose itself is clear; ``limit``
-    when none within it is).
+    straight in along the lane (``0`` when the pre-dock pose itself is clear; when none
+    within ``limit`` is: ``limit``, or with ``best_fallback`` the clearest candidate, the
+    one farthest from its nearest obstacle centre).
+
+    ``best_fallback`` is what a lifted pair uses: its turn clearance (0.187 m) is often kept
+    nowhere on an axis inside the structure, and the limit pose may then stand next to a
+    module (random100 seed 0, stage 11: h2/m83's limit pose lay 0.08 m from the staged m70,
+    and the detour to it drove m83, one width ahead of h2, into m70; the clearest
+    candidate, 0.26 m out, let the pair turn and dock without a contact).
 
     Never past a module standing in the lane (centre less than ``0.9 width`` off the axis,
     :func:`lane_neighbours`' flush bound, beyond the target face): from there the body
@@ -480,7 +487,7 @@ def staging_extra(axis: DockAxis, face_offset: float, standoff: float,
         if near > best_d + 1e-12:
             best, best_d = extra, near
         extra += step
-    return limit
+    return best if best_fallback else limit
 
 
 # --------------------------------------------------------------------------------------------

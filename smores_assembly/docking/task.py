@@ -792,10 +792,13 @@ class PoseAdjust(PhaseStep):
             if self.reg is None:
                 # a lifted pair turns only where its sweep is clear, lane neighbours or
                 # not (random_9_932154232: staged with the direct-move clearance, 0.3 m
-                # out, the detour there swept the carried m1 into the idle m0)
+                # out, the detour there swept the carried m1 into the idle m0); where no
+                # pose on the axis is that clear, at the clearest one, not the limit
+                # (random100 stage 11: the limit pose stood 0.08 m from the staged m70)
                 pair = ctx.uses_helper and ctx.lifted
                 self.extra = (staging_extra(ax, ctx.face_offset, s.standoff, obs,
-                                            ctx.turn_clearance(), width=s.module_width)
+                                            ctx.turn_clearance(), width=s.module_width,
+                                            best_fallback=pair)
                               if neigh or pair else 0.0)
                 # in the lane (1 cm, 10 deg) but too far off to slide (half the APPROACH
                 # bounds, else it slid above), the body turns at the staging pose too, not
