@@ -30,11 +30,13 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              TimedPath, approach_command, detour_waypoints,
                                              StallMonitor, dock_axis, lane_neighbours,
                                              PAIR_TURN_MARGIN, on_approach_line,
-                                             pair_sweep_clear, pair_turn_clearance,
+                                             lane_blockers, pair_maneuver, pair_sweep_clear,
+                                             pair_turn_clearance,
                                              pair_turn_shift, pair_turn_way,
                                              pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
+                                             STAGING_LIMIT,
                                              turn_shift, turn_sweep_clear, turns_in_place,
                                              virtual_pose, TurnGate)
 from smores_assembly.errors import InputError
@@ -743,6 +745,8 @@ class PoseAdjust(PhaseStep):
         self.room = PairRoom()  # a carried pair's straight move to turning room
         self.extent: float | None = None  # the lane's far end [m out from the face]
         self.turn_way = 0.0     # a lifted pair's turn in place at its pre-dock position
+        self.maneuver: list | None = None  # a lifted pair's turn-leg-turn onto its axis
+        self.maneuver_tried = False
 
     def tick(self, ctx):
         s = ctx.s
@@ -774,6 +778,10 @@ class PoseAdjust(PhaseStep):
             applies, nxt = self._pair_turn(ctx, ax, body, obs)
             if applies:
                 return nxt
+            if not in_lane:
+                applies, nxt = self._maneuver(ctx, ax, body, obs, bool(neigh))
+                if applies:
+                    return nxt
         if (ctx.uses_helper and ctx.lifted and self.reg is None and not self.sliding
                 and not in_lane and not self._staged(ctx, ax, body, lane=bool(neigh))
                 and self.room.step(ctx, obs)):
@@ -870,6 +878,61 @@ class PoseAdjust(PhaseStep):
             err += self.turn_way * 2.0 * math.pi   # the long way round (the clear one)
         ctx.set_cmd(0.0, s.adjust_k_yaw * err)
         return True, None
+
+    def _maneuver(self, ctx: DockingContext, ax: DockAxis, body: Pose2D,
+                  obs: Sequence[tuple[float, float]], lane: bool) -> tuple[bool, Phase | None]:
+        """A lifted pair not yet aligned on its axis gets there by a turn, a straight leg
+        and a turn whose swept footprints are clear
+        (:func:`~smores_assembly.docking.control.pair_maneuver`), to the first spot on the
+        axis, from the pre-dock pose outwards, up to ``STAGING_LIMIT`` beyond it (never
+        past a module in the lane), then slides in. Planned once per POSE_ADJUST entry;
+        when no such way exists, or the pair ends off the lane, the direct move as before
+        (turning room, staging pose, detour). Returns (True, the tick's result) while it
+        drives the pair, else (False, None)."""
+        s = ctx.s
+        if self.maneuver is None:
+            if self.maneuver_tried or self._staged(ctx, ax, body, lane=lane):
+                return False, None
+            self.maneuver_tried = True
+            room = ctx.turn_clearance()
+            if all(math.hypot(ox - body.x, oy - body.y) >= room for ox, oy in obs):
+                return False, None   # it can turn where it stands: the direct move
+            last = min([u - s.module_width - ctx.face_offset - s.standoff
+                        for u in lane_blockers(ax, obs, s.module_width)] + [STAGING_LIMIT])
+            spots = []
+            extra = 0.0
+            while extra <= last + 1e-9:
+                spots.append(ax.body_pose(ctx.face_offset, s.standoff + extra))
+                extra += 0.01
+            plan = pair_maneuver(body, spots, obs, s.module_width)
+            if not plan:
+                return False, None
+            self.maneuver = plan
+        while self.maneuver:
+            kind, a, b, c = self.maneuver[0]
+            if kind == "turn":
+                err = wrap_angle(a - body.yaw)
+                if abs(err) <= math.radians(1.0):
+                    self.maneuver.pop(0)
+                    continue
+                if math.copysign(1.0, err) != b and abs(err) > math.radians(10.0):
+                    err += b * 2.0 * math.pi   # the way whose sweep is clear
+                ctx.set_cmd(0.0, s.adjust_k_yaw * err, virtual=False)
+                return True, None
+            heading = math.atan2(b - body.y, a - body.x)
+            if c < 0:
+                heading = wrap_angle(heading + math.pi)
+            left = c * ((a - body.x) * math.cos(body.yaw) + (b - body.y) * math.sin(body.yaw))
+            if left <= 0.002:
+                self.maneuver.pop(0)
+                continue
+            v = min(s.near_structure_speed, s.v_max, max(s.adjust_k_pos * left, 0.01))
+            w = s.adjust_k_yaw * wrap_angle(heading - body.yaw) if left > 0.01 else 0.0
+            ctx.set_cmd(c * v, w, virtual=False)
+            return True, None
+        if self._can_slide(ctx, ax, body):
+            return True, self._slide(ctx, ax, body)
+        return False, None   # ended off the lane: the direct move
 
     @staticmethod
     def _can_slide(ctx: DockingContext, ax: DockAxis, body: Pose2D) -> bool:
