@@ -881,14 +881,16 @@ class PoseAdjust(PhaseStep):
 
     def _maneuver(self, ctx: DockingContext, ax: DockAxis, body: Pose2D,
                   obs: Sequence[tuple[float, float]], lane: bool) -> tuple[bool, Phase | None]:
-        """A lifted pair not yet aligned on its axis gets there by a turn, a straight leg
-        and a turn whose swept footprints are clear
-        (:func:`~smores_assembly.docking.control.pair_maneuver`), to the first spot on the
-        axis, from the pre-dock pose outwards, up to ``STAGING_LIMIT`` beyond it (never
-        past a module in the lane), then slides in. Planned once per POSE_ADJUST entry;
-        when no such way exists, or the pair ends off the lane, the direct move as before
-        (turning room, staging pose, detour). Returns (True, the tick's result) while it
-        drives the pair, else (False, None)."""
+        """A lifted pair that cannot turn in place where it stands (a module within its
+        full-circle ``turn_clearance``) and is not staged on its axis gets onto the axis
+        by a straight shift, a turn, a straight leg and a turn whose swept footprints are
+        clear (:func:`~smores_assembly.docking.control.pair_maneuver`), to the first spot
+        on the axis that works, from the pre-dock pose outwards, up to ``STAGING_LIMIT``
+        beyond it (never past a module in the lane), then slides in. Planned once per
+        POSE_ADJUST entry; when no such way exists, or the pair ends off the lane, the
+        direct move as before (turning room, staging pose, detour). The turns end within
+        1 degree, the legs within 2 mm (heading held on the leg's bearing). Returns (True,
+        the tick's result) while it drives the pair, else (False, None)."""
         s = ctx.s
         if self.maneuver is None:
             if self.maneuver_tried or self._staged(ctx, ax, body, lane=lane):
