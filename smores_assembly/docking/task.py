@@ -882,11 +882,16 @@ class PoseAdjust(PhaseStep):
     def _maneuver(self, ctx: DockingContext, ax: DockAxis, body: Pose2D,
                   obs: Sequence[tuple[float, float]], lane: bool) -> tuple[bool, Phase | None]:
         """A lifted pair that cannot turn in place where it stands (a module within its
-        full-circle ``turn_clearance``) and is not staged on its axis gets onto the axis
-        by a straight shift, a turn, a straight leg and a turn whose swept footprints are
-        clear (:func:`~smores_assembly.docking.control.pair_maneuver`), to the first spot
-        on the axis that works, from the pre-dock pose outwards, up to ``STAGING_LIMIT``
-        beyond it (never past a module in the lane), then slides in. Planned once per
+        full-circle ``turn_clearance``), is not staged on its axis and has no staging pose
+        on the axis with that clearance either (the direct move's turning room, staging
+        pose and detour handle the other cases) gets onto the axis by a straight shift, a
+        turn, a straight leg and a turn whose swept footprints are clear
+        (:func:`~smores_assembly.docking.control.pair_maneuver`), to the first spot on the
+        axis that works, from the pre-dock pose outwards every 5 mm up to
+        ``STAGING_LIMIT`` beyond it (never past a module in the lane), then slides in.
+        Applied more widely (whenever the pair cannot turn where it stands) it changed the
+        course of random100 in stage 6 (h0/m89, 0.2 s) and the run failed elsewhere, in
+        stage 8's navigation. Planned once per
         POSE_ADJUST entry; when no such way exists, or the pair ends off the lane, the
         direct move as before (turning room, staging pose, detour). The turns end within
         1 degree, the legs within 2 mm (heading held on the leg's bearing). Returns (True,
@@ -905,7 +910,10 @@ class PoseAdjust(PhaseStep):
             extra = 0.0
             while extra <= last + 1e-9:
                 spots.append(ax.body_pose(ctx.face_offset, s.standoff + extra))
-                extra += 0.01
+                extra += 0.005
+            if any(all(math.hypot(ox - p.x, oy - p.y) >= room for ox, oy in obs)
+                   for p in spots):
+                return False, None   # a staging pose with turning room: the direct move
             plan = pair_maneuver(body, spots, obs, s.module_width)
             if not plan:
                 return False, None
