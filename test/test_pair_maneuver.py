@@ -107,7 +107,7 @@ def _poses_of(start: Pose2D, plan) -> list[Pose2D]:
 def test_pair_maneuver_never_sweeps_into_a_square_random_layouts():
     rng = random.Random(5)
     planned = 0
-    for _ in range(150):
+    for _ in range(300):
         start = Pose2D(0.0, 0.0, rng.uniform(-math.pi, math.pi))
         squares = []
         while len(squares) < rng.randint(3, 9):
@@ -120,6 +120,17 @@ def test_pair_maneuver_never_sweeps_into_a_square_random_layouts():
         ox, oy = rng.uniform(-0.2, 0.2), rng.uniform(-0.2, 0.2)
         spots = [Pose2D(ox - k * 0.01 * math.cos(ax_yaw), oy - k * 0.01 * math.sin(ax_yaw),
                         ax_yaw) for k in range(0, 30)]
+        # the hard places: a square just beside a spot, one just beside the start
+        for near, reach in ((rng.choice(spots), 1.5 * W), (start, 1.5 * W)):
+            for _ in range(20):
+                a, r = rng.uniform(-math.pi, math.pi), rng.uniform(0.045, reach)
+                sq = (near.x + r * math.cos(a), near.y + r * math.sin(a),
+                      rng.uniform(-math.pi, math.pi))
+                if not _overlap(_corners(*sq, 0.5 * W, 0.5 * W, 0.5 * W),
+                                _corners(start.x, start.y, start.yaw, 0.5 * W, 1.5 * W,
+                                         0.5 * W)):
+                    squares.append(sq)
+                    break
         plan = pair_maneuver(start, spots, [(x, y) for x, y, _ in squares], W)
         if plan is None:
             continue
@@ -133,4 +144,4 @@ def test_pair_maneuver_never_sweeps_into_a_square_random_layouts():
             for sq in squares:
                 assert not _overlap(_corners(*sq, 0.5 * W, 0.5 * W, 0.5 * W), pair), \
                     (plan, p, sq)
-    assert planned >= 30, planned
+    assert planned >= 60, planned

@@ -658,15 +658,26 @@ def pair_leg_clear(helper: Pose2D, length: float, sign: float,
     """True when a helper carrying a module one ``width`` ahead can drive ``length`` [m]
     straight along its heading (``sign`` +1 forward, -1 backward) with the swept footprint
     (the ``2 w x w`` pair rectangle of :func:`pair_clearance`, stretched by the leg) never
-    within ``w / sqrt 2`` + :data:`PAIR_LEG_MARGIN` of an obstacle centre (``world``), nor
-    closer than the pair stands at the start to one already within that (a pair parked
-    beside a module may leave it along its heading)."""
+    within ``w / sqrt 2`` + :data:`PAIR_LEG_MARGIN` of an obstacle centre (``world``); an
+    obstacle already within that at the start is allowed only behind the move (a pair
+    parked nose to a module may back away from it), never beside it."""
     corner = width / math.sqrt(2.0) + PAIR_LEG_MARGIN
     base = helper if sign > 0 else Pose2D(helper.x - length * math.cos(helper.yaw),
                                           helper.y - length * math.sin(helper.yaw), helper.yaw)
     front = length + 1.5 * width
-    return all(footprint_clearance(base, o, width, front)
-               >= min(corner, pair_clearance(helper, o, width)) - 1e-9 for o in obstacles)
+    c, s_ = math.cos(helper.yaw), math.sin(helper.yaw)
+    for o in obstacles:
+        if footprint_clearance(base, o, width, front) >= corner:
+            continue
+        # within the corner radius: allowed only behind the move, where the pair only
+        # leaves it (beside the leg, an oriented square's corner can reach the pair's
+        # side although the centre's distance stays the same)
+        u = c * (o[0] - helper.x) + s_ * (o[1] - helper.y)
+        behind = u <= -0.5 * width if sign > 0 else u >= 1.5 * width
+        if not behind or footprint_clearance(base, o, width, front) < \
+                pair_clearance(helper, o, width) - 1e-9:
+            return False
+    return True
 
 
 def pair_free_arc(helper: Pose2D, obstacles: Sequence[tuple[float, float]], width: float,
@@ -675,10 +686,13 @@ def pair_free_arc(helper: Pose2D, obstacles: Sequence[tuple[float, float]], widt
     clockwise and counter-clockwise from its heading (each up to a full turn) with the
     pair's footprint never within the corner radius ``w / sqrt 2`` +
     :data:`PAIR_TURN_MARGIN` of an obstacle centre (``world``): the turn to any heading
-    inside that arc sweeps clear (:func:`pair_sweep_clear` for one turn)."""
+    inside that arc sweeps clear (:func:`pair_sweep_clear` for one turn), its end and its
+    start included; ``(0, 0)`` when the pose itself is not clear."""
     corner = width / math.sqrt(2.0) + PAIR_TURN_MARGIN
     reach = pair_turn_clearance(width) + PAIR_TURN_MARGIN
     near = [o for o in obstacles if math.hypot(o[0] - helper.x, o[1] - helper.y) < reach]
+    if any(pair_clearance(helper, o, width) < corner for o in near):
+        return 0.0, 0.0   # its own pose is not clear: no turn from (or to) it
     out = []
     for way in (-1.0, 1.0):
         a = 0.0
@@ -693,15 +707,14 @@ def pair_free_arc(helper: Pose2D, obstacles: Sequence[tuple[float, float]], widt
 
 def _arc_turn(yaw: float, arc: tuple[float, float], to: float) -> float | None:
     """The signed turn [rad] from ``yaw`` to ``to`` inside the free ``arc`` (clockwise,
-    counter-clockwise extents from ``yaw``), or None when neither way fits."""
+    counter-clockwise extents from ``yaw``; the shorter way when both fit), or None when
+    neither way fits."""
     ccw = (to - yaw) % (2.0 * math.pi)
-    if ccw < 1e-6 or 2.0 * math.pi - ccw < 1e-6:
+    cw = 2.0 * math.pi - ccw
+    if ccw < 1e-6 or cw < 1e-6:
         return 0.0
-    if ccw <= arc[1]:
-        return ccw
-    if 2.0 * math.pi - ccw <= arc[0]:
-        return -(2.0 * math.pi - ccw)
-    return None
+    ways = [t for t, fits in ((ccw, ccw <= arc[1]), (-cw, cw <= arc[0])) if fits]
+    return min(ways, key=abs) if ways else None
 
 
 def pair_maneuver(helper: Pose2D, spots: Sequence[Pose2D],
@@ -709,11 +722,13 @@ def pair_maneuver(helper: Pose2D, spots: Sequence[Pose2D],
                   shift_limit: float = 0.3,
                   step: float = 0.01) -> list[tuple[str, float, float, float]] | None:
     """Straight shift, turn, straight leg, turn: a way for a helper carrying a module one
-    ``width`` ahead to one of ``spots`` (``world`` poses, in order of preference) where
-    every motion's swept footprint keeps clear of the obstacle centres: each turn in place
-    inside the free arc where it turns (:func:`pair_free_arc`), the shift along the
-    current heading (up to ``shift_limit`` [m] either way, shortest first) and the leg
-    (forward or backward) by :func:`pair_leg_clear`.
+    ``width`` ahead to one of ``spots`` (``world`` poses whose own footprint is clear)
+    where every motion's swept footprint keeps clear of the obstacle centres: each turn in
+    place inside the free arc where it turns (:func:`pair_free_arc`), the shift along the
+    current heading (up to ``shift_limit`` [m] either way) and the leg (forward or
+    backward) by :func:`pair_leg_clear`. The search takes the smallest shift that works
+    and, for it, the first spot in the given order (then the leg's way nearer the
+    heading).
 
     The pair's own footprint model, where a direct move's detour and the full-circle
     turning room judge the helper's centre as a point (random100 seed 0, stage 13: h0
@@ -726,6 +741,8 @@ def pair_maneuver(helper: Pose2D, spots: Sequence[Pose2D],
         the turn), the ones not needed left out; None when no such way exists.
     """
     near = [o for o in obstacles if math.hypot(o[0] - helper.x, o[1] - helper.y) < 1.2]
+    corner = width / math.sqrt(2.0) + PAIR_TURN_MARGIN
+    spots = [sp for sp in spots if all(pair_clearance(sp, o, width) >= corner for o in near)]
     spot_arcs = [pair_free_arc(sp, near, width) for sp in spots]
     shifts = [0.0]
     k = 1

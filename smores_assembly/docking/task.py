@@ -778,7 +778,10 @@ class PoseAdjust(PhaseStep):
             applies, nxt = self._pair_turn(ctx, ax, body, obs)
             if applies:
                 return nxt
-            if not in_lane:
+            if not in_lane or self.maneuver:
+                # planned outside the lane; once planned it runs to its end (its last
+                # turn brings the pair into the lane, where the direct move took over
+                # with an unchecked reverse arc)
                 applies, nxt = self._maneuver(ctx, ax, body, obs, bool(neigh))
                 if applies:
                     return nxt
@@ -886,8 +889,9 @@ class PoseAdjust(PhaseStep):
         on the axis with that clearance either (the direct move's turning room, staging
         pose and detour handle the other cases) gets onto the axis by a straight shift, a
         turn, a straight leg and a turn whose swept footprints are clear
-        (:func:`~smores_assembly.docking.control.pair_maneuver`), to the first spot on the
-        axis that works, from the pre-dock pose outwards every 5 mm up to
+        (:func:`~smores_assembly.docking.control.pair_maneuver`: the smallest shift that
+        works, then the first spot), to a spot on the axis, from the pre-dock pose
+        outwards every 5 mm up to
         ``STAGING_LIMIT`` beyond it (never past a module in the lane), then slides in.
         Applied more widely (whenever the pair cannot turn where it stands) it changed the
         course of random100 in stage 6 (h0/m89, 0.2 s) and the run failed elsewhere, in
