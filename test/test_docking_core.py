@@ -601,6 +601,19 @@ def _pickup_trial(poses: dict, act, helper: str, helper_start: Pose2D, seed: int
     return res
 
 
+
+def _scene_docks(poses: dict, act, helper: str, helper_start: Pose2D, t_dock: float,
+                 within: float) -> dict:
+    """A recorded run's scene (``poses``: module -> ``(x, y, yaw)``) replayed by
+    :func:`_pickup_trial`: asserts the lift, no collision event in the world and DOCKED
+    within ``within`` [s] of the lift; returns the trial's result."""
+    r = _pickup_trial({m: Pose2D(*p) for m, p in poses.items()}, act, helper, helper_start,
+                      seed=0, t_lift=20.0, t_dock=t_dock)
+    assert r["lift_t"] is not None
+    assert r["collisions"] == 0, r
+    assert r["phase"] is Phase.DOCKED and r["dock_t"] - r["lift_t"] < within, r
+    return r
+
 def _arrival_poses(module: Pose2D, others: list[Pose2D], rng: random.Random, n_ring: int,
                    n_cell: int) -> list[Pose2D]:
     """Arrival poses of a helper around ``module``: ``n_ring`` on a ring 0.115-0.2 m from

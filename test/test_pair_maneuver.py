@@ -19,8 +19,7 @@ import random
 
 from smores_assembly.docking.control import pair_maneuver
 from smores_assembly.geometry import Face, Pose2D, wrap_angle
-from smores_assembly.vocabulary import Phase
-from test_docking_core import _pickup_trial
+from test_docking_core import _scene_docks
 
 POSES = {
     "h1": (0.2856, 0.1248, -2.3530),
@@ -55,11 +54,7 @@ class _Act:
 
 
 def test_pair_between_helpers_turns_where_its_sweep_is_clear_and_docks():
-    poses = {m: Pose2D(*p) for m, p in POSES.items()}
-    r = _pickup_trial(poses, _Act, "h0", H0, seed=0, t_lift=20.0, t_dock=90.0)
-    assert r["lift_t"] is not None
-    assert r["collisions"] == 0, r
-    assert r["phase"] is Phase.DOCKED and r["dock_t"] - r["lift_t"] < 40.0, r
+    _scene_docks(POSES, _Act, "h0", H0, t_dock=90.0, within=40.0)
 
 
 # ------------------------------------------------------------------ geometric oracle

@@ -19,8 +19,7 @@ import random
 from smores_assembly.docking.control import DockAxis, dock_axis, staging_extra
 from smores_assembly.docking.task import PoseAdjust
 from smores_assembly.geometry import Face, Pose2D
-from smores_assembly.vocabulary import Phase
-from test_docking_core import _pickup_trial
+from test_docking_core import _scene_docks
 
 POSES = {
     "h0": (-0.1994, 0.0688, -0.8005),
@@ -57,11 +56,7 @@ def test_pair_without_a_clear_staging_pose_stages_at_the_clearest(monkeypatch):
     # the rule alone: the pair maneuver (test_pair_maneuver), which also handles this
     # scene where no staging pose has room, is switched off
     monkeypatch.setattr(PoseAdjust, "_maneuver", lambda self, *a: (False, None))
-    poses = {m: Pose2D(*p) for m, p in POSES.items()}
-    r = _pickup_trial(poses, _Act, "h2", H2, seed=0, t_lift=20.0, t_dock=90.0)
-    assert r["lift_t"] is not None
-    assert r["collisions"] == 0, r
-    assert r["phase"] is Phase.DOCKED and r["dock_t"] - r["lift_t"] < 60.0, r
+    _scene_docks(POSES, _Act, "h2", H2, t_dock=90.0, within=60.0)
 
 
 def _axis(rng: random.Random) -> DockAxis:

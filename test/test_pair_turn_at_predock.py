@@ -14,8 +14,7 @@ SimWorld with the docking core (no ROS), judged by the world's collisions.
 from __future__ import annotations
 
 from smores_assembly.geometry import Face, Pose2D
-from smores_assembly.vocabulary import Phase
-from test_docking_core import _pickup_trial
+from test_docking_core import _scene_docks
 
 POSES = {
     "m0": (-0.58, -0.501, -2.552),
@@ -40,8 +39,4 @@ class _Act:
 
 
 def test_lifted_pair_turns_at_its_predock_beside_a_staged_module():
-    poses = {m: Pose2D(*p) for m, p in POSES.items()}
-    r = _pickup_trial(poses, _Act, "h0", H0, seed=0, t_lift=20.0, t_dock=60.0)
-    assert r["lift_t"] is not None
-    assert r["collisions"] == 0, r
-    assert r["phase"] is Phase.DOCKED and r["dock_t"] - r["lift_t"] < 15.0, r
+    _scene_docks(POSES, _Act, "h0", H0, t_dock=60.0, within=15.0)
