@@ -5,10 +5,11 @@ controller: the docking task's commands drive the world, the world's poses feed 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
 from smores_assembly.docking.control import TimedPath
+from smores_assembly.docking.dispatch import TaskTurn, dispatch, magnets_on, merge_command
 from smores_assembly.docking.task import PathFollower, PoseSample
 from smores_assembly.geometry import Pose2D, wrap_angle
 from smores_assembly.sim import Connection, SimWorld
@@ -72,29 +73,52 @@ def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,
 
 
 
-def _tick(task, world, t: float, samples, connected: bool, path, cmds: dict) -> Pose2D:
-    """One control tick of ``task`` in ``world`` at ``t``: its obstacles (the modules within
-    OBSTACLE_RANGE but its own, its parent and its helper), its commands merged into ``cmds``
-    (a zero command never overwrites another one's), its magnets and helper commands
-    applied. Returns the driven module's pose at the tick."""
+def _tick(turn: TaskTurn, world, t: float, samples, connected: bool, cmds: dict,
+          wanted: dict, off: dict) -> Pose2D:
+    """One control tick of ``turn.task`` (a :func:`dispatch` turn, the node's rules) in
+    ``world`` at ``t``: the turn's path, its obstacles (the modules within OBSTACLE_RANGE but
+    its own, its parent and its helper), its commands merged into ``cmds``
+    (:func:`merge_command`), its magnet wishes added to ``wanted`` and the faces it holds off
+    to ``off`` (module -> faces; the tick applies them all, :func:`_apply_magnets`), its
+    helper commands applied. Returns the driven module's pose at the tick."""
+    task = turn.task
+    if turn.unavailable:
+        task.path_unavailable()
     me = world.pose(task.driven)
     skip = {task.spec.module, task.spec.parent_module, task.spec.helper}
     obs = [(q.x, q.y) for m, q in world.poses().items()
            if m not in skip and q.distance_to(me) <= OBSTACLE_RANGE]
-    out = task.tick(t, samples, connected, path, obs)
-    for m, c in out.cmd.items():
-        if m not in cmds or c != (0.0, 0.0):
-            cmds[m] = c
+    out = task.tick(t, samples, connected, turn.path, obs)
+    merge_command(cmds, turn, out.cmd)
     for m, faces in out.magnets.items():
-        world.set_magnets(m, set(faces))
+        wanted.setdefault(m, set()).update(faces)
+    for m, faces in out.magnets_off.items():
+        off.setdefault(m, set()).update(faces)
     for hc in out.helper_commands:
         world.helper_command(hc.helper, hc.command, hc.module, hc.carry_yaw)
     return me
 
+def _apply_magnets(world, wanted: dict, off: dict, was_on: set) -> set:
+    """Switch the world's magnets as the node does once per tick
+    (:func:`~smores_assembly.docking.dispatch.magnets_on`): every task's wishes of the tick
+    (``wanted``, ``off`` as :func:`_tick` fills them) and the faces of the world's connections, less
+    the faces an undock holds off; modules switched on before (``was_on``) and no longer
+    wanted switched off. Returns the modules switched on now."""
+    conn: dict[str, set] = {}
+    for c in world.connections():
+        conn.setdefault(c.module_a, set()).add(c.face_a)
+        conn.setdefault(c.module_b, set()).add(c.face_b)
+    faces = magnets_on((wanted, conn), off)
+    for m in set(faces) | was_on:
+        world.set_magnets(m, faces.get(m, set()))
+    return {m for m, f in faces.items() if f}
+
+
 def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                    path_delay: float = 0.04, t_max: float = 20.0,
                    backing_off: dict[str, float] | None = None, direct=(),
-                   lifted: Collection[str] = (), backed_off: dict[str, float] | None = None
+                   lifted: Collection[str] = (), backed_off: dict[str, float] | None = None,
+                   later: Mapping[float, dict] | None = None
                    ) -> tuple[list[tuple[float, str, str]], dict[str, float]]:
     """Run one stage closed loop in a SimWorld of ``poses``, as the docking controller
     node does: one DockingTask per action of ``actions`` (plan order; one helper serves
@@ -118,6 +142,9 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
     ``carried_by``).
 
     ``backed_off``: filled with helper -> the simulated time [s] its back-off ended.
+
+    ``later``: further answers of the navigation (a replan): simulated time [s] -> paths
+    (``paths``' form, times from the stage's start), reaching the controller at that time.
 
     Returns:
         (collision events ``(t, a, b)``, each module's largest distance [m] from its
@@ -143,61 +170,66 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
              for m, pts in paths.items()}
     wants = [Connection.make(a.module, a.child_face, a.parent_module, a.parent_face)
              for a in actions]
-    driven = {t.driven for t in tasks} | {t.spec.module for t in tasks}
-    followers = {m: PathFollower(m, tp, s) for m, tp in timed.items() if m not in driven}
+    want_of = {id(task): want for task, want in zip(tasks, wants)}
+    # the navigation's answer: a path, or none (None) for a direct module without one
+    answer: dict[str, TimedPath | None] = dict(timed)
+    answer.update({m: None for m in direct if m not in timed})
+    followers: dict[str, PathFollower] = {}
     lag = {m: 0.0 for m in timed}
     backs = {h: (world.pose(h), d) for h, d in (backing_off or {}).items() if d > 0.0}
-    held: set[str] = set()      # helpers whose path came while they backed off
+    pending: dict[str, TimedPath | None] = {}   # arrived, not yet handed in (back-offs)
+    later_left = dict(later or {})
     delivered = False
     events = []
+    mag_on: set[str] = set()
     while world.t < t_max and not all(t.done for t in tasks):
         t = world.t
         samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
-        new = not delivered and t >= path_delay
-        delivered = delivered or new
-        busy: set[str] = set()
+        if not delivered and t >= path_delay:
+            delivered = True
+            pending.update(answer)
+        for t_at in [t_at for t_at in later_left if t >= t_at]:
+            pending.update({m: TimedPath(tuple((tt, p.x, p.y) for tt, p in pts))
+                            for m, pts in later_left.pop(t_at).items()})
         cmds: dict[str, tuple[float, float]] = {}
+        wanted: dict[str, set] = {}
+        off: dict[str, set] = {}
         conns = world.connections()
         for h, (p0, d) in list(backs.items()):
             if world.pose(h).distance_to(p0) >= d:
                 del backs[h]
                 if backed_off is not None:
                     backed_off[h] = t
-                continue
+        # the node's dispatch: the back-offs, the tasks in plan order, then the followers
+        dis = dispatch(tasks, backs, pending)
+        pending = dict(dis.kept)
+        for h in backs:
             cmds[h] = (-min(s.near_structure_speed, s.v_max), 0.0)
-            busy.add(h)
-            if new:
-                held.add(h)
-        for task, want in zip(tasks, wants):
-            if task.uses_helper:
-                if task.driven in busy:
-                    continue
-                if not task.helper_free:
-                    busy.add(task.driven)
-            p = None
-            if new or task.driven in held:
-                p = timed.get(task.driven)
-                held.discard(task.driven)
-                if p is None and task.driven in direct:
-                    task.path_unavailable()
-            me = _tick(task, world, t, samples, want in conns, p, cmds)
+        for turn in dis.turns:
+            task = turn.task
+            me = _tick(turn, world, t, samples, want_of[id(task)] in conns, cmds, wanted, off)
             if (task.phase in (Phase.NAVIGATE, Phase.WAIT_HELPER) and task.driven in timed
                     and t <= timed[task.driven].end_time):
                 x, y = timed[task.driven].reference(t)
                 lag[task.driven] = max(lag[task.driven], math.hypot(me.x - x, me.y - y))
-        if delivered:
-            for m, f in followers.items():
-                if m in backs:
-                    continue  # the node starts no path of a helper backing off
-                me = world.pose(m)
-                near = [(q.x, q.y) for o, q in world.poses().items()
-                        if o != m and q.distance_to(me) <= OBSTACLE_RANGE
-                        ] if not f.escape.was_clear else []
-                cmds[m] = f.tick(t, samples[m], near)
-                if t <= f.path.end_time:
-                    x, y = f.path.reference(t)
-                    q = world.pose(m)
-                    lag[m] = max(lag[m], math.hypot(q.x - x, q.y - y))
+        for m, p in dis.free.items():
+            if m not in dis.held and p is not None:
+                followers[m] = PathFollower(m, p, s)
+        for m in list(followers):
+            if m in dis.held:
+                del followers[m]
+                continue
+            f = followers[m]
+            me = world.pose(m)
+            near = [(q.x, q.y) for o, q in world.poses().items()
+                    if o != m and q.distance_to(me) <= OBSTACLE_RANGE
+                    ] if not f.escape.was_clear else []
+            cmds[m] = f.tick(t, samples[m], near)
+            if t <= f.path.end_time:
+                x, y = f.path.reference(t)
+                q = world.pose(m)
+                lag[m] = max(lag.get(m, 0.0), math.hypot(q.x - x, q.y - y))
+        mag_on = _apply_magnets(world, wanted, off, mag_on)
         for m, (v, om) in cmds.items():
             world.set_cmd_vel(m, v, om)
         events += [(round(world.t, 2), *ev.modules) for ev in world.step(DT)
@@ -231,8 +263,8 @@ def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
                                      a.helper or ""), s) for a in acts]
     wants = [Connection.make(a.module, a.child_face, a.parent_module, a.parent_face)
              for a in acts]
+    want_of = {id(task): want for task, want in zip(tasks, wants)}
     carried = {a.module for a in acts if a.needs_helper}
-    driven = {t.driven for t in tasks} | {t.spec.module for t in tasks}
     pending: dict[str, TimedPath] = {}
     followers: dict[str, PathFollower] = {}
 
@@ -250,6 +282,7 @@ def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
 
     replan(world.t, {}, set())
     events: list[tuple[float, str, str]] = []
+    mag_on: set[str] = set()
     before: dict = {}
     while world.t < t_max and not all(t.done for t in tasks):
         t = world.t
@@ -260,26 +293,28 @@ def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
                for m, p in phases.items() if m in carried):
             replan(t, phases, {m for m, p in phases.items() if p is Phase.DOCKED})
         before = phases
-        busy: set[str] = set()
         cmds: dict[str, tuple[float, float]] = {}
-        for task, want in zip(tasks, wants):
-            if task.uses_helper:
-                if task.driven in busy:
-                    continue
-                if not task.helper_free:
-                    busy.add(task.driven)
-            p = pending.pop(task.driven, None)
-            _tick(task, world, t, samples, want in conns, p, cmds)
-        for m in [m for m in pending if m not in driven]:
-            followers[m] = PathFollower(m, pending.pop(m), s)
-        for m, f in followers.items():
-            if m in cmds:
+        wanted: dict[str, set] = {}
+        off: dict[str, set] = {}
+        # the node's dispatch: the tasks in plan order, then the followers
+        dis = dispatch(tasks, (), pending)
+        pending.clear()
+        for turn in dis.turns:
+            _tick(turn, world, t, samples, want_of[id(turn.task)] in conns, cmds, wanted, off)
+        for m, p in dis.free.items():
+            if m not in dis.held and p is not None:
+                followers[m] = PathFollower(m, p, s)
+        for m in list(followers):
+            if m in dis.held:
+                del followers[m]
                 continue
+            f = followers[m]
             me = world.pose(m)
             near = [(q.x, q.y) for o, q in world.poses().items()
                     if o != m and q.distance_to(me) <= OBSTACLE_RANGE
                     ] if not f.escape.was_clear else []
             cmds[m] = f.tick(t, samples[m], near)
+        mag_on = _apply_magnets(world, wanted, off, mag_on)
         for m, (v, om) in cmds.items():
             world.set_cmd_vel(m, v, om)
         events += [(round(world.t, 2), *ev.modules) for ev in world.step(dt)

@@ -54,6 +54,7 @@ from smores_assembly import params
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
                                      PoseSample, TimedPath, TurnGate, UndockTask,
                                      turns_in_place)
+from smores_assembly.docking.dispatch import dispatch, magnets_on, merge_command
 from smores_assembly.docking.task import follower_order
 from smores_assembly.docking.settings import DockingNodeSettings
 from smores_assembly.errors import InputError
@@ -359,34 +360,28 @@ class DockingControllerNode(Node):
         cmds: dict[str, tuple[float, float]] = {}
         wanted: dict[str, set] = {}
         off: dict[str, set] = {}
-        helper_busy: set[str] = set()
+        backing = []
         for h, back in list(self._backing_off.items()):
             if back.helper_free:
                 del self._backing_off[h]
-                continue
-            # the helper's back-off first: no task drives it, no path of it starts yet
-            cmds[h] = back.tick(now, self._samples, True, None, ()).cmd.get(h, (0.0, 0.0))
-            helper_busy.add(h)
-            if h in new_paths:
-                self._new_paths.setdefault(h, new_paths.pop(h))
-        for task in self._tasks.values():
-            if task.uses_helper:
-                # one helper serves the stage's actions one after the other (plan order)
-                if task.driven in helper_busy:
-                    continue
-                if not task.helper_free:
-                    helper_busy.add(task.driven)
-            if task.driven in new_paths:
-                p = new_paths.pop(task.driven)
-                if p is None:
-                    task.path_unavailable()
             else:
-                p = None
-            out = task.tick(now, self._samples, self._connected(task.spec), p,
+                backing.append(h)
+        # which task drives which body and takes which path: one ROS-free rule set
+        # (smores_assembly.docking.dispatch), the closed-loop test harnesses run it too
+        d = dispatch(self._tasks.values(), backing, new_paths)
+        for h in backing:
+            # the helper's back-off first: no task drives it, no path of it starts yet
+            back = self._backing_off[h]
+            cmds[h] = back.tick(now, self._samples, True, None, ()).cmd.get(h, (0.0, 0.0))
+        for h, p in d.kept.items():
+            self._new_paths.setdefault(h, p)
+        for turn in d.turns:
+            task = turn.task
+            if turn.unavailable:
+                task.path_unavailable()
+            out = task.tick(now, self._samples, self._connected(task.spec), turn.path,
                             self._obstacles(task))
-            for m, c in out.cmd.items():
-                if m not in cmds or c != (0.0, 0.0):
-                    cmds[m] = c
+            merge_command(cmds, turn, out.cmd)
             for m, faces in out.magnets.items():
                 wanted.setdefault(m, set()).update(faces)
             for m, faces in out.magnets_off.items():
@@ -397,8 +392,8 @@ class DockingControllerNode(Node):
                 self.get_logger().info(f"{hc.helper}: {hc.command.name} {hc.module}")
         # modules moved aside by the navigation, or staging for a later stage (pipelined):
         # follow their paths to the end (staging: then turn to the goal heading)
-        busy = set(cmds)
-        for m, p in new_paths.items():
+        busy = d.held
+        for m, p in d.free.items():
             if m not in busy and p is not None:
                 old = self._followers.get(m)
                 self._followers[m] = PathFollower(m, p, self.settings,
@@ -466,12 +461,8 @@ class DockingControllerNode(Node):
                       off: dict[str, set] | None = None) -> None:
         """Magnets on: the tasks' wishes, the faces of DOCKED actions and of the reported
         connections -- except the faces an undock holds off."""
-        faces: dict[str, set] = {}
-        for src in (wanted, self._docked_faces, self._conn_faces):
-            for m, some in src.items():
-                faces.setdefault(m, set()).update(some)
+        faces = magnets_on((wanted, self._docked_faces, self._conn_faces), off)
         for m, gone in (off or {}).items():
-            faces.setdefault(m, set()).difference_update(gone)
             if m in self._docked_faces:
                 self._docked_faces[m].difference_update(gone)
         for m in set(faces) | set(self._mag_sent):

@@ -1,0 +1,142 @@
+"""Which task drives which body on one control tick, and which task takes which new path.
+
+The docking controller runs a stage's tasks (:class:`~smores_assembly.docking.task.DockingTask`,
+:class:`~smores_assembly.docking.undock.UndockTask`), the straight back-offs of helpers
+that handed a module over in the stage before, and a
+:class:`~smores_assembly.docking.task.PathFollower` for every other module the navigation
+gives a path (moved aside, or staged for a later stage). This module is that dispatch,
+without ROS: the node (:mod:`smores_assembly.ros.docking_controller`) and the closed-loop
+test harnesses call the same function, so what the tests run is what the node runs.
+
+The rules:
+
+* A helper backing off is driven by its back-off alone: no task ticks with it, and a path
+  of it that arrives meanwhile is kept for a later tick (it starts after the back-off).
+* One helper serves its stage's wheel-face actions one after the other, in plan order: a
+  task whose helper is held by an earlier one (or backing off) waits (is not ticked).
+* A task drives its module and its driven body (its helper for wheel-face docks) and takes
+  the new path of its driven body -- until it is done and its helper's back-off is over
+  (``helper_free``): from then on the helper is free. A later task of the same helper takes
+  its paths; with none, the helper follows its path like any other module (a helper the
+  navigation moves aside later in the stage moves). Random 100, stage 23 (issue 16): a
+  finished task kept taking its helper's new path and commanding it to stand, so the
+  helper stayed where the navigation had moved it out of a pair's way, and the pair's
+  planned path drove into it.
+* A path nobody took goes to the followers; a body a task or back-off drives follows none.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from smores_assembly.docking.control import TimedPath
+from smores_assembly.docking.task import DockingTask
+from smores_assembly.docking.undock import UndockTask
+
+#: what the controller runs: a dock or an undock
+Task = DockingTask | UndockTask
+
+
+@dataclass(frozen=True)
+class TaskTurn:
+    """One task's turn on a tick.
+
+    Attributes:
+        task: the task to tick.
+        path: the new path it takes (None: none arrived for its driven body, or the
+            navigation answered with an empty one -- see ``unavailable``).
+        unavailable: the navigation answered with no path for its driven body (the task
+            drives directly: ``task.path_unavailable()``).
+        bodies: the module ids whose commands this task gives this tick (its module, and its
+            driven body while it holds it).
+    """
+
+    task: Task
+    path: TimedPath | None
+    unavailable: bool
+    bodies: frozenset[str]
+
+
+@dataclass
+class Dispatch:
+    """The dispatch of one tick (:func:`dispatch`).
+
+    Attributes:
+        turns: the tasks to tick, in plan order.
+        held: every body a task or a back-off drives this tick (follows no path).
+        kept: new paths of helpers still backing off, to hand in again on a later tick.
+        free: new paths no task took (module id -> path, None = stop where it stands), for
+            the followers of the bodies not in ``held``.
+    """
+
+    turns: list[TaskTurn] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)
+    kept: dict[str, TimedPath | None] = field(default_factory=dict)
+    free: dict[str, TimedPath | None] = field(default_factory=dict)
+
+
+def task_bodies(task: Task) -> frozenset[str]:
+    """The module ids ``task`` commands: its module and its driven body; a wheel-face dock
+    whose helper is free (done, back-off over) no longer its helper."""
+    if task.uses_helper and task.helper_free:
+        return frozenset((task.spec.module,))
+    return frozenset((task.spec.module, task.driven))
+
+
+def dispatch(tasks: Iterable[Task], backing_off: Collection[str],
+             new_paths: Mapping[str, TimedPath | None]) -> Dispatch:
+    """Dispatch one control tick (rules: the module docstring).
+
+    Args:
+        tasks: the stage's tasks in plan order (each with ``spec.module``, ``driven``,
+            ``uses_helper``, ``helper_free``).
+        backing_off: helpers whose straight back-off runs this tick.
+        new_paths: the paths that arrived since the last tick, by module id (None: the
+            navigation has no path for it). Not modified.
+
+    Returns:
+        The :class:`Dispatch`.
+    """
+    paths = dict(new_paths)
+    out = Dispatch(held=set(backing_off))
+    out.kept = {h: paths.pop(h) for h in backing_off if h in paths}
+    serving = set(backing_off)          # helpers taken by a back-off or an earlier task
+    for task in tasks:
+        if task.uses_helper:
+            if task.driven in serving:
+                continue
+            if not task.helper_free:
+                serving.add(task.driven)
+        bodies = task_bodies(task)
+        path, unavailable = None, False
+        if task.driven in bodies and task.driven in paths:
+            path = paths.pop(task.driven)
+            unavailable = path is None
+        out.turns.append(TaskTurn(task, path, unavailable, bodies))
+        out.held |= bodies
+    out.free = paths
+    return out
+
+
+def merge_command(cmds: dict[str, tuple[float, float]], turn: TaskTurn,
+                  task_cmd: Mapping[str, tuple[float, float]]) -> None:
+    """Merge a task's commands (``TaskOutput.cmd``) into the tick's ``cmds``: only for the
+    bodies of its ``turn``; a zero command never overwrites another one's."""
+    for m, c in task_cmd.items():
+        if m in turn.bodies and (m not in cmds or c != (0.0, 0.0)):
+            cmds[m] = c
+
+
+def magnets_on(sources: Iterable[Mapping[str, Collection]],
+               off: Mapping[str, Collection] | None = None) -> dict[str, set]:
+    """The EP-magnet faces to switch on, by module id: the union of ``sources`` (the tasks'
+    wishes of this tick -- every task's, one module may serve two docks --, the faces of
+    DOCKED actions, the faces of reported connections) less the faces an undock holds
+    ``off``. A module missing from the result has every magnet off."""
+    faces: dict[str, set] = {}
+    for src in sources:
+        for m, some in src.items():
+            faces.setdefault(m, set()).update(some)
+    for m, gone in (off or {}).items():
+        faces.setdefault(m, set()).difference_update(gone)
+    return faces
