@@ -163,7 +163,7 @@ def test_random_dispatch_conserves_paths_and_gives_each_body_one_driver(seed):
     a back-off holds it; a free path is never for a held body's taker."""
     rng = random.Random(seed)
     helpers = [f"h{i}" for i in range(rng.randint(1, 3))]
-    tasks, used = [], set()
+    tasks = []
     for i in range(rng.randint(1, 7)):
         h = rng.choice(helpers + [""] * 2)
         state = rng.choice(["active", "backing", "free"])
