@@ -80,6 +80,7 @@ until the plan arrives.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path as FilePath
 
@@ -315,6 +316,7 @@ class NavigationNode(Node):
             # busy machine)
             sp, staged = plan_problem(prob, self.settings, work_clock=self.lockstep.enabled,
                                       defer_failed_pairs=True)
+            self._dump_every(prob, reason, t_start)
         except (NavigationError, InputError) as exc:
             self._publish_empty(sorted(direct), t_start)
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
@@ -434,6 +436,22 @@ class NavigationNode(Node):
         except (OSError, ValueError) as exc:
             return f"problem not written ({path}: {exc})"
         return f"problem written to {path} (replay: smores_assembly.navigation.replay)"
+
+    def _dump_every(self, prob: NavProblem, reason: str, t: float) -> None:
+        """Debugging: with ``SMORES_NAV_DUMP_DIR`` set, write every problem planned (not
+        only the failed ones) there, ``stage<k>_<n>.yaml``; the replay
+        (:mod:`smores_assembly.navigation.replay`) plans the very paths published."""
+        where = os.environ.get("SMORES_NAV_DUMP_DIR")
+        if not where:
+            return
+        path = FilePath(where) / f"stage{self._stage + 1}_{self.plan_count:04d}.yaml"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            dump_problem(path, prob, self.settings, work_clock=self.lockstep.enabled,
+                         stage=self._stage + 1, reason=reason, error="", time_s=t,
+                         staging_settings=dict(vars(self.staging_settings)))
+        except (OSError, ValueError) as exc:
+            self.get_logger().warning(f"SMORES_NAV_DUMP_DIR: {path} not written: {exc}")
 
     # --- outputs --------------------------------------------------------------------------
     def _pub(self, m: str):
