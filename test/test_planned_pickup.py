@@ -34,7 +34,7 @@ STANDOFF = DockingSettings().standoff
 
 
 def _scene():
-    d = load_yaml(SCENE)
+    d = load_yaml(SCENE.read_text(), str(SCENE))
     poses = {m: Pose2D(*v) for m, v in d["poses"].items()}
     paths = {m: [(t, Pose2D(x, y, 0.0)) for t, x, y in pts] for m, pts in d["paths"].items()}
     acts = [DockAction(module=a["module"], node=a["module"], stage=0, depth=1,
@@ -61,8 +61,10 @@ def test_random50_stage1_h1_lifts_m28_where_its_path_ends(monkeypatch):
     events, _lag = stage_in_world(poses, acts, paths, helpers=helpers, t_max=25.0)
     assert events == []
     assert "lift" in seen, "h1 never lifted m28"
-    _t, h1, m28 = seen["lift"]
-    # lifted from the side its path ended on: m28's TOP face, where the navigation put h1
+    _t, h1, _m28 = seen["lift"]
+    # lifted from the side its path ended on: the TOP face of m28 (where it stood until
+    # lifted), where the navigation put h1
+    m28 = poses["m28"]
     top = dock_axis(m28, Face.TOP, W)
     gap, lateral, _yaw = top.errors(h1, 0.5 * W)
     assert abs(lateral) < 0.01 and gap < 0.02, (h1, m28)

@@ -175,7 +175,9 @@ class DockingSettings:
                                         0.1, 60.0)
     lift_confirm_tolerance: float = param_field(
         0.01, "Carried module pose error that confirms a LIFT [m]", 0.0005, 0.2)
-    helper_timeout_s: float = param_field(120.0, "WAIT_HELPER timeout [s]", 1.0, 3600.0)
+    helper_timeout_s: float = param_field(
+        120.0, "WAIT_HELPER timeout [s] (from the phase start and the last path end)", 1.0,
+        3600.0)
     helper_backoff: float = param_field(0.06, "Helper reverse distance after the hand-over [m]",
                                         0.0, 1.0)
     # --- wheel deadband ---
@@ -913,6 +915,36 @@ def pickup_axis(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, fl
             best = (key, ax)
     assert best is not None  # Face has four members
     return best[1]
+
+
+#: A navigation path ends on a side's pick-up pose when its last point is this close [m]
+#: to it (the navigation plans the helper's goal at :func:`pickup_pose` of the module's
+#: pose when it planned; the module may have been nudged since).
+PLANNED_PICKUP_TOLERANCE = 0.03
+
+
+def planned_pickup_axis(module: Pose2D, path_end: tuple[float, float],
+                        others: Sequence[tuple[float, float]], width: float,
+                        standoff: float) -> DockAxis | None:
+    """The side the navigation planned the helper's pick-up from: the docking axis onto the
+    face of ``module`` whose pick-up pose (``standoff`` [m], :func:`pickup_pose`) lies within
+    :data:`PLANNED_PICKUP_TOLERANCE` of ``path_end`` (``world`` [m]) and is free of
+    ``others`` (:func:`free_pickup_faces`); None when the path ended on no free side.
+
+    A helper that reached the end of its path keeps this side rather than choosing again
+    by :func:`pickup_axis`: the navigation planned its way there against every other
+    module's path, while a move round the module to another side is planned against none
+    (random 50, issue 16: a module staging beside the module made the planned side look
+    cramped for the pair's turn while it passed; h1 drove round to another side, across the
+    path of m7, which ran into it).
+    """
+    free = free_pickup_faces(module, others, width, standoff)
+    for f in free:
+        ax = dock_axis(module, f, width)
+        p = ax.body_pose(0.5 * width, standoff)
+        if math.hypot(p.x - path_end[0], p.y - path_end[1]) <= PLANNED_PICKUP_TOLERANCE:
+            return ax
+    return None
 
 
 def pickup_pose(module: Pose2D, helper: Pose2D, others: Sequence[tuple[float, float]],

@@ -33,7 +33,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              lane_blockers, pair_maneuver, pair_sweep_clear,
                                              pair_turn_clearance,
                                              pair_turn_shift, pair_turn_way,
-                                             pickup_axis,
+                                             pickup_axis, planned_pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
                                              STAGING_LIMIT,
@@ -1091,9 +1091,10 @@ class Docked(PhaseStep):
 
 class FetchPath(PhaseStep):
     """Helper sub-step: follow the navigation's path towards the pick-up pose; its end, a
-    timeout, or coming within ``obstacle_clearance`` of the module -> choose the side again
-    and go on with :class:`FetchGoto`. Each entry follows a path not followed yet, so the
-    start escape (:meth:`Escape.at_start`, re-armed per path) looks again."""
+    timeout, or coming within ``obstacle_clearance`` of the module -> the side the path
+    ends on while it is free, else the side chosen again, and on with :class:`FetchGoto`.
+    Each entry follows a path not followed yet, so the start escape
+    (:meth:`Escape.at_start`, re-armed per path) looks again."""
 
     name = "path"
 
@@ -1114,8 +1115,11 @@ class FetchPath(PhaseStep):
         near = (math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
                 and ctx.t >= pts[max(0, len(pts) - 2)][0])
         if finished or near or ctx.t > ctx.path.end_time + s.nav_timeout_margin_s:
+            # the side the path was planned to while it is free, else the side chosen
+            # again from where the path ended (WaitHelper.tick)
+            _t, ex, ey = pts[-1]
             ctx.path = None
-            wh.rechoose()   # the side, from where the path ended
+            wh.rechoose(planned_end=(ex, ey))
         else:
             ctx.set_cmd(v, om, virtual=False)
         return None
@@ -1222,7 +1226,8 @@ class WaitHelper(PhaseStep):
     navigation's path (as NAVIGATE does). Each choice of the pick-up side
     (:func:`pickup_axis`) starts with :class:`FetchGoto`, which gives way to
     :class:`FetchPath` whenever a path not followed yet is there; no lift within
-    ``helper_timeout_s`` ends the task."""
+    ``helper_timeout_s`` of the phase's start and of the end of the last path ends the
+    task."""
 
     phase = Phase.WAIT_HELPER
 
@@ -1230,14 +1235,19 @@ class WaitHelper(PhaseStep):
         self.escape = Escape()
         self.axis: DockAxis | None = None
         self.sub: PhaseStep | None = None
+        self.planned_end: tuple[float, float] | None = None
+        self.path_end = -math.inf    # end [s] of the last path given (the timeout's start)
 
     @property
     def name(self) -> str:  # type: ignore[override]  # PhaseStep.name is a class constant
         return self.sub.name if self.sub is not None else ""
 
-    def rechoose(self) -> None:
-        """Choose the pick-up side again at the next tick."""
+    def rechoose(self, planned_end: tuple[float, float] | None = None) -> None:
+        """Choose the pick-up side again at the next tick; ``planned_end`` (``world`` [m]):
+        where the navigation's path ended -- its side is kept while it is free
+        (:func:`~smores_assembly.docking.control.planned_pickup_axis`)."""
         self.axis = None
+        self.planned_end = planned_end
 
     def go(self, ctx: DockingContext, sub: PhaseStep) -> None:
         """Start sub-step ``sub``."""
@@ -1250,7 +1260,12 @@ class WaitHelper(PhaseStep):
 
     def tick(self, ctx):
         s = ctx.s
-        if ctx.elapsed > s.helper_timeout_s:
+        if ctx.path is not None:
+            self.path_end = max(self.path_end, ctx.path.end_time)
+        # the budget runs from the later of the phase's start and the end of the last path
+        # the navigation gave the helper: a planned wait is not the helper's delay (random
+        # 50, stage 3: the stage's paths waited 126 s for a carried pair; h1 failed at 120 s)
+        if ctx.elapsed > s.helper_timeout_s and ctx.t - self.path_end > s.helper_timeout_s:
             raise FatalTimeout(f"helper {ctx.spec.helper} did not pick up "
                                f"{ctx.spec.module} within {s.helper_timeout_s} s")
         m, helper = ctx.module_est, ctx.body_obs.est
@@ -1263,8 +1278,11 @@ class WaitHelper(PhaseStep):
             # straight, in reverse, across the row m1's path used: contact)
             return None
         if self.axis is None:
-            self.axis = pickup_axis(m, helper, ctx.obstacles_for_body(), s.module_width,
-                                    s.standoff)
+            others = ctx.obstacles_for_body()
+            planned = None if self.planned_end is None else planned_pickup_axis(
+                m, self.planned_end, others, s.module_width, s.standoff)
+            self.axis = planned or pickup_axis(m, helper, others, s.module_width, s.standoff)
+            self.planned_end = None
             self.go(ctx, FetchGoto())
         self.sub.elapsed += ctx.dt
         if isinstance(self.sub, FetchGoto) and ctx.path is not None:
