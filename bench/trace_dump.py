@@ -57,6 +57,8 @@ def steps(dump: Path, n: int, rate: float, t0: float = 0.0,
             if t > t1 + 1e-9:
                 return
             poses_hex = rest.rsplit(" ", 1)[-1].strip()
+            if len(poses_hex) != 48 * n:
+                return   # a run still going (or killed) leaves its last line cut short
             yield t, np.frombuffer(bytes.fromhex(poses_hex), dtype="<f8").reshape(n, 3)
 
 

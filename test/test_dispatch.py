@@ -64,12 +64,21 @@ def _stage(monkeypatch, later):
     return events, seen
 
 
-def test_a_helper_freed_by_its_task_follows_the_path_it_gets_later(monkeypatch):
-    events, seen = _stage(monkeypatch, {T_ASIDE: {"h0": ASIDE}})
+def _aside(t0: float) -> list:
+    """The move aside of ``ASIDE`` given at ``t0`` [s]."""
+    return [(t - T_ASIDE + t0, p) for t, p in ASIDE]
+
+
+@pytest.mark.parametrize("t_given", [T_ASIDE, 3.5])
+def test_a_helper_freed_by_its_task_follows_the_path_it_gets_later(monkeypatch, t_given):
+    """Given after the back-off (6 s) or during it (3.5 s: the navigation replans when the
+    pair docks, with the helper where its back-off ends; the path waits for it)."""
+    events, seen = _stage(monkeypatch, {t_given: {"h0": _aside(t_given)}})
     world = seen["world"]
-    # the scene is as meant: the pair's task freed h0 before the move aside came, the
-    # stage's other dock ran on after it
-    assert seen["free"] < T_ASIDE < seen["m2_last"]
+    # the scene is as meant: the pair docked (2.5 s) before the move aside came, its task
+    # freed h0 before (6 s) or after (3.5 s) it, the stage's other dock ran on after it
+    assert 2.6 < t_given < seen["m2_last"]
+    assert (seen["free"] < t_given) == (t_given == T_ASIDE)
     assert events == []
     assert {c.describe() for c in world.connections()} == {"m1.LEFT-p.RIGHT",
                                                           "m2.BOTTOM-p.LEFT"}
@@ -123,8 +132,11 @@ def test_a_helper_backing_off_keeps_its_path_for_later():
 
 def test_a_done_task_still_holds_its_module_and_while_backing_off_its_helper():
     a = _task("m1", "h0", done=True, backing=True)
-    d = dispatch([a], (), {"h0": _path(0.0)})
+    p0 = _path(0.0)
+    d = dispatch([a], (), {"h0": p0})
     assert d.turns[0].bodies == {"m1", "h0"} and d.free == {}
+    # the helper's next path, kept until the back-off is over (not the done task's)
+    assert d.turns[0].path is None and d.kept == {"h0": p0}
     a.helper_free = True
     p = _path(0.0)
     d = dispatch([a], (), {"h0": p})
@@ -194,8 +206,13 @@ def test_random_dispatch_conserves_paths_and_gives_each_body_one_driver(seed):
     assert not (set(d.kept) & set(d.free))
     for m, p in {**took, **d.kept, **d.free}.items():
         assert p is paths[m]
-    # a path is taken only by the task that drives that body now
+    # a path is taken only by an unfinished task that drives that body now; the paths
+    # kept are those of helpers backing off (across stages, or after a hand-over)
     for x in d.turns:
         if x.path is not None or x.unavailable:
             assert x.task.driven in task_bodies(x.task)
-    assert set(d.kept) <= set(backing)
+            assert not (x.task.uses_helper and x.task.done)
+    backing_now = set(backing) | {x.task.driven for x in d.turns
+                                  if x.task.uses_helper and x.task.done
+                                  and not x.task.helper_free}
+    assert set(d.kept) == {m for m in paths if m in backing_now}

@@ -18,10 +18,12 @@ DT = 0.1
 POSES = {"p": Pose2D(0.0, 0.0, 0.0), "m1": Pose2D(0.5, 0.0, 0.0), "h0": Pose2D(1.0, 0.4, 0.0)}
 
 
-def _run(path_end: float | None, t_end: float) -> tuple[DockingTask, float | None]:
+def _run(path_end: float | None, t_end: float,
+         replan: tuple[float, float] | None = None) -> tuple[DockingTask, float | None]:
     """Tick a wheel-face dock of m1 (helper h0) to ``t_end`` [s]; a path holding h0 where it
-    stands until ``path_end`` [s] is given at the start (None: no path, direct). Returns the
-    task and when it failed."""
+    stands until ``path_end`` [s] is given at the start (None: no path, direct);
+    ``replan`` = (t, end): at t a new path replaces it, ending at ``end``. Returns the task
+    and when it failed."""
     s = DockingSettings()
     task = DockingTask(DockingSpec("m1", "p", Face.TOP, Face.LEFT, "h0"), s)
     h = POSES["h0"]
@@ -31,7 +33,10 @@ def _run(path_end: float | None, t_end: float) -> tuple[DockingTask, float | Non
     failed, t = None, 0.0
     while t <= t_end and failed is None:
         samples = {m: PoseSample(p, t) for m, p in POSES.items()}
-        task.tick(t, samples, False, path if t == 0.0 else None)
+        new = path if t == 0.0 else None
+        if replan is not None and t == replan[0]:
+            new = TimedPath(((t, h.x, h.y), (replan[1], h.x, h.y)))
+        task.tick(t, samples, False, new)
         if task.phase is Phase.FAILED:
             failed = t
         t = round(t + DT, 6)
@@ -53,3 +58,10 @@ def test_without_a_path_the_budget_runs_from_the_phase_start():
     s = DockingSettings()
     _task, failed = _run(None, s.helper_timeout_s + 5.0)
     assert failed is not None and s.helper_timeout_s <= failed <= s.helper_timeout_s + 2 * DT
+
+
+def test_the_budget_runs_from_the_last_path_not_the_longest():
+    """A replan that shortens the wait (300 s -> 20 s) moves the deadline back."""
+    s = DockingSettings()
+    _task, failed = _run(300.0, 300.0, replan=(10.0, 20.0))
+    assert failed is not None and abs(failed - (20.0 + s.helper_timeout_s)) <= 2 * DT

@@ -91,3 +91,26 @@ def test_a_path_ending_on_no_side_is_chosen_again():
     off = PLANNED_PICKUP_TOLERANCE + 0.005
     assert planned_pickup_axis(m, (p.x + off, p.y), [], W, STANDOFF) is None
     assert planned_pickup_axis(m, (1.0, 1.0), [], W, STANDOFF) is None
+
+
+def test_a_path_that_ran_out_of_time_does_not_force_its_side():
+    """The helper, blocked above m1, never reached its path's end at m1's BOTTOM pick-up
+    pose: after the path's timeout it chooses the side again from where it stands (LEFT,
+    the near one), not the far side the path was going to."""
+    from smores_assembly.docking import DockingSpec, DockingTask, PoseSample
+    from smores_assembly.docking.control import TimedPath
+    s = DockingSettings()
+    m = Pose2D(0.5, 0.0, 0.0)
+    poses = {"p": Pose2D(0.0, 0.0, 0.0), "m1": m, "h0": Pose2D(0.5, 0.25, -1.5708)}
+    h = poses["h0"]
+    end = dock_axis(m, Face.BOTTOM, W).body_pose(0.5 * W, s.standoff)
+    path = TimedPath(((0.0, h.x, h.y), (5.0, 0.9, 0.25), (10.0, 0.9, end.y),
+                      (15.0, end.x, end.y)))
+    task = DockingTask(DockingSpec("m1", "p", Face.TOP, Face.LEFT, "h0"), s)
+    t = 0.0
+    while t < 15.0 + s.nav_timeout_margin_s + 2.0:
+        task.tick(t, {k: PoseSample(p, t) for k, p in poses.items()}, False,
+                  path if t == 0.0 else None)
+        t = round(t + 0.1, 6)
+    assert task.phase is Phase.WAIT_HELPER and task.step_name == "goto"
+    assert task.step.axis == dock_axis(m, Face.LEFT, W)

@@ -48,3 +48,13 @@ def test_closest_finds_the_smallest_distance_and_its_time(tmp_path, capsys):
     assert len(lines) == 1          # h0 is never within 0.15 m of anyone
     a, b, d, _m, _at, t, _s = lines[0].split()
     assert (a, b) == ("m0", "m1") and abs(float(d) - 0.1) < 1e-4 and float(t) == 2.0
+
+
+def test_a_dump_cut_short_ends_at_its_last_whole_line(tmp_path, capsys):
+    """A run still going (or killed) leaves the last line cut: it is not read."""
+    dump, log = _write(tmp_path)
+    text = dump.read_text()
+    dump.write_text(text[: len(text) - 40])
+    assert trace_dump.main([str(dump), str(log), "track", "m1", "0", "2", "--every", "1"]) == 0
+    times = [float(ln.split()[0]) for ln in capsys.readouterr().out.splitlines()]
+    assert times == [0.02, 1.02]

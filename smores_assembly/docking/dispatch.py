@@ -15,13 +15,14 @@ The rules:
 * One helper serves its stage's wheel-face actions one after the other, in plan order: a
   task whose helper is held by an earlier one (or backing off) waits (is not ticked).
 * A task drives its module and its driven body (its helper for wheel-face docks) and takes
-  the new path of its driven body -- until it is done and its helper's back-off is over
-  (``helper_free``): from then on the helper is free. A later task of the same helper takes
-  its paths; with none, the helper follows its path like any other module (a helper the
-  navigation moves aside later in the stage moves). Random 100, stage 23 (issue 16): a
-  finished task kept taking its helper's new path and commanding it to stand, so the
-  helper stayed where the navigation had moved it out of a pair's way, and the pair's
-  planned path drove into it.
+  the new path of its driven body -- until it is done. A done wheel-face task drives its
+  helper's back-off; a new path of the helper meanwhile is kept for later, as for a
+  back-off across stages. Once the back-off is over (``helper_free``) the helper is free:
+  a later task of the same helper takes its paths; with none, the helper follows its path
+  like any other module (a helper the navigation moves aside later in the stage moves).
+  Random 100, stage 23 (issue 16): a finished task kept taking its helper's new path and
+  commanding it to stand, so the helper stayed where the navigation had moved it out of a
+  pair's way, and the pair's planned path drove into it.
 * A path nobody took goes to the followers; a body a task or back-off drives follows none.
 """
 from __future__ import annotations
@@ -64,7 +65,8 @@ class Dispatch:
     Attributes:
         turns: the tasks to tick, in plan order.
         held: every body a task or a back-off drives this tick (follows no path).
-        kept: new paths of helpers still backing off, to hand in again on a later tick.
+        kept: new paths of helpers still backing off (across stages, or after their task's
+            hand-over in this stage), to hand in again on a later tick.
         free: new paths no task took (module id -> path, None = stop where it stands), for
             the followers of the bodies not in ``held``.
     """
@@ -110,8 +112,13 @@ def dispatch(tasks: Iterable[Task], backing_off: Collection[str],
         bodies = task_bodies(task)
         path, unavailable = None, False
         if task.driven in bodies and task.driven in paths:
-            path = paths.pop(task.driven)
-            unavailable = path is None
+            if task.uses_helper and task.done:
+                # DOCKED, its helper still backing off: the path is the helper's next one
+                # (planned from where the back-off ends), kept until the back-off is over
+                out.kept[task.driven] = paths.pop(task.driven)
+            else:
+                path = paths.pop(task.driven)
+                unavailable = path is None
         out.turns.append(TaskTurn(task, path, unavailable, bodies))
         out.held |= bodies
     out.free = paths

@@ -1092,7 +1092,8 @@ class Docked(PhaseStep):
 class FetchPath(PhaseStep):
     """Helper sub-step: follow the navigation's path towards the pick-up pose; its end, a
     timeout, or coming within ``obstacle_clearance`` of the module -> the side the path
-    ends on while it is free, else the side chosen again, and on with :class:`FetchGoto`.
+    ends on while it is free (not after a timeout), else the side chosen again, and on with
+    :class:`FetchGoto`.
     Each entry follows a path not followed yet, so the start escape
     (:meth:`Escape.at_start`, re-armed per path) looks again."""
 
@@ -1115,11 +1116,13 @@ class FetchPath(PhaseStep):
         near = (math.hypot(helper.x - m.x, helper.y - m.y) < s.obstacle_clearance
                 and ctx.t >= pts[max(0, len(pts) - 2)][0])
         if finished or near or ctx.t > ctx.path.end_time + s.nav_timeout_margin_s:
-            # the side the path was planned to while it is free, else the side chosen
-            # again from where the path ended (WaitHelper.tick)
+            # at the path's end (or near the module on its last leg): the side the path was
+            # planned to while it is free, else the side chosen again from where the helper
+            # is (WaitHelper.tick); a path that ran out of time chooses again (the helper
+            # did not get there: the planned side may be the far one)
             _t, ex, ey = pts[-1]
             ctx.path = None
-            wh.rechoose(planned_end=(ex, ey))
+            wh.rechoose(planned_end=(ex, ey) if finished or near else None)
         else:
             ctx.set_cmd(v, om, virtual=False)
         return None
@@ -1261,10 +1264,12 @@ class WaitHelper(PhaseStep):
     def tick(self, ctx):
         s = ctx.s
         if ctx.path is not None:
-            self.path_end = max(self.path_end, ctx.path.end_time)
+            self.path_end = ctx.path.end_time
         # the budget runs from the later of the phase's start and the end of the last path
         # the navigation gave the helper: a planned wait is not the helper's delay (random
-        # 50, stage 3: the stage's paths waited 126 s for a carried pair; h1 failed at 120 s)
+        # 50, stage 3: the stage's paths waited 126 s for a carried pair; h1 failed at 120 s).
+        # A helper that keeps lagging behind its replanned paths is bounded by the
+        # executive's stage timeout.
         if ctx.elapsed > s.helper_timeout_s and ctx.t - self.path_end > s.helper_timeout_s:
             raise FatalTimeout(f"helper {ctx.spec.helper} did not pick up "
                                f"{ctx.spec.module} within {s.helper_timeout_s} s")

@@ -316,7 +316,6 @@ class NavigationNode(Node):
             # busy machine)
             sp, staged = plan_problem(prob, self.settings, work_clock=self.lockstep.enabled,
                                       defer_failed_pairs=True)
-            self._dump_every(prob, reason, t_start)
         except (NavigationError, InputError) as exc:
             self._publish_empty(sorted(direct), t_start)
             self.last_error = f"stage {self._stage + 1}: navigation planning failed: {exc}"
@@ -343,6 +342,7 @@ class NavigationNode(Node):
                 self._publish_empty(affected, t_start)
             return False
         self.last_error = ""
+        self._dump_every(prob, reason, t_start)
         deferred = sp.stats.get("deferred_pairs", {})
         if deferred:
             dumped = self._dump_failed(prob, reason, "; ".join(
@@ -439,8 +439,9 @@ class NavigationNode(Node):
 
     def _dump_every(self, prob: NavProblem, reason: str, t: float) -> None:
         """Debugging: with ``SMORES_NAV_DUMP_DIR`` set, write every problem planned (not
-        only the failed ones) there, ``stage<k>_<n>.yaml``; the replay
-        (:mod:`smores_assembly.navigation.replay`) plans the very paths published."""
+        only the failed ones) there, ``stage<k>_<n>.yaml``;
+        :func:`smores_assembly.navigation.replay.plan_problem` with
+        ``defer_failed_pairs=True`` (as here) plans the very paths published."""
         where = os.environ.get("SMORES_NAV_DUMP_DIR")
         if not where:
             return
@@ -450,7 +451,7 @@ class NavigationNode(Node):
             dump_problem(path, prob, self.settings, work_clock=self.lockstep.enabled,
                          stage=self._stage + 1, reason=reason, error="", time_s=t,
                          staging_settings=dict(vars(self.staging_settings)))
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 -- a debugging dump never stops planning
             self.get_logger().warning(f"SMORES_NAV_DUMP_DIR: {path} not written: {exc}")
 
     # --- outputs --------------------------------------------------------------------------
