@@ -74,3 +74,53 @@ def test_latched_publisher_that_appears_after_the_topic_was_seen(ros_context, tm
     recorded = _read(tmp_path / "r.mcap")
     assert [m.header.frame_id for m in recorded["/m2/path"]] == ["world", "second"]
     assert [m.data for m in recorded["/plain"]] == [0, 1, 2, 3, 4]
+
+
+class _Info:
+    """A publisher's ``TopicEndpointInfo`` as far as ``matching_qos`` reads it."""
+
+    def __init__(self):
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        self.qos_profile = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                                      durability=DurabilityPolicy.VOLATILE)
+
+
+class _Node:
+    """The node calls the recorder makes, with a publisher list the test scripts."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.created, self.destroyed = [], []
+
+    def get_topic_names_and_types(self):
+        return [("/truth", ["std_msgs/msg/Int32"])]
+
+    def get_publishers_info_by_topic(self, topic):
+        return self.answers.pop(0)
+
+    def create_subscription(self, cls, topic, cb, qos, raw=False):
+        self.created.append(qos)
+        return object()
+
+    def destroy_subscription(self, sub):
+        self.destroyed.append(sub)
+
+
+def test_a_poll_that_sees_no_publisher_keeps_the_subscription(tmp_path):
+    """A discovery answer momentarily empty (a loaded machine) or a publisher restarting
+    must not cost messages: before, the recorder subscribed anew best effort, then anew
+    reliable at the next poll, losing what came in between twice (one way to the 0.36 s
+    hole the ground truth of a Task 1 recording had once under CI load)."""
+    from rclpy.qos import ReliabilityPolicy
+
+    from smores_assembly.record import McapRecorder
+
+    node = _Node([[_Info()], [], [_Info()], [_Info()]])
+    rec = McapRecorder(node, tmp_path / "r.mcap")
+    try:
+        for _ in range(4):
+            rec.poll_topics(0.0)
+    finally:
+        rec.close()
+    assert len(node.created) == 1 and len(node.destroyed) == 1    # the close only
+    assert node.created[0].reliability == ReliabilityPolicy.RELIABLE
