@@ -114,6 +114,32 @@ def _apply_magnets(world, wanted: dict, off: dict, was_on: set) -> set:
     return {m for m, f in faces.items() if f}
 
 
+def _tick_followers(followers: dict, dis, world, t: float, samples, s, cmds: dict,
+                    lag: dict | None = None) -> None:
+    """The followers' part of a tick, as the node does it after the tasks: a
+    :class:`PathFollower` for every path no task took (``dis``, a :func:`dispatch`) of a
+    body nobody holds, none for a held body; each ticked with its neighbours within
+    OBSTACLE_RANGE until its start escape is done, its command put in ``cmds``; ``lag``
+    (module -> [m]) keeps each one's largest distance from its path's reference."""
+    for m, p in dis.free.items():
+        if m not in dis.held and p is not None:
+            followers[m] = PathFollower(m, p, s)
+    for m in list(followers):
+        if m in dis.held:
+            del followers[m]
+            continue
+        f = followers[m]
+        me = world.pose(m)
+        near = [(q.x, q.y) for o, q in world.poses().items()
+                if o != m and q.distance_to(me) <= OBSTACLE_RANGE
+                ] if not f.escape.was_clear else []
+        cmds[m] = f.tick(t, samples[m], near)
+        if lag is not None and t <= f.path.end_time:
+            x, y = f.path.reference(t)
+            q = world.pose(m)
+            lag[m] = max(lag.get(m, 0.0), math.hypot(q.x - x, q.y - y))
+
+
 def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                    path_delay: float = 0.04, t_max: float = 20.0,
                    backing_off: dict[str, float] | None = None, direct=(),
@@ -212,23 +238,7 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                     and t <= timed[task.driven].end_time):
                 x, y = timed[task.driven].reference(t)
                 lag[task.driven] = max(lag[task.driven], math.hypot(me.x - x, me.y - y))
-        for m, p in dis.free.items():
-            if m not in dis.held and p is not None:
-                followers[m] = PathFollower(m, p, s)
-        for m in list(followers):
-            if m in dis.held:
-                del followers[m]
-                continue
-            f = followers[m]
-            me = world.pose(m)
-            near = [(q.x, q.y) for o, q in world.poses().items()
-                    if o != m and q.distance_to(me) <= OBSTACLE_RANGE
-                    ] if not f.escape.was_clear else []
-            cmds[m] = f.tick(t, samples[m], near)
-            if t <= f.path.end_time:
-                x, y = f.path.reference(t)
-                q = world.pose(m)
-                lag[m] = max(lag.get(m, 0.0), math.hypot(q.x - x, q.y - y))
+        _tick_followers(followers, dis, world, t, samples, s, cmds, lag)
         mag_on = _apply_magnets(world, wanted, off, mag_on)
         for m, (v, om) in cmds.items():
             world.set_cmd_vel(m, v, om)
@@ -301,19 +311,7 @@ def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
         pending.clear()
         for turn in dis.turns:
             _tick(turn, world, t, samples, want_of[id(turn.task)] in conns, cmds, wanted, off)
-        for m, p in dis.free.items():
-            if m not in dis.held and p is not None:
-                followers[m] = PathFollower(m, p, s)
-        for m in list(followers):
-            if m in dis.held:
-                del followers[m]
-                continue
-            f = followers[m]
-            me = world.pose(m)
-            near = [(q.x, q.y) for o, q in world.poses().items()
-                    if o != m and q.distance_to(me) <= OBSTACLE_RANGE
-                    ] if not f.escape.was_clear else []
-            cmds[m] = f.tick(t, samples[m], near)
+        _tick_followers(followers, dis, world, t, samples, s, cmds)
         mag_on = _apply_magnets(world, wanted, off, mag_on)
         for m, (v, om) in cmds.items():
             world.set_cmd_vel(m, v, om)

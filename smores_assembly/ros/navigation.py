@@ -430,12 +430,18 @@ class NavigationNode(Node):
         path = FilePath(get_logging_directory()) / (
             f"navigation_failed_stage{self._stage + 1}_{self._dumps:03d}.yaml")
         try:
-            dump_problem(path, prob, self.settings, work_clock=self.lockstep.enabled,
-                         stage=self._stage + 1, reason=reason, error=error, time_s=t,
-                         staging_settings=dict(vars(self.staging_settings)))
+            self._write_problem(path, prob, reason, error, t)
         except (OSError, ValueError) as exc:
             return f"problem not written ({path}: {exc})"
         return f"problem written to {path} (replay: smores_assembly.navigation.replay)"
+
+    def _write_problem(self, path: FilePath, prob: NavProblem, reason: str, error: str,
+                       t: float) -> None:
+        """Write ``prob`` with this node's settings and stage
+        (:func:`smores_assembly.navigation.replay.dump_problem`)."""
+        dump_problem(path, prob, self.settings, work_clock=self.lockstep.enabled,
+                     stage=self._stage + 1, reason=reason, error=error, time_s=t,
+                     staging_settings=dict(vars(self.staging_settings)))
 
     def _dump_every(self, prob: NavProblem, reason: str, t: float) -> None:
         """Debugging: with ``SMORES_NAV_DUMP_DIR`` set, write every problem planned (not
@@ -448,9 +454,7 @@ class NavigationNode(Node):
         path = FilePath(where) / f"stage{self._stage + 1}_{self.plan_count:04d}.yaml"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            dump_problem(path, prob, self.settings, work_clock=self.lockstep.enabled,
-                         stage=self._stage + 1, reason=reason, error="", time_s=t,
-                         staging_settings=dict(vars(self.staging_settings)))
+            self._write_problem(path, prob, reason, "", t)
         except Exception as exc:  # noqa: BLE001 -- a debugging dump never stops planning
             self.get_logger().warning(f"SMORES_NAV_DUMP_DIR: {path} not written: {exc}")
 
