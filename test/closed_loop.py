@@ -9,7 +9,8 @@ from collections.abc import Collection, Mapping
 
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
 from smores_assembly.docking.control import TimedPath
-from smores_assembly.docking.dispatch import TaskTurn, dispatch, magnets_on, merge_command
+from smores_assembly.docking.dispatch import (TaskTurn, dispatch, magnets_on, merge_command,
+                                              tick_followers)
 from smores_assembly.docking.task import PathFollower, PoseSample
 from smores_assembly.geometry import Pose2D, wrap_angle
 from smores_assembly.sim import Connection, SimWorld
@@ -116,28 +117,23 @@ def _apply_magnets(world, wanted: dict, off: dict, was_on: set) -> set:
 
 def _tick_followers(followers: dict, dis, world, t: float, samples, s, cmds: dict,
                     lag: dict | None = None) -> None:
-    """The followers' part of a tick, as the node does it after the tasks: a
-    :class:`PathFollower` for every path no task took (``dis``, a :func:`dispatch`) of a
-    body nobody holds, none for a held body; each ticked with its neighbours within
-    OBSTACLE_RANGE until its start escape is done, its command put in ``cmds``; ``lag``
-    (module -> [m]) keeps each one's largest distance from its path's reference."""
-    for m, p in dis.free.items():
-        if m not in dis.held and p is not None:
-            followers[m] = PathFollower(m, p, s)
-    for m in list(followers):
-        if m in dis.held:
-            del followers[m]
-            continue
-        f = followers[m]
+    """The followers' part of a tick: the node's own
+    (:func:`~smores_assembly.docking.dispatch.tick_followers`), each follower's neighbours
+    those within OBSTACLE_RANGE; ``lag`` (module -> [m]) keeps each one's largest distance
+    from its path's reference."""
+
+    def around(m: str) -> list[tuple[float, float]]:
         me = world.pose(m)
-        near = [(q.x, q.y) for o, q in world.poses().items()
-                if o != m and q.distance_to(me) <= OBSTACLE_RANGE
-                ] if not f.escape.was_clear else []
-        cmds[m] = f.tick(t, samples[m], near)
-        if lag is not None and t <= f.path.end_time:
-            x, y = f.path.reference(t)
-            q = world.pose(m)
-            lag[m] = max(lag.get(m, 0.0), math.hypot(q.x - x, q.y - y))
+        return [(q.x, q.y) for o, q in world.poses().items()
+                if o != m and q.distance_to(me) <= OBSTACLE_RANGE]
+
+    tick_followers(followers, dis, t, samples, s, cmds, around)
+    if lag is not None:
+        for m, f in followers.items():
+            if t <= f.path.end_time:
+                x, y = f.path.reference(t)
+                q = world.pose(m)
+                lag[m] = max(lag.get(m, 0.0), math.hypot(q.x - x, q.y - y))
 
 
 def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),

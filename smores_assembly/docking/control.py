@@ -1173,6 +1173,16 @@ class TimedPath:
         x0, y0 = self.points[0][1], self.points[0][2]
         return all(math.hypot(x - x0, y - y0) <= tol for _t, x, y in self.points)
 
+    def leaves_at(self, tol: float = 1e-3) -> float | None:
+        """The stamp [s] at which the path leaves its first point: the last waypoint's
+        before the first one farther than ``tol`` [m] from it; None when it never leaves
+        (:meth:`stands`)."""
+        x0, y0 = self.points[0][1], self.points[0][2]
+        for (t, _x, _y), (_t, x, y) in zip(self.points, self.points[1:]):
+            if math.hypot(x - x0, y - y0) > tol:
+                return t
+        return None
+
     @property
     def end(self) -> tuple[float, float]:
         return self.points[-1][1], self.points[-1][2]

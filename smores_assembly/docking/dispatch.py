@@ -27,11 +27,11 @@ The rules:
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from smores_assembly.docking.control import TimedPath
-from smores_assembly.docking.task import DockingTask
+from smores_assembly.docking.control import DockingSettings, TimedPath, TurnGate, turns_in_place
+from smores_assembly.docking.task import DockingTask, PathFollower, PoseSample, follower_order
 from smores_assembly.docking.undock import UndockTask
 
 #: what the controller runs: a dock or an undock
@@ -123,6 +123,67 @@ def dispatch(tasks: Iterable[Task], backing_off: Collection[str],
         out.held |= bodies
     out.free = paths
     return out
+
+
+def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
+                   samples: Mapping[str, PoseSample], settings: DockingSettings,
+                   cmds: dict[str, tuple[float, float]],
+                   around: Callable[[str], Sequence[tuple[float, float]]],
+                   staging_yaw: Callable[[str, TimedPath], float | None] | None = None
+                   ) -> set[str]:
+    """The followers' part of a tick, after the tasks (their commands in ``cmds``).
+
+    A new path of ``d.free`` for a body nobody holds gets a new
+    :class:`~smores_assembly.docking.task.PathFollower` (it keeps the escape state of the
+    body's unfinished follower: a new path of the same stage must not restart the escape
+    halfway), ``staging_yaw(module, path)`` its goal heading (a pipelined stage's staging
+    pose; None: none); an empty path (None) ends the body's follower (it stands). A body a
+    task or back-off drives (``d.held``) follows nothing. The turns in place of the tick go
+    through one :class:`~smores_assembly.docking.control.TurnGate`: the tasks' first, then
+    the followers that turned last tick (:func:`follower_order`). Each follower is ticked
+    with ``around(module)`` (centres [m] of its neighbours) until its start escape is done,
+    and with ``samples`` (its turns' sweeps, escapes before a turn).
+
+    Args:
+        followers: module id -> follower; updated in place.
+        d: this tick's :func:`dispatch`.
+        t: the controller's time [s].
+        samples: the latest pose sample of every module.
+        settings: the docking settings.
+        cmds: the tick's commands by module id; the followers' are added.
+        around: module id -> centres [m, ``world``] of the modules near it.
+        staging_yaw: module id, path -> goal heading [rad] at the path's end, or None.
+
+    Returns:
+        The modules that got a new follower this tick.
+    """
+    started = set()
+    for m, p in d.free.items():
+        if m in d.held:
+            continue
+        if p is None:
+            followers.pop(m, None)
+            continue
+        old = followers.get(m)
+        followers[m] = PathFollower(m, p, settings,
+                                    final_yaw=staging_yaw(m, p) if staging_yaw else None,
+                                    escape=old.escape if old and not old.finished else None)
+        started.add(m)
+    gate = TurnGate(settings.module_width)
+    for m, (v, w) in cmds.items():
+        smp = samples.get(m)
+        if smp is not None and turns_in_place(v, w, settings.module_width):
+            gate.note(smp.pose.x, smp.pose.y)
+    for m in follower_order(followers):
+        if m in d.held:
+            del followers[m]
+            continue
+        f = followers[m]
+        # the neighbours matter only until the follower's start escape is done (a scan of
+        # every module per follower and tick otherwise)
+        near = around(m) if not f.escape.was_clear else []
+        cmds[m] = f.tick(t, samples.get(m), near, gate, samples)
+    return started
 
 
 def merge_command(cmds: dict[str, tuple[float, float]], turn: TaskTurn,

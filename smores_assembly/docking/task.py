@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
@@ -462,6 +462,21 @@ def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> 
             and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= SQUARES_RADIUS]
 
 
+#: modules within this distance [m] of a follower count for its escape before a turn
+#: (:meth:`Escape.turn_command`: the escape's straight move is at most 0.3 m, and it wants
+#: ``escape_distance`` from every centre)
+ESCAPE_RADIUS = 0.45
+
+
+def centres_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str,
+                 radius: float = ESCAPE_RADIUS) -> list[tuple[float, float]]:
+    """Centres [m, ``world``] of the tracked modules of ``samples`` within ``radius`` [m] of
+    ``body``, module ``skip`` left out."""
+    return [(smp.pose.x, smp.pose.y) for m, smp in samples.items()
+            if m != skip and smp.tracked
+            and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= radius]
+
+
 class Escape:
     """Drive straight away from a module the body starts too close to (state of one phase).
 
@@ -489,6 +504,7 @@ class Escape:
         self.room: Pose2D | None = None   # where the body can turn (a planned escape)
         self.was_clear = False
         self.path: TimedPath | None = None  # the path :meth:`at_start` last escaped for
+        self.moved = False   # an escape command was given (the body left where it stood)
 
     def step(self, ctx: DockingContext, body: Pose2D,
              obstacles: Sequence[tuple[float, float]]) -> bool:
@@ -504,6 +520,40 @@ class Escape:
         """The escape command ``(v [m/s], w [rad/s])`` of the body (world-frame pose, module
         centres ``obstacles`` [m]), or None when it is clear (``escape_distance`` from every
         obstacle) or moving on would bring it closer again."""
+        cmd = self._command(s, body, obstacles)
+        if cmd is not None:
+            self.moved = True
+        return cmd
+
+    def holds_at_start(self, path: TimedPath, t: float, s: DockingSettings) -> bool:
+        """True while the body, moved by this escape, waits where the escape left it: the
+        reference ``nav_lookahead_s`` ahead of ``t`` [s] on ``path`` is still the path's
+        first point (:meth:`TimedPath.leaves_at`; a path planned from where the body stood
+        before it escaped dwells there first). Driving back to that point undid the escape:
+        random 100 seed 0, stage 27 (issue 16): h1, 0.106 m from m52 after a back-off,
+        escaped 15 mm, drove back to its path's start steering and turned there in place
+        into m52 (0.50 mm), blocked until the stage timed out."""
+        leaves = path.leaves_at()
+        return self.moved and leaves is not None and t + s.nav_lookahead_s <= leaves
+
+    def turn_command(self, s: DockingSettings, body: Pose2D, v: float, w: float,
+                     squares: Callable[[], Sequence[Pose2D] | None],
+                     obstacles: Callable[[], Sequence[tuple[float, float]]]
+                     ) -> tuple[float, float] | None:
+        """The escape command instead of the turn in place ``(v == 0, w != 0)`` of a path
+        whose sweep would touch one of ``squares()`` (tracked poses near the body,
+        :func:`~smores_assembly.docking.control.turn_sweep_clear`; None: the rule does not
+        apply, as for a carried pair), or None (no turn in place, its sweep is clear, or
+        the body is clear of ``obstacles()`` by centres)."""
+        if v != 0.0 or w == 0.0:
+            return None
+        near = squares()
+        if near is None or (not self.sign and turn_sweep_clear(body, near, s.module_width)):
+            return None
+        return self.command(s, body, obstacles())
+
+    def _command(self, s: DockingSettings, body: Pose2D,
+                 obstacles: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
 
         def clearance(shift: float, heading: float = body.yaw) -> float:
             x = body.x + shift * math.cos(heading)
@@ -556,11 +606,12 @@ class Escape:
         clearance is by centres, the turn's by squares (random 100 seed 0, stage 7: h0's
         path drove it 0.02 m on to 0.108 m from m59, standing 38 degrees off, and turned
         it into m59, 0.24 mm). Not for a carried pair (its own rules)."""
-        squares = ctx.squares_near(body) if v == 0.0 and w != 0.0 else None
-        if squares is None or (not self.sign
-                               and turn_sweep_clear(body, squares, ctx.s.module_width)):
+        cmd = self.turn_command(ctx.s, body, v, w, lambda: ctx.squares_near(body),
+                                ctx.obstacles_for_body)
+        if cmd is None:
             return False
-        return self.step(ctx, body, ctx.obstacles_for_body())
+        ctx.set_cmd(*cmd, virtual=False)
+        return True
 
     def at_start(self, ctx: DockingContext, body: Pose2D) -> bool:
         """:meth:`step` only until the body was clear once on the current path
@@ -682,6 +733,9 @@ class Navigate(PhaseStep):
                 return None
             self.roomy = ctx.path
         if self.escape.at_start(ctx, body):
+            return None
+        if self.escape.holds_at_start(ctx.path, ctx.t, s):
+            ctx.set_cmd(0.0, 0.0, virtual=False)
             return None
         v, w, finished = track_timed_path(body, ctx.path, ctx.t, s, s.v_max)
         if finished:
@@ -1662,7 +1716,7 @@ class PathFollower:
         its stage. A path's turn is not held for
         the squares: the navigation's plan relies on its timing (held, a moved-aside h2
         lagged its path and a docking module drove into it, random 50 seed 0)."""
-        self._cmd = self._command(t, sample, obstacles)
+        self._cmd = self._command(t, sample, obstacles, samples)
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
         if gate is None or sample is None or not turns_in_place(v, w, self.s.module_width):
@@ -1678,7 +1732,8 @@ class PathFollower:
         return self._cmd
 
     def _command(self, t: float, sample: PoseSample | None,
-                 obstacles: Sequence[tuple[float, float]]) -> tuple[float, float]:
+                 obstacles: Sequence[tuple[float, float]],
+                 samples: Mapping[str, PoseSample] | None) -> tuple[float, float]:
         dt = 0.0 if self._t is None else max(0.0, min(0.5, t - self._t))
         self._t = t
         self.obs.predict(*self._cmd, dt, t)
@@ -1693,11 +1748,17 @@ class PathFollower:
                 self._cmd = cmd
                 return self._cmd
             self.escape.was_clear = True
+        if not self.finished and self.escape.holds_at_start(self.path, t, self.s):
+            self._cmd = (0.0, 0.0)   # where the escape left it, until the path leaves
+            return self._cmd
         if not self.finished:
             v, w, fin = track_timed_path(pose, self.path, t, self.s, self.s.v_max)
             self.finished = fin
             if not fin:
-                self._cmd = saturate(v, w, self.s)
+                esc = None if samples is None else self.escape.turn_command(
+                    self.s, pose, v, w, lambda: squares_near(samples, pose, self.module),
+                    lambda: centres_near(samples, pose, self.module))
+                self._cmd = saturate(*(esc or (v, w)), self.s)
                 return self._cmd
         if self.final_yaw is None:
             self._cmd = (0.0, 0.0)

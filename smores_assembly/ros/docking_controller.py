@@ -52,10 +52,9 @@ from std_msgs.msg import Int32
 
 from smores_assembly import params
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
-                                     PoseSample, TimedPath, TurnGate, UndockTask,
-                                     turns_in_place)
-from smores_assembly.docking.dispatch import dispatch, magnets_on, merge_command
-from smores_assembly.docking.task import follower_order
+                                     PoseSample, TimedPath, UndockTask)
+from smores_assembly.docking.dispatch import (dispatch, magnets_on, merge_command,
+                                              tick_followers)
 from smores_assembly.docking.settings import DockingNodeSettings
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face
@@ -392,35 +391,9 @@ class DockingControllerNode(Node):
                 self.get_logger().info(f"{hc.helper}: {hc.command.name} {hc.module}")
         # modules moved aside by the navigation, or staging for a later stage (pipelined):
         # follow their paths to the end (staging: then turn to the goal heading)
-        busy = d.held
-        for m, p in d.free.items():
-            if m not in busy and p is not None:
-                old = self._followers.get(m)
-                self._followers[m] = PathFollower(m, p, self.settings,
-                                                  final_yaw=self._staging_yaw(m, p),
-                                                  escape=(old.escape if old and not old.finished
-                                                          else None))
-                self._driven.add(m)
-            elif m not in busy:
-                # an empty path: the navigation stops a module of an earlier plan where
-                # it stands (its new plan went round it there)
-                self._followers.pop(m, None)
-        # turns in place of this tick: the tasks' bodies first, then the followers that
-        # turned last tick (a turn once started goes on), then the others (TurnGate)
-        gate = TurnGate(self.settings.module_width)
-        for m, (v, w) in cmds.items():
-            smp = self._samples.get(m)
-            if smp is not None and turns_in_place(v, w, self.settings.module_width):
-                gate.note(smp.pose.x, smp.pose.y)
-        for m in follower_order(self._followers):
-            f = self._followers[m]
-            if m in busy:
-                del self._followers[m]
-                continue
-            # the neighbours matter only until the follower's start escape is done (a
-            # scan of every module per follower and tick otherwise)
-            near = self._around(m, {m}) if not f.escape.was_clear else []
-            cmds[m] = f.tick(now, self._samples.get(m), near, gate, self._samples)
+        self._driven |= tick_followers(self._followers, d, now, self._samples, self.settings,
+                                       cmds, lambda m: self._around(m, {m}),
+                                       self._staging_yaw)
         for m in self._driven:
             v, w = cmds.get(m, (0.0, 0.0))
             self._send_cmd(m, v, w)
