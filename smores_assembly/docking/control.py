@@ -846,40 +846,6 @@ def turn_sweep_clear(body: Pose2D, squares: Sequence[Pose2D], width: float,
                for o in squares)
 
 
-def square_gap(a: Pose2D, b: Pose2D, width: float) -> float:
-    """Gap [m] between the ``width`` squares at ``a`` and ``b`` (``world``): the least
-    distance from a corner of one to the other square (0 when one holds a corner of the
-    other). Exact for squares apart; squares crossing without a corner inside (centres
-    closer than ``w / sqrt 2``, which modules never are) read as apart."""
-    h = 0.5 * width
-    best = math.inf
-    for p, q in ((a, b), (b, a)):
-        c, s_ = math.cos(p.yaw), math.sin(p.yaw)
-        for du, dv in ((h, h), (h, -h), (-h, h), (-h, -h)):
-            corner = (p.x + c * du - s_ * dv, p.y + s_ * du + c * dv)
-            best = min(best, footprint_clearance(q, corner, width, h))
-    return best
-
-
-#: angle step [rad] of :func:`turn_arc_clear`'s samples (a corner moves 1 mm per step)
-TURN_ARC_STEP = math.radians(1.0)
-
-
-def turn_arc_clear(body: Pose2D, turn: float, squares: Sequence[Pose2D], width: float,
-                   margin: float = TURN_MARGIN) -> bool:
-    """True when ``body``'s square, turned in place by ``turn`` [rad] (signed, + counter-
-    clockwise), keeps ``margin`` [m] from every square of ``squares`` all the way
-    (:func:`square_gap` every :data:`TURN_ARC_STEP`). Where :func:`turn_sweep_clear`'s whole
-    disc is not clear a partial turn may still be (the corners sweep arcs of the disc
-    only)."""
-    n = max(1, math.ceil(abs(turn) / TURN_ARC_STEP))
-    for i in range(n + 1):
-        p = Pose2D(body.x, body.y, body.yaw + turn * i / n)
-        if any(square_gap(p, q, width) < margin for q in squares):
-            return False
-    return True
-
-
 def turns_in_place(v: float, w: float, width: float) -> bool:
     """True when the command ``(v [m/s], w [rad/s])`` turns a ``width`` [m] square about a
     point inside it (turning radius ``|v / w|`` under ``w / 2``): its corners then sweep
@@ -1206,6 +1172,16 @@ class TimedPath:
         """True when every waypoint lies within ``tol`` [m] of the first (a wait)."""
         x0, y0 = self.points[0][1], self.points[0][2]
         return all(math.hypot(x - x0, y - y0) <= tol for _t, x, y in self.points)
+
+    def leaves_at(self, tol: float = 1e-3) -> float | None:
+        """The stamp [s] at which the path leaves its first point: the last waypoint's
+        before the first one farther than ``tol`` [m] from it; None when it never leaves
+        (:meth:`stands`)."""
+        x0, y0 = self.points[0][1], self.points[0][2]
+        for (t, _x, _y), (_t, x, y) in zip(self.points, self.points[1:]):
+            if math.hypot(x - x0, y - y0) > tol:
+                return t
+        return None
 
     @property
     def end(self) -> tuple[float, float]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegulator,
                                              TimedPath, approach_command, detour_waypoints,
@@ -37,8 +37,8 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
                                              STAGING_LIMIT,
-                                             turn_arc_clear, turn_shift, turn_sweep_clear,
-                                             turns_in_place, virtual_pose, TurnGate)
+                                             turn_shift, turn_sweep_clear, turns_in_place,
+                                             virtual_pose, TurnGate)
 from smores_assembly.errors import InputError
 from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
 from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
@@ -462,26 +462,6 @@ def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> 
             and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= SQUARES_RADIUS]
 
 
-#: modules within this distance [m] of a follower count for its escape before a turn
-#: (:meth:`Escape.turn_command`: the escape's straight move is at most 0.3 m, and it wants
-#: ``escape_distance`` from every centre)
-ESCAPE_RADIUS = 0.45
-
-
-def centres_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str,
-                 radius: float = ESCAPE_RADIUS) -> list[tuple[float, float]]:
-    """Centres [m, ``world``] of the tracked modules of ``samples`` within ``radius`` [m] of
-    ``body``, module ``skip`` left out."""
-    return [(smp.pose.x, smp.pose.y) for m, smp in samples.items()
-            if m != skip and smp.tracked
-            and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= radius]
-
-
-#: a path dwelling this close [m] to where an escape began holds the body where the escape
-#: left it (:meth:`Escape.holds`; an escape moves a body a few centimetres)
-ESCAPE_HOLD_RADIUS = 0.05
-
-
 class Escape:
     """Drive straight away from a module the body starts too close to (state of one phase).
 
@@ -509,8 +489,7 @@ class Escape:
         self.room: Pose2D | None = None   # where the body can turn (a planned escape)
         self.was_clear = False
         self.path: TimedPath | None = None  # the path :meth:`at_start` last escaped for
-        self.origin: tuple[float, float] | None = None  # where the last escape began [m]
-        self._active = False  # the last command call escaped
+        self.moved = False   # an escape command was given (the body left where it stood)
 
     def step(self, ctx: DockingContext, body: Pose2D,
              obstacles: Sequence[tuple[float, float]]) -> bool:
@@ -527,46 +506,20 @@ class Escape:
         centres ``obstacles`` [m]), or None when it is clear (``escape_distance`` from every
         obstacle) or moving on would bring it closer again."""
         cmd = self._command(s, body, obstacles)
-        if cmd is not None and not self._active:
-            self.origin = (body.x, body.y)
-        self._active = cmd is not None
+        if cmd is not None:
+            self.moved = True
         return cmd
 
-    def holds(self, path: TimedPath, t: float, s: DockingSettings) -> bool:
-        """True while the body, moved by an escape, waits where the escape left it: the
-        path dwells (its reference ``nav_lookahead_s`` ahead of ``t`` [s] is where it is at
-        ``t``) at a point within :data:`ESCAPE_HOLD_RADIUS` of where the escape began --
-        the point the body had stood at or was driving to. Driving back to it undid the
-        escape: random 100 seed 0, stage 27 (issue 16): h1, 0.106 m from m52 after a
-        back-off, escaped 15 mm, drove back to its path's start (where the path waited
-        4.7 s), steering, and turned there in place into m52 (0.50 mm), blocked until the
-        stage timed out; the same after an escape before a turn at a dwell on the way, or
-        on a path that only stands (the fresh reviewer's F2)."""
-        if self.origin is None:
-            return False
-        cx, cy = path.reference(t + s.nav_lookahead_s)
-        px, py = path.reference(t)
-        return (math.hypot(cx - px, cy - py) <= 1e-3
-                and math.hypot(cx - self.origin[0], cy - self.origin[1]) <= ESCAPE_HOLD_RADIUS)
-
-    def turn_command(self, s: DockingSettings, body: Pose2D,
-                     squares: Callable[[], Sequence[Pose2D] | None],
-                     obstacles: Callable[[], Sequence[tuple[float, float]]],
-                     turn: float | None = None) -> tuple[float, float] | None:
-        """The escape command instead of a turn in place whose sweep would touch one of
-        ``squares()`` (tracked poses near the body; None: the rule does not apply, as for a
-        carried pair), or None: the whole disc the square sweeps is clear
-        (:func:`~smores_assembly.docking.control.turn_sweep_clear`), or -- with ``turn``
-        [rad], the turn the body is about to make -- that turn's arcs are
-        (:func:`~smores_assembly.docking.control.turn_arc_clear`), or the body is clear of
-        ``obstacles()`` by centres. An escape once started goes on until it ends."""
-        near = squares()
-        if near is None:
-            return None
-        if not self.sign and (turn_sweep_clear(body, near, s.module_width) or (
-                turn is not None and turn_arc_clear(body, turn, near, s.module_width))):
-            return None
-        return self.command(s, body, obstacles())
+    def holds_at_start(self, path: TimedPath, t: float, s: DockingSettings) -> bool:
+        """True while the body, moved by this escape, waits where the escape left it: the
+        reference ``nav_lookahead_s`` ahead of ``t`` [s] on ``path`` is still the path's
+        first point (:meth:`TimedPath.leaves_at`; a path planned from where the body stood
+        before it escaped dwells there first). Driving back to that point undid the escape:
+        random 100 seed 0, stage 27 (issue 16): h1, 0.106 m from m52 after a back-off,
+        escaped 15 mm, drove back to its path's start steering and turned there in place
+        into m52 (0.50 mm), blocked until the stage timed out."""
+        leaves = path.leaves_at()
+        return self.moved and leaves is not None and t + s.nav_lookahead_s <= leaves
 
     def _command(self, s: DockingSettings, body: Pose2D,
                  obstacles: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
@@ -622,14 +575,11 @@ class Escape:
         clearance is by centres, the turn's by squares (random 100 seed 0, stage 7: h0's
         path drove it 0.02 m on to 0.108 m from m59, standing 38 degrees off, and turned
         it into m59, 0.24 mm). Not for a carried pair (its own rules)."""
-        if v != 0.0 or w == 0.0:
+        squares = ctx.squares_near(body) if v == 0.0 and w != 0.0 else None
+        if squares is None or (not self.sign
+                               and turn_sweep_clear(body, squares, ctx.s.module_width)):
             return False
-        cmd = self.turn_command(ctx.s, body, lambda: ctx.squares_near(body),
-                                ctx.obstacles_for_body)
-        if cmd is None:
-            return False
-        ctx.set_cmd(*cmd, virtual=False)
-        return True
+        return self.step(ctx, body, ctx.obstacles_for_body())
 
     def at_start(self, ctx: DockingContext, body: Pose2D) -> bool:
         """:meth:`step` only until the body was clear once on the current path
@@ -752,7 +702,7 @@ class Navigate(PhaseStep):
             self.roomy = ctx.path
         if self.escape.at_start(ctx, body):
             return None
-        if self.escape.holds(ctx.path, ctx.t, s):
+        if self.escape.holds_at_start(ctx.path, ctx.t, s):
             ctx.set_cmd(0.0, 0.0, virtual=False)
             return None
         v, w, finished = track_timed_path(body, ctx.path, ctx.t, s, s.v_max)
@@ -1734,7 +1684,7 @@ class PathFollower:
         its stage. A path's turn is not held for
         the squares: the navigation's plan relies on its timing (held, a moved-aside h2
         lagged its path and a docking module drove into it, random 50 seed 0)."""
-        self._cmd = self._command(t, sample, obstacles, samples)
+        self._cmd = self._command(t, sample, obstacles)
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
         if gate is None or sample is None or not turns_in_place(v, w, self.s.module_width):
@@ -1750,8 +1700,7 @@ class PathFollower:
         return self._cmd
 
     def _command(self, t: float, sample: PoseSample | None,
-                 obstacles: Sequence[tuple[float, float]],
-                 samples: Mapping[str, PoseSample] | None) -> tuple[float, float]:
+                 obstacles: Sequence[tuple[float, float]]) -> tuple[float, float]:
         dt = 0.0 if self._t is None else max(0.0, min(0.5, t - self._t))
         self._t = t
         self.obs.predict(*self._cmd, dt, t)
@@ -1766,29 +1715,14 @@ class PathFollower:
                 self._cmd = cmd
                 return self._cmd
             self.escape.was_clear = True
-        if not self.finished and self.escape.holds(self.path, t, self.s):
-            if self.final_yaw is None or not self.path.stands():
-                self._cmd = (0.0, 0.0)   # where the escape left it, until the path leaves
-                return self._cmd
-            # a staging pose where the body stood: it is where the escape left it, and
-            # the body turns to the staging heading there (driving back, it turned into
-            # the module it had escaped from)
-            self.finished = True
-            self.reg = PoseRegulator(Pose2D(pose.x, pose.y, self.final_yaw))
+        if not self.finished and self.escape.holds_at_start(self.path, t, self.s):
+            self._cmd = (0.0, 0.0)   # where the escape left it, until the path leaves
+            return self._cmd
         if not self.finished:
             v, w, fin = track_timed_path(pose, self.path, t, self.s, self.s.v_max)
             self.finished = fin
             if not fin:
-                esc = None
-                if samples is not None and turns_in_place(v, w, self.s.module_width):
-                    # a turn in place (or nearly: turning radius under w / 2) towards the
-                    # carrot: escape first if its arcs would touch a neighbour's square
-                    cx, cy = self.path.reference(t + self.s.nav_lookahead_s)
-                    turn = wrap_angle(math.atan2(cy - pose.y, cx - pose.x) - pose.yaw)
-                    esc = self.escape.turn_command(
-                        self.s, pose, lambda: squares_near(samples, pose, self.module),
-                        lambda: centres_near(samples, pose, self.module), turn)
-                self._cmd = saturate(*(esc or (v, w)), self.s)
+                self._cmd = saturate(v, w, self.s)
                 return self._cmd
         if self.final_yaw is None:
             self._cmd = (0.0, 0.0)
