@@ -142,7 +142,7 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
     through one :class:`~smores_assembly.docking.control.TurnGate`: the tasks' first, then
     the followers that turned last tick (:func:`follower_order`). Each follower is ticked
     with ``around(module)`` (centres [m] of its neighbours) until its start escape is done,
-    and with ``samples`` (its turns' sweeps, escapes before a turn).
+    and with ``samples`` (the sweep of its turn to a staging heading).
 
     Args:
         followers: module id -> follower; updated in place.
