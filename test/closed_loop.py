@@ -6,20 +6,40 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
+from pathlib import Path
 
 from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
 from smores_assembly.docking.control import TimedPath
 from smores_assembly.docking.dispatch import (TaskTurn, dispatch, magnets_on, merge_command,
                                               tick_followers)
 from smores_assembly.docking.task import PathFollower, PoseSample
-from smores_assembly.geometry import Pose2D, wrap_angle
+from smores_assembly.geometry import Face, Pose2D, wrap_angle
+from smores_assembly.planning import DockAction
 from smores_assembly.sim import Connection, SimWorld
 from smores_assembly.vocabulary import HelperOp, Phase
+from smores_assembly.yaml_io import load_yaml
 
 #: obstacles the task is told about: modules within this distance [m] of the moving one
 OBSTACLE_RANGE = 0.6
 #: world step [s]
 DT = 0.02
+
+
+def load_scene(path) -> tuple[dict[str, Pose2D], dict, list, dict]:
+    """A stage scene cut out of a run (``test/data/*.yaml``): ``(poses, paths, actions,
+    data)``: poses module -> Pose2D, the navigation's paths module -> ``[(t [s], Pose2D)]``,
+    one DockAction per entry of ``actions`` (a helper dock when it names a helper), and the
+    file's whole mapping (helpers, back-offs, ...)."""
+    d = load_yaml(Path(path).read_text(), str(path))
+    poses = {m: Pose2D(*v) for m, v in d["poses"].items()}
+    paths = {m: [(t, Pose2D(x, y, 0.0)) for t, x, y in pts] for m, pts in d["paths"].items()}
+    acts = [DockAction(module=a["module"], node=a["module"], stage=0, depth=1,
+                       parent_module=a["parent_module"], parent_node=a["parent_module"],
+                       parent_face=Face.parse(a["parent_face"]),
+                       child_face=Face.parse(a["child_face"]),
+                       needs_helper=a.get("helper") is not None, helper=a.get("helper"),
+                       goal=Pose2D(0.0, 0.0, 0.0)) for a in d["actions"]]
+    return poses, paths, acts, d
 
 
 def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,

@@ -18,14 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from closed_loop import DT, stage_in_world
+from closed_loop import DT, load_scene, stage_in_world
 from smores_assembly.docking import DockingSettings
 from smores_assembly.docking.control import TimedPath, turn_sweep_clear
 from smores_assembly.docking.task import PathFollower, PoseSample
-from smores_assembly.geometry import Face, Pose2D
-from smores_assembly.planning import DockAction
+from smores_assembly.geometry import Pose2D
 from smores_assembly.sim import SimWorld
-from smores_assembly.yaml_io import load_yaml
 
 SCENE = Path(__file__).parent / "data" / "random100_stage27_h1.yaml"
 W = 0.08
@@ -33,14 +31,7 @@ S = DockingSettings()
 
 
 def _scene():
-    d = load_yaml(SCENE.read_text(), str(SCENE))
-    poses = {m: Pose2D(*v) for m, v in d["poses"].items()}
-    paths = {m: [(t, Pose2D(x, y, 0.0)) for t, x, y in pts] for m, pts in d["paths"].items()}
-    acts = [DockAction(module=a["module"], node=a["module"], stage=0, depth=1,
-                       parent_module=a["parent_module"], parent_node=a["parent_module"],
-                       parent_face=Face.parse(a["parent_face"]),
-                       child_face=Face.parse(a["child_face"]), needs_helper=False,
-                       helper=None, goal=Pose2D(0.0, 0.0, 0.0)) for a in d["actions"]]
+    poses, paths, acts, d = load_scene(SCENE)
     return poses, paths, acts, d["helpers"], d["backing_off"]
 
 

@@ -19,14 +19,12 @@ from pathlib import Path
 import pytest
 
 import closed_loop
-from closed_loop import stage_in_world
+from closed_loop import load_scene, stage_in_world
 from smores_assembly.docking import DockingSettings
 from smores_assembly.docking.control import (PLANNED_PICKUP_TOLERANCE, dock_axis,
                                              planned_pickup_axis)
 from smores_assembly.geometry import Face, Pose2D
-from smores_assembly.planning import DockAction
 from smores_assembly.vocabulary import Phase
-from smores_assembly.yaml_io import load_yaml
 
 SCENE = Path(__file__).parent / "data" / "random50_stage1_pickup.yaml"
 W = 0.08
@@ -34,14 +32,7 @@ STANDOFF = DockingSettings().standoff
 
 
 def _scene():
-    d = load_yaml(SCENE.read_text(), str(SCENE))
-    poses = {m: Pose2D(*v) for m, v in d["poses"].items()}
-    paths = {m: [(t, Pose2D(x, y, 0.0)) for t, x, y in pts] for m, pts in d["paths"].items()}
-    acts = [DockAction(module=a["module"], node=a["module"], stage=0, depth=1,
-                       parent_module=a["parent_module"], parent_node=a["parent_module"],
-                       parent_face=Face.parse(a["parent_face"]),
-                       child_face=Face.parse(a["child_face"]), needs_helper=True,
-                       helper=a["helper"], goal=Pose2D(0.0, 0.0, 0.0)) for a in d["actions"]]
+    poses, paths, acts, d = load_scene(SCENE)
     return poses, paths, acts, d["helpers"]
 
 

@@ -518,8 +518,10 @@ class Escape:
         random 100 seed 0, stage 27 (issue 16): h1, 0.106 m from m52 after a back-off,
         escaped 15 mm, drove back to its path's start steering and turned there in place
         into m52 (0.50 mm), blocked until the stage timed out."""
+        if not self.moved:
+            return False
         leaves = path.leaves_at()
-        return self.moved and leaves is not None and t + s.nav_lookahead_s <= leaves
+        return leaves is not None and t + s.nav_lookahead_s <= leaves
 
     def _command(self, s: DockingSettings, body: Pose2D,
                  obstacles: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
