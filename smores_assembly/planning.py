@@ -1011,7 +1011,9 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
        be carried in the stage are closer than the navigation's ``slide_clearance``
        (:class:`_StageSlides`), or whose lane out to a turning spot beyond its pre-dock
        pose runs beside another dock of the stage (:class:`_StageLanes`); skipped actions
-       go to later stages.
+       go to later stages. A helper dock whose carried pair would pass between two nodes
+       placed before it, flush on both sides (:func:`_check_slots`), goes before the later
+       of the two (when neither can wait, it is left as it is).
     4. An action whose moving face (``child_face``) is LEFT or RIGHT needs a helper.
        Inside a stage, helpers are matched to actions by Kuhn–Munkres on the distance from
        the helper's initial pose to the carried module's initial pose; the first
@@ -1093,10 +1095,21 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
                              if acts[v].needs_helper and acts[v].module in poses},
                     slide_clearance=NavSettings().slide_clearance,
                     staging_limit=StagingSettings().staging_limit)
+    # The same for a helper dock whose pair would pass flush between two nodes placed
+    # before it (a slot with no clearance, _check_slots): it goes before one of the two,
+    # the one that comes later by depth; when neither can wait it is left as it is.
+    tolerated: set[str] = set()
     for _ in range(len(acts) * len(acts) + 1):  # one precedence more per round
         try:
             return _list_schedule(acts, order, key, prec, corr, cells, root_node, kept,
-                                  n_help, helper_pool, poses, geo)
+                                  n_help, helper_pool, poses, geo, tolerated)
+        except _Pinched as pin:
+            v = pin.node
+            later = [w for w in pin.walls if w in acts and not prec.has_path(w, v)]
+            if later:
+                prec.add_edge(v, max(later, key=lambda w: (key[w], w)), "slot")
+            else:
+                tolerated.add(v)
         except _Enclosed as enc:
             v, walls = enc.node, enc.walls
             later = [w for w in walls if w in acts and not prec.has_path(w, v)]
@@ -1159,10 +1172,46 @@ class _Enclosed(Exception):
         self.node, self.walls, self.message = node, walls, message
 
 
+class _Pinched(_Enclosed):
+    """A helper dock's carried pair would pass between two nodes placed before it, flush on
+    both sides (:func:`_check_slots`)."""
+
+
+def _check_slots(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
+                 acts: Mapping[str, DockAction], occupied: Mapping[Cell, str],
+                 tolerated: Collection[str]) -> None:
+    """:class:`_Pinched` when a helper dock of the stage ``chosen`` (not in ``tolerated``)
+    has a swept cell (its final cell, the pair's cells up to its pre-dock pose:
+    :attr:`~smores_assembly.corridors.DockCorridor.swept`) whose two lateral neighbours are
+    both placed (``occupied``: cell -> node, the nodes placed before the stage), naming
+    those two ("walls").
+
+    A slot one module wide between two placed modules has no clearance: a single module
+    sliding in is squared by the walls (the fake hardware models that, as the faces of a
+    real slot do), but a carried pair is one rigid unit two modules long, and 1.5 degrees
+    off the axis (``lane_heading_max_deg``) its carried module's corners meet the walls'
+    at the slot's mouth and it jams (issue 16: random 100 seed 0, stage 29, m22 carried by
+    its helper between m34 and m37, never docked; ``test_slots``: 0 of 20 random such
+    docks made without the rule)."""
+    for v in chosen:
+        if not acts[v].needs_helper or v in tolerated:
+            continue
+        side = corr[v].beside
+        for k in range(0, len(side), 2):
+            a, b = occupied.get(side[k]), occupied.get(side[k + 1])
+            if a is not None and b is not None:
+                cell = corr[v].swept[k // 2]
+                raise _Pinched(v, [a, b],
+                               f"action {acts[v].describe()}: the pair would pass cell {cell} "
+                               f"between nodes {a!r} and {b!r}, flush on both sides")
+
+
 def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
-                   helper_pool, poses, geo) -> tuple[list[list[str]], list[DockAction]]:
+                   helper_pool, poses, geo, tolerated=frozenset()
+                   ) -> tuple[list[list[str]], list[DockAction]]:
     """Stages by list scheduling (rule 3 of :func:`build_schedule`); raises
-    :class:`_Enclosed` when a dock's pre-dock pose is walled in."""
+    :class:`_Enclosed` when a dock's pre-dock pose is walled in, :class:`_Pinched` when a
+    helper dock not in ``tolerated`` would pass between two placed nodes."""
     for a in acts.values():
         a.stage, a.helper = -1, None
     stages: list[list[str]] = []
@@ -1205,6 +1254,7 @@ def _list_schedule(acts, order, key, prec, corr, cells, root_node, kept, n_help,
             helped += acts[v].needs_helper
         _check_reachable(chosen, corr, acts, cells, placed_now, occupied, bounds, geo,
                          lanes.entries)
+        _check_slots(chosen, corr, acts, occupied, tolerated)
         stage_actions = [acts[v] for v in chosen]
         need = [a for a in stage_actions if a.needs_helper]
         if need:
