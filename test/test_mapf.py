@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import random
 import subprocess
 import sys
@@ -514,3 +515,103 @@ def test_lacam_reports_unsolvable_instances():
         solve(grid, s, g, algorithm="lacam")
     with pytest.raises(SearchLimitError, match="within the budget"):
         solve(grid, s, g, algorithm="lacam", lacam_expansions=2)
+
+
+def _moves(path):
+    """The cells an agent passes, in order, waits left out."""
+    return [c for i, c in enumerate(path) if i == 0 or c != path[i - 1]]
+
+
+def _cycle_step(grid, paths) -> bool:
+    """Some step of the k = 0 schedule ``paths`` (cells) moves agents round a cycle, each
+    entering the cell another leaves (an independent check: networkx on each step)."""
+    import networkx as nx
+    T = max(len(p) for p in paths.values())
+    at = lambda p, t: tuple(p[min(t, len(p) - 1)])  # noqa: E731
+    for t in range(T - 1):
+        occ = {at(p, t): a for a, p in paths.items()}
+        follows = nx.DiGraph((a, occ[at(p, t + 1)]) for a, p in paths.items()
+                             if at(p, t + 1) != at(p, t) and at(p, t + 1) in occ)
+        if any(True for _ in nx.simple_cycles(follows)):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_k0_schedule_split_into_one_without_following(seed):
+    """LaCAM's k = 0 schedules of random dense instances (8x8, 12 obstacles, 16 agents:
+    agents follow each other in chains): split by ``without_following``, each is a valid
+    1-robust schedule (the independent validator) in which every agent passes the same
+    cells in the same order; None exactly when a step moves agents round a cycle."""
+    from smores_assembly.navigation.mapf.lacam import without_following
+    rng = random.Random(100 + seed)
+    split = cycles = 0
+    for _ in range(6):
+        grid, s, g = _dense(rng, 8, 12, 16)
+        sol = solve(grid, s, g, algorithm="lacam", k_robust=0, improve=False,
+                    time_limit_s=1e9)
+        flat = {a: [grid.index(c) for c in p] for a, p in sol.paths.items()}
+        out = without_following(flat)
+        if out is None:
+            assert _cycle_step(grid, sol.paths)
+            cycles += 1
+            continue
+        assert not _cycle_step(grid, sol.paths)
+        cells = {a: [grid.cell(c) for c in p] for a, p in out.items()}
+        assert validate_schedule(grid, s, g, cells, k_robust=1) == []
+        assert all(_moves(cells[a]) == _moves([tuple(c) for c in sol.paths[a]]) for a in s)
+        split += 1
+    assert split >= 1
+    # a 2x2 rotation has no sub-step order
+    rot = {"a": [0, 1], "b": [1, 3], "c": [3, 2], "d": [2, 0]}
+    assert without_following(rot) is None
+
+
+#: A carried pair's stage of bench_scale random 50 seed 911 (the pair's wide grid: the
+#: helper h4 holding its module in place, 12 modules being moved aside round it; "#"
+#: blocked). Rows from y = 14 (top) down to y = 0.
+_PACKED = [".................",
+           ".................",
+           "...#########.....",
+           "....##.####......",
+           "..#####.#######..",
+           "..#.######.####..",
+           "..###..########..",
+           "......#########..",
+           "..######.#####...",
+           "..####...#.##....",
+           "....##.#####.##..",
+           ".......##.#..##..",
+           "...........####..",
+           ".................",
+           "................."]
+_PACKED_AGENTS = {"h4": ((8, 6), (8, 6)), "m10": ((6, 3), (6, 3)), "m19": ((6, 4), (6, 4)),
+                  "m2": ((5, 2), (5, 2)), "m20": ((12, 4), (11, 3)),
+                  "m21": ((10, 5), (10, 5)), "m24": ((5, 8), (5, 7)),
+                  "m25": ((4, 7), (4, 7)), "m3": ((8, 2), (8, 2)), "m34": ((3, 9), (3, 9)),
+                  "m37": ((6, 8), (11, 11)), "m4": ((8, 5), (9, 3)), "m9": ((6, 5), (5, 3))}
+
+
+def test_lacam_without_following_falls_back_to_a_split_k0_schedule():
+    """Agents packed in one-cell corridors (``_PACKED``: m9 and m4 shut in a pocket behind
+    m19 and m10): LaCAM without following finds no schedule within its budget (before:
+    the pair's stage failed "no solution found within the budget", with 2,000 to 10^7
+    moves alike); the k = 0 schedule, its steps split, is a valid 1-robust one and the
+    notes say so."""
+    from smores_assembly.navigation.mapf.lacam import lacam
+    from smores_assembly.navigation.mapf.lowlevel import Budget
+    H = len(_PACKED)
+    grid = Grid(len(_PACKED[0]), H, [(x, H - 1 - r) for r, row in enumerate(_PACKED)
+                                     for x, ch in enumerate(row) if ch == "#"])
+    s = {a: v[0] for a, v in _PACKED_AGENTS.items()}
+    g = {a: v[1] for a, v in _PACKED_AGENTS.items()}
+    fs = {a: grid.index(c) for a, c in s.items()}
+    fg = {a: grid.index(c) for a, c in g.items()}
+    h = {a: grid._bfs(fg[a]) for a in s}
+    with pytest.raises(SearchLimitError):
+        lacam(grid, fs, fg, h, 1, Budget(20_000, 5_000_000, math.inf))
+    sol = solve(grid, s, g, algorithm="lacam", k_robust=1, lacam_expansions=20_000,
+                time_limit_s=math.inf)
+    assert validate_schedule(grid, s, g, sol.paths, k_robust=1) == []
+    assert any("no agent follows another" in n for n in sol.notes), sol.notes
+    assert sol.cost <= sol.initial_cost

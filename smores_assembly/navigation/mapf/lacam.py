@@ -348,3 +348,60 @@ def _paths(node: _Node, names: list[str], goal: Config) -> dict[str, list[int]]:
             end -= 1
         out[a] = p[:end + 1]
     return out
+
+
+def without_following(paths: dict[str, list[int]]) -> dict[str, list[int]] | None:
+    """A ``k = 0`` schedule made 1-robust (no following) by splitting its steps.
+
+    In a ``k = 0`` step an agent may enter the cell its occupant leaves in the same step
+    (a chain of followers). The step is split into sub-steps, the head of every chain
+    first: an agent moves in sub-step ``r`` when the cell it enters was free before the
+    step (``r = 0``) or its occupant moved in sub-step ``r - 1``. Every agent makes the
+    same moves in the same order; only waits are added, so the schedule stays free of
+    vertex and swap conflicts and no agent enters a cell that is occupied before its
+    sub-step (Atzmon et al., "Robust Multi-Agent Path Finding", SoCS 2018: a 1-robust
+    plan is one in which no agent follows another).
+
+    Args:
+        paths: agent -> flat cells per time step (the agent stays at its last cell), a
+            schedule without vertex or swap conflicts.
+
+    Returns:
+        agent -> flat cells per time step, each ending at its last arrival at its last
+        cell; None when a step moves agents round a cycle (every one follows another:
+        no sub-step order exists).
+    """
+    names = list(paths)
+    horizon = max((len(p) for p in paths.values()), default=1) - 1
+    out = {a: [p[0]] for a, p in paths.items()}
+
+    def at(a: str, t: int) -> int:
+        p = paths[a]
+        return p[t] if t < len(p) else p[-1]
+
+    for t in range(horizon):
+        now = {a: at(a, t) for a in names}
+        nxt = {a: at(a, t + 1) for a in names}
+        occupant = {c: a for a, c in now.items()}
+        level: dict[str, int] = {}
+        for a in names:
+            if nxt[a] == now[a] or a in level:
+                continue
+            chain = [a]  # a follows chain[1], which follows chain[2], ...
+            while True:
+                b = occupant.get(nxt[chain[-1]])
+                if b is None or b in level:
+                    base = -1 if b is None else level[b]
+                    break
+                if b in chain or nxt[b] == now[b]:
+                    return None  # a cycle, or a vertex conflict in the input
+                chain.append(b)
+            for i, c in enumerate(reversed(chain)):
+                level[c] = base + 1 + i
+        for r in range(max(level.values(), default=-1) + 1):
+            for a in names:
+                out[a].append(nxt[a] if level.get(a, r + 1) <= r else now[a])
+    for p in out.values():
+        while len(p) > 1 and p[-1] == p[-2]:
+            p.pop()
+    return out

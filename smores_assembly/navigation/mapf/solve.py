@@ -11,7 +11,7 @@ from smores_assembly.navigation.mapf.errors import SearchLimitError
 from smores_assembly.navigation.mapf.grid import Cell, Grid
 from smores_assembly.navigation.mapf.improve import improve_paths, lns
 from smores_assembly.navigation.mapf.instance import check_instance
-from smores_assembly.navigation.mapf.lacam import lacam
+from smores_assembly.navigation.mapf.lacam import lacam, without_following
 from smores_assembly.navigation.mapf.lowlevel import Budget
 from smores_assembly.navigation.mapf.prioritized import prioritized
 
@@ -133,7 +133,29 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
     if not s:
         return Solution({}, 0, 0, 0, 0.0, 0, 0, algorithm)
     def run_lacam(b: Budget) -> dict[str, list[int]]:
-        return lacam(grid, s, g, h, k_robust, b, seed=seed)
+        try:
+            return lacam(grid, s, g, h, k_robust, b, seed=seed)
+        except SearchLimitError as exc:
+            if k_robust != 1:
+                raise
+            # Without following, agents packed in a corridor move one at a time and the
+            # search can drown in configurations (random 50 seed 911, a carried pair's
+            # stage: 13 agents, 17 x 15 cells, no k = 1 schedule in 10^7 moves; k = 0 in
+            # 0.4 s). The k = 0 schedule, its steps split (``without_following``), is one.
+            fb = Budget(b.max_high, b.max_low, b.time_limit, b.clock)
+            try:
+                followed = lacam(grid, s, g, h, 0, fb, seed=seed)
+            except SearchLimitError:
+                raise exc from None
+            finally:
+                b.high += fb.high
+                b.low += fb.low
+            unfollowed = without_following(followed)
+            if unfollowed is None:
+                raise exc from None
+            notes.append(f"lacam: {exc}; planned without the no-following rule and its "
+                         "steps split so that no agent follows another")
+            return unfollowed
 
     try:
         if algorithm == "prioritized":
