@@ -194,3 +194,41 @@ def test_random_10_68252793_m4_slides_in_along_m8_m3_m7():
     for dyaw in (0.0, 0.3):
         poses["m4"] = Pose2D(g.x, g.y, g.yaw + dyaw)
         assert _dock_from(dict(poses), a) == (True, 0, 0), dyaw
+
+
+def test_a_crowded_axis_gives_the_clearest_pose_not_the_farthest():
+    """Random worlds in which no pose out to ``LIMIT`` is ``clearance`` from every module
+    (a later stage's modules queued on the axis, moved aside by the stage planner, so
+    they do not hold the pose back: ``lane_others`` empty). The pose returned is the
+    clearest one on the axis (a brute force over the same 5 mm steps), never the one at
+    the limit whatever stands there (before: random 50 seed 911 stage 5, m10's goal 0.4 m
+    out, 5 mm from its child m3 staged on its axis; the stage drove m10 into m3 as it was
+    being moved aside, 0.5 mm)."""
+    rng = random.Random(911)
+    clearance, checked = 0.12, 0
+    for _ in range(200):
+        goal = Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-math.pi, math.pi))
+        face = rng.choice([0.0, math.pi / 2, math.pi, -math.pi / 2])
+        ang = goal.yaw + face
+        ca, sa = math.cos(ang), math.sin(ang)
+        # modules every 0.06-0.1 m along the axis, up to 3 cm off it, one at the limit;
+        # the first beyond the pre-dock pose's body (a pose inside a module is returned
+        # unchanged, for the planner to refuse)
+        others, d = [], STANDOFF + W + rng.uniform(0.0, 0.05)
+        while d < STANDOFF + LIMIT + 0.1:
+            lat = rng.uniform(-0.03, 0.03)
+            others.append((goal.x - d * ca - lat * sa, goal.y - d * sa + lat * ca))
+            d += rng.uniform(0.06, 0.1)
+        others.append((goal.x - (STANDOFF + LIMIT) * ca, goal.y - (STANDOFF + LIMIT) * sa))
+        cands = [Pose2D(goal.x - (STANDOFF + 0.005 * i) * ca,
+                        goal.y - (STANDOFF + 0.005 * i) * sa, goal.yaw)
+                 for i in range(int(round(LIMIT / 0.005)) + 1)]
+        near = [min(math.hypot(p.x - x, p.y - y) for x, y in others) for p in cands]
+        if max(near) >= clearance:
+            continue
+        checked += 1
+        got = clear_predock(goal, face, STANDOFF, others, clearance, lane_others=[])
+        best = cands[near.index(max(near))]
+        assert math.hypot(got.x - best.x, got.y - best.y) < 1e-6, (got, best)
+        assert got.yaw == goal.yaw
+    assert checked >= 150

@@ -256,10 +256,12 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
             return best  # the lane is blocked here: never beyond that module
         p = Pose2D(goal.x - d * ca, goal.y - d * sa, goal.yaw)
         near = min((math.hypot(p.x - ox, p.y - oy) for ox, oy in others), default=math.inf)
-        if e >= limit or near >= clearance:
+        if near >= clearance:
             return p
         if near > best_d + 1e-12:
             best, best_d = p, near
+        if e >= limit:
+            return best
         e += step
 
 
