@@ -1116,7 +1116,7 @@ def build_schedule(nodes: Sequence[str], edges: Sequence[Edge], root_node: str,
             if not later:
                 raise _Unreachable(enc.message + " (every wall must be placed before it)")
             prec.add_edge(v, later[0], "enclosure")
-    raise PlanningError("schedule: enclosure precedences did not converge")
+    raise PlanningError("schedule: enclosure and slot precedences did not converge")
 
 
 class _Precedence:
@@ -1172,9 +1172,13 @@ class _Enclosed(Exception):
         self.node, self.walls, self.message = node, walls, message
 
 
-class _Pinched(_Enclosed):
+class _Pinched(Exception):
     """A helper dock's carried pair would pass between two nodes placed before it, flush on
     both sides (:func:`_check_slots`)."""
+
+    def __init__(self, node: str, walls: list[str], message: str):
+        super().__init__(message)
+        self.node, self.walls, self.message = node, walls, message
 
 
 def _check_slots(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
@@ -1191,8 +1195,8 @@ def _check_slots(chosen: Sequence[str], corr: Mapping[str, DockCorridor],
     real slot do), but a carried pair is one rigid unit two modules long, and 1.5 degrees
     off the axis (``lane_heading_max_deg``) its carried module's corners meet the walls'
     at the slot's mouth and it jams (issue 16: random 100 seed 0, stage 29, m22 carried by
-    its helper between m34 and m37, never docked; ``test_slots``: 0 of 20 random such
-    docks made without the rule)."""
+    its helper between m34 and m37, never docked; ``test_slots``: closed loop, a pair
+    docks beside one wall and never between two, in every random scene tried)."""
     for v in chosen:
         if not acts[v].needs_helper or v in tolerated:
             continue

@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from bench.bench_targets import make_scenario
 from closed_loop import dock_in_world
 from random_plans import bench_plans, stage_start_world
@@ -196,17 +198,38 @@ def test_random_10_68252793_m4_slides_in_along_m8_m3_m7():
         assert _dock_from(dict(poses), a) == (True, 0, 0), dyaw
 
 
+def _clearest(goal, face, others, stay, clearance):
+    """Brute force of clear_predock's pose on a lane nothing blocks: the first clear pose
+    out to LIMIT, else the greatest (distance to ``stay`` up to ``clearance``, distance to
+    ``others``), the nearer pose on a tie."""
+    ang = goal.yaw + face
+    ca, sa = math.cos(ang), math.sin(ang)
+    best, best_key = None, None
+    for i in range(int(round(LIMIT / 0.005)) + 1):
+        d = STANDOFF + 0.005 * i
+        p = Pose2D(goal.x - d * ca, goal.y - d * sa, goal.yaw)
+        near = min(math.hypot(p.x - x, p.y - y) for x, y in others)
+        if near >= clearance:
+            return p, True
+        key = (round(min(clearance, min((math.hypot(p.x - x, p.y - y) for x, y in stay),
+                                        default=math.inf)), 9), round(near, 9))
+        if best_key is None or key > best_key:
+            best, best_key = p, key
+    return best, False
+
+
 def test_a_crowded_axis_gives_the_clearest_pose_not_the_farthest():
-    """Random worlds in which no pose out to ``LIMIT`` is ``clearance`` from every module
-    (a later stage's modules queued on the axis, moved aside by the stage planner, so
-    they do not hold the pose back: ``lane_others`` empty). The pose returned is the
-    clearest one on the axis (a brute force over the same 5 mm steps), never the one at
-    the limit whatever stands there (before: random 50 seed 911 stage 5, m10's goal 0.4 m
-    out, 5 mm from its child m3 staged on its axis; the stage drove m10 into m3 as it was
-    being moved aside, 0.5 mm)."""
+    """Random worlds in which no pose out to ``LIMIT`` is ``clearance`` from every module:
+    a later stage's modules queued on the axis (moved aside by the stage planner, so they
+    do not hold the pose back), and modules that stay beside the lane (``lane_others``)
+    in half of them. The pose returned is the clearest one on the axis (``_clearest``:
+    clear of the modules that stay first), never the one at the limit whatever stands
+    there (before: random 50 seed 911 stage 5, m10's goal 0.4 m out, 5 mm from its child
+    m3 staged on its axis; the stage drove m10 into m3 as it was being moved aside,
+    0.5 mm)."""
     rng = random.Random(911)
     clearance, checked = 0.12, 0
-    for _ in range(200):
+    for n in range(300):
         goal = Pose2D(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-math.pi, math.pi))
         face = rng.choice([0.0, math.pi / 2, math.pi, -math.pi / 2])
         ang = goal.yaw + face
@@ -220,15 +243,32 @@ def test_a_crowded_axis_gives_the_clearest_pose_not_the_farthest():
             others.append((goal.x - d * ca - lat * sa, goal.y - d * sa + lat * ca))
             d += rng.uniform(0.06, 0.1)
         others.append((goal.x - (STANDOFF + LIMIT) * ca, goal.y - (STANDOFF + LIMIT) * sa))
-        cands = [Pose2D(goal.x - (STANDOFF + 0.005 * i) * ca,
-                        goal.y - (STANDOFF + 0.005 * i) * sa, goal.yaw)
-                 for i in range(int(round(LIMIT / 0.005)) + 1)]
-        near = [min(math.hypot(p.x - x, p.y - y) for x, y in others) for p in cands]
-        if max(near) >= clearance:
+        stay = []
+        if n % 2:   # modules that stay, flush beside the lane (never in it)
+            for _ in range(rng.randint(1, 4)):
+                d, lat = rng.uniform(0.0, STANDOFF + LIMIT), rng.choice([-1, 1]) * W
+                stay.append((goal.x - d * ca - lat * sa, goal.y - d * sa + lat * ca))
+        best, clear = _clearest(goal, face, others + stay, stay, clearance)
+        if clear:
             continue
         checked += 1
-        got = clear_predock(goal, face, STANDOFF, others, clearance, lane_others=[])
-        best = cands[near.index(max(near))]
-        assert math.hypot(got.x - best.x, got.y - best.y) < 1e-6, (got, best)
+        got = clear_predock(goal, face, STANDOFF, others + stay, clearance, lane_others=stay)
+        assert math.hypot(got.x - best.x, got.y - best.y) < 1e-6, (n, got, best)
         assert got.yaw == goal.yaw
-    assert checked >= 150
+    assert checked >= 200
+
+
+def test_a_pose_in_a_pocket_beside_modules_that_stay_is_not_the_clearest():
+    """A slot two modules deep that stays (flush both sides at 0.08 and 0.16 m) and idle
+    modules beside the lane from 0.3 m out: no pose out to the limit is clear of all;
+    the one returned is ``clearance`` from the modules that stay (it can turn there), not
+    the one farthest from all, in the pocket 0.103 m from the slot (the fresh review's
+    case)."""
+    goal = Pose2D(0.0, 0.0, 0.0)   # face angle 0: the pre-dock pose lies along -x
+    stay = [(-0.16, W), (-0.16, -W), (-W, W), (-W, -W)]
+    idle = [(-(0.30 + W * i), 0.075) for i in range(4)]
+    clearance = 0.13
+    p = clear_predock(goal, 0.0, STANDOFF, stay + idle, clearance, lane_others=stay)
+    assert min(math.hypot(p.x - x, p.y - y) for x, y in stay) >= clearance
+    best, clear = _clearest(goal, 0.0, stay + idle, stay, clearance)
+    assert not clear and (p.x, p.y) == pytest.approx((best.x, best.y))

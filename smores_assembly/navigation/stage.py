@@ -223,6 +223,12 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     0.089 m from m1 and m3 flush beside its lane, and its final leg, 57 degrees off the
     axis, touched m3: 0.08 mm). The pose moves out until clear, and the stage planner
     moves that module aside (the slide is longer).
+
+    When no pose out to ``limit`` is clear, the clearest one is returned: the farthest
+    from the centres of ``lane_others`` (the modules that stay) up to ``clearance``, of
+    those the farthest from all of ``others`` (before: the pose at the limit, whatever
+    stood there; random 50 seed 911 stage 5, m10's goal 0.4 m out, 5 mm from its child
+    m3 staged on its axis, which the stage moved aside as m10 drove in: 0.5 mm).
     """
     from smores_assembly.docking.control import LANE_FLUSH_WIDTHS
 
@@ -248,8 +254,9 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
                                 for ox, oy in (others if lane_others is None
                                                else lane_others))
                if t > 0.0 and lat < LANE_FLUSH_WIDTHS * width]
+    stay = others if lane_others is None else lane_others
     e = 0.0
-    best, best_d = p0, -math.inf
+    best, best_key = p0, (-math.inf, -math.inf)
     while True:
         d = standoff + e
         if any(t < d + width - 1e-9 for t in in_lane):
@@ -258,8 +265,12 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
         near = min((math.hypot(p.x - ox, p.y - oy) for ox, oy in others), default=math.inf)
         if near >= clearance:
             return p
-        if near > best_d + 1e-12:
-            best, best_d = p, near
+        # the clearest pose so far: clear of the modules that stay first, of all then
+        key = (min(clearance, min((math.hypot(p.x - ox, p.y - oy) for ox, oy in stay),
+                                  default=math.inf)), near)
+        if key[0] > best_key[0] + 1e-12 or (key[0] > best_key[0] - 1e-12
+                                             and key[1] > best_key[1] + 1e-12):
+            best, best_key = p, key
         if e >= limit:
             return best
         e += step

@@ -369,7 +369,7 @@ def without_following(paths: dict[str, list[int]]) -> dict[str, list[int]] | Non
     Returns:
         agent -> flat cells per time step, each ending at its last arrival at its last
         cell; None when a step moves agents round a cycle (every one follows another:
-        no sub-step order exists).
+        no sub-step order exists) or the input has a vertex conflict.
     """
     names = list(paths)
     horizon = max((len(p) for p in paths.values()), default=1) - 1

@@ -33,6 +33,12 @@ class Budget:
     def elapsed(self) -> float:
         return self.clock() - self.t0
 
+    def absorb(self, other: "Budget") -> None:
+        """Count the work of ``other`` (a search run on its own bounds for this one, e.g.
+        a fallback) in this one's totals; no bound is checked."""
+        self.high += other.high
+        self.low += other.low
+
     def tick_low(self, n: int = 1) -> None:
         self.low += n
         if self.low > self.max_low:

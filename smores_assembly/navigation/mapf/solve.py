@@ -79,6 +79,12 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             ``lacam_expansions`` and a fresh low-level and time bound; prioritized planning
             when ``k_robust`` >= 2) before giving up. A LaCAM that exhausts the reachable
             configurations proves the instance unsolvable (:class:`NoSolutionError`).
+            LaCAM with ``k_robust`` 1 (asked for or as the fallback) that hits its bound
+            runs once more with ``k_robust`` 0 on fresh bounds of the same size, and its
+            schedule split so that no agent follows another
+            (:func:`~.lacam.without_following`; the bound is hit when a step rotates a
+            cycle): one call may take up to twice ``time_limit_s`` (three times with the
+            fallback) before it gives up.
         clock: the clock of ``time_limit_s`` (default ``time.perf_counter``, wall time;
             ``time.process_time`` bounds CPU time instead, e.g. for benchmarks).
         tight_w: ECBS only: first run ECBS with this smaller factor (e.g. 1.05) on
@@ -148,8 +154,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             except SearchLimitError:
                 raise exc from None
             finally:
-                b.high += fb.high
-                b.low += fb.low
+                b.absorb(fb)
             unfollowed = without_following(followed)
             if unfollowed is None:
                 raise exc from None
@@ -174,8 +179,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
                 used = f"ecbs(w={tight_w})"
             except SearchLimitError:
                 paths = None
-            budget.high += tight.high
-            budget.low += tight.low
+            budget.absorb(tight)
             if paths is None:
                 paths, lb = conflict_search(grid, s, g, h, w, k_robust, budget)
         else:
@@ -190,8 +194,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             try:
                 paths = run_lacam(fb)
             finally:
-                budget.high += fb.high
-                budget.low += fb.low
+                budget.absorb(fb)
             used = "lacam"
         else:
             notes.append(f"{algorithm}: {exc}; fell back to prioritized planning")
