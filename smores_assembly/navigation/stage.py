@@ -224,11 +224,14 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
     axis, touched m3: 0.08 mm). The pose moves out until clear, and the stage planner
     moves that module aside (the slide is longer).
 
-    When no pose out to ``limit`` is clear, the clearest one is returned: the farthest
-    from the centres of ``lane_others`` (the modules that stay) up to ``clearance``, of
-    those the farthest from all of ``others`` (before: the pose at the limit, whatever
-    stood there; random 50 seed 911 stage 5, m10's goal 0.4 m out, 5 mm from its child
-    m3 staged on its axis, which the stage moved aside as m10 drove in: 0.5 mm).
+    When no pose out to ``limit`` is clear, the pose at the limit is returned (the stage
+    planner moves the modules within ``clearance`` of it aside) unless it lies inside a
+    module (a centre in ``others`` closer than ``width``); then the clearest pose is: the
+    farthest from the centres of ``lane_others`` (the modules that stay) up to
+    ``clearance``, of those the farthest from all of ``others`` (before: the pose at the
+    limit whatever stood there; random 50 seed 911 stage 5, m10's goal 0.4 m out, 5 mm
+    from its child m3 staged on its axis, which the stage moved aside as m10 drove in:
+    0.5 mm). The clearest pose is also the one returned before a module in the lane.
     """
     from smores_assembly.docking.control import LANE_FLUSH_WIDTHS
 
@@ -272,7 +275,9 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
                                              and key[1] > best_key[1] + 1e-12):
             best, best_key = p, key
         if e >= limit:
-            return best
+            # beyond the crowd the modules in the way are moved aside; a pose inside
+            # one's body never is a goal
+            return p if near >= width - 1e-9 else best
         e += step
 
 
