@@ -351,16 +351,15 @@ def _paths(node: _Node, names: list[str], goal: Config) -> dict[str, list[int]]:
 
 
 def without_following(paths: dict[str, list[int]]) -> dict[str, list[int]] | None:
-    """A ``k = 0`` schedule made 1-robust (no following) by splitting its steps.
+    """A ``k = 0`` schedule made 1-robust (no following) by re-timing its moves.
 
-    In a ``k = 0`` step an agent may enter the cell its occupant leaves in the same step
-    (a chain of followers). The step is split into sub-steps, the head of every chain
-    first: an agent moves in sub-step ``r`` when the cell it enters was free before the
-    step (``r = 0``) or its occupant moved in sub-step ``r - 1``. Every agent makes the
-    same moves in the same order; only waits are added, so the schedule stays free of
-    vertex and swap conflicts and no agent enters a cell that is occupied before its
-    sub-step (Atzmon et al., "Robust Multi-Agent Path Finding", SoCS 2018: a 1-robust
-    plan is one in which no agent follows another).
+    Every agent makes the same moves in the same order, and every cell is visited by the
+    agents in the same order as in ``paths``; a move is made at the first step at which
+    the cell's previous visitor left it at an earlier step (the schedule's action
+    dependency graph executed as soon as possible: Hönig et al., "Persistent and Robust
+    Execution of MAPF Schedules in Warehouses", RA-L 2019, with a delay of one step). No
+    agent then enters a cell occupied before the step (Atzmon et al., "Robust Multi-Agent
+    Path Finding", SoCS 2018: no following), and no two agents share a cell or swap.
 
     Args:
         paths: agent -> flat cells per time step (the agent stays at its last cell), a
@@ -368,39 +367,50 @@ def without_following(paths: dict[str, list[int]]) -> dict[str, list[int]] | Non
 
     Returns:
         agent -> flat cells per time step, each ending at its last arrival at its last
-        cell; None when a step moves agents round a cycle (every one follows another:
-        no sub-step order exists) or the input has a vertex conflict.
+        cell; None when the dependencies form a cycle: a step of ``paths`` moves agents
+        round a cycle (every one follows another), or the input has a vertex conflict.
     """
     names = list(paths)
-    horizon = max((len(p) for p in paths.values()), default=1) - 1
-    out = {a: [p[0]] for a, p in paths.items()}
-
-    def at(a: str, t: int) -> int:
-        p = paths[a]
-        return p[t] if t < len(p) else p[-1]
-
-    for t in range(horizon):
-        now = {a: at(a, t) for a in names}
-        nxt = {a: at(a, t + 1) for a in names}
-        occupant = {c: a for a, c in now.items()}
-        level: dict[str, int] = {}
+    # each agent's visits: (cell, arrival step in `paths`), waits merged
+    visits: dict[str, list[tuple[int, int]]] = {}
+    for a, p in paths.items():
+        v = [(p[0], 0)]
+        for t in range(1, len(p)):
+            if p[t] != p[t - 1]:
+                v.append((p[t], t))
+        visits[a] = v
+    # the visitor before each visit of its cell: (agent, index of its visit) or None
+    order: dict[int, list[tuple[int, str, int]]] = {}
+    for a, v in visits.items():
+        for i, (c, t) in enumerate(v):
+            order.setdefault(c, []).append((t, a, i))
+    before: dict[tuple[str, int], tuple[str, int] | None] = {}
+    for seq in order.values():
+        seq.sort()
+        for j, (t, a, i) in enumerate(seq):
+            if j and seq[j - 1][0] == t:
+                return None  # two agents arrive in one cell at one step
+            before[(a, i)] = (seq[j - 1][1], seq[j - 1][2]) if j else None
+    left: dict[tuple[str, int], int] = {}   # (agent, visit) -> step it left that cell
+    at = {a: 0 for a in names}              # index of the visit each agent is in
+    out = {a: [v[0][0]] for a, v in visits.items()}
+    t = 0
+    while any(at[a] < len(visits[a]) - 1 for a in names):
+        t += 1
+        moved = []
         for a in names:
-            if nxt[a] == now[a] or a in level:
-                continue
-            chain = [a]  # a follows chain[1], which follows chain[2], ...
-            while True:
-                b = occupant.get(nxt[chain[-1]])
-                if b is None or b in level:
-                    base = -1 if b is None else level[b]
-                    break
-                if b in chain or nxt[b] == now[b]:
-                    return None  # a cycle, or a vertex conflict in the input
-                chain.append(b)
-            for i, c in enumerate(reversed(chain)):
-                level[c] = base + 1 + i
-        for r in range(max(level.values(), default=-1) + 1):
-            for a in names:
-                out[a].append(nxt[a] if level.get(a, r + 1) <= r else now[a])
+            i = at[a]
+            if i + 1 < len(visits[a]):
+                prev = before[(a, i + 1)]
+                if prev is None or left.get(prev, t) < t:
+                    moved.append(a)
+        if not moved:
+            return None  # a cycle: each waits for the next to leave
+        for a in moved:
+            left[(a, at[a])] = t
+            at[a] += 1
+        for a in names:
+            out[a].append(visits[a][at[a]][0])
     for p in out.values():
         while len(p) > 1 and p[-1] == p[-2]:
             p.pop()

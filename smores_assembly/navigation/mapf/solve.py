@@ -81,7 +81,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             configurations proves the instance unsolvable (:class:`NoSolutionError`).
             LaCAM with ``k_robust`` 1 (asked for or as the fallback) that hits its bound
             runs once more with ``k_robust`` 0 on fresh bounds of the same size, and its
-            schedule split so that no agent follows another
+            schedule re-timed so that no agent follows another
             (:func:`~.lacam.without_following`; the bound is hit when a step rotates a
             cycle): one call may take up to twice ``time_limit_s`` (three times with the
             fallback) before it gives up.
@@ -147,7 +147,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             # Without following, agents packed in a corridor move one at a time and the
             # search can drown in configurations (random 50 seed 911, a carried pair's
             # stage: 13 agents, 17 x 15 cells, no k = 1 schedule in 10^7 moves; k = 0 in
-            # 0.4 s). The k = 0 schedule, its steps split (``without_following``), is one.
+            # 0.4 s). The k = 0 schedule, re-timed (``without_following``), is one.
             fb = Budget(b.max_high, b.max_low, b.time_limit, b.clock)
             try:
                 followed = lacam(grid, s, g, h, 0, fb, seed=seed)
@@ -159,7 +159,7 @@ def solve(grid: Grid, starts: Mapping[str, Sequence[int]], goals: Mapping[str, S
             if unfollowed is None:
                 raise exc from None
             notes.append(f"lacam: {exc}; planned without the no-following rule and its "
-                         "steps split so that no agent follows another")
+                         "moves re-timed so that no agent follows another")
             return unfollowed
 
     try:
