@@ -1164,21 +1164,23 @@ class _Precedence:
         return False
 
 
-class _Enclosed(Exception):
+class _Walled(Exception):
+    """A dock of the stage being built that the nodes placed before it get in the way of:
+    ``node`` (the dock's node), ``walls`` (those nodes), ``message``. The subclasses are
+    siblings, each handled its own way by :func:`build_schedule`."""
+
+    def __init__(self, node: str, walls: list[str], message: str):
+        super().__init__(message)
+        self.node, self.walls, self.message = node, walls, message
+
+
+class _Enclosed(_Walled):
     """A dock's pre-dock pose is walled in by the nodes placed before it."""
 
-    def __init__(self, node: str, walls: list[str], message: str):
-        super().__init__(message)
-        self.node, self.walls, self.message = node, walls, message
 
-
-class _Pinched(Exception):
+class _Pinched(_Walled):
     """A helper dock's carried pair would pass between two nodes placed before it, flush on
     both sides (:func:`_check_slots`)."""
-
-    def __init__(self, node: str, walls: list[str], message: str):
-        super().__init__(message)
-        self.node, self.walls, self.message = node, walls, message
 
 
 def _check_slots(chosen: Sequence[str], corr: Mapping[str, DockCorridor],

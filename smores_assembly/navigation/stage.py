@@ -257,7 +257,6 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
                                 for ox, oy in (others if lane_others is None
                                                else lane_others))
                if t > 0.0 and lat < LANE_FLUSH_WIDTHS * width]
-    stay = others if lane_others is None else lane_others
     e = 0.0
     best, best_key = p0, (-math.inf, -math.inf)
     while True:
@@ -269,8 +268,9 @@ def clear_predock(goal: Pose2D, face_angle: float, standoff: float,
         if near >= clearance:
             return p
         # the clearest pose so far: clear of the modules that stay first, of all then
-        key = (min(clearance, min((math.hypot(p.x - ox, p.y - oy) for ox, oy in stay),
-                                  default=math.inf)), near)
+        stays = near if lane_others is None else min(
+            (math.hypot(p.x - ox, p.y - oy) for ox, oy in lane_others), default=math.inf)
+        key = (min(clearance, stays), near)
         if key[0] > best_key[0] + 1e-12 or (key[0] > best_key[0] - 1e-12
                                              and key[1] > best_key[1] + 1e-12):
             best, best_key = p, key
