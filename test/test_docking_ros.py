@@ -121,6 +121,7 @@ class Observer:
         self.connections: set = set()
         self.truth: dict = {}
         self.truth_t = 0.0
+        self.conn_t = 0.0    # stamp [s] of the latest connections message
         self.status: dict = {}
         self.stage = None
         self.phases: list[str] = []
@@ -138,6 +139,9 @@ class Observer:
                               common.COMMAND_QOS)
 
     def _on_conn(self, msg):
+        from smores_assembly.ros import common
+
+        self.conn_t = common.time_to_sec(msg.header.stamp)
         self.connections = {frozenset({(c.module_a, c.face_a), (c.module_b, c.face_b)})
                             for c in msg.connections}
 
@@ -177,6 +181,10 @@ def _publish_plan(stack: Stack, module, parent, parent_face, child_face, goal):
 
 
 def _final_errors(obs: Observer, parent_face, child_face):
+    """Face errors of the latest ground truth: callers wait for a sample stamped after the
+    connection (``obs.truth_t > obs.conn_t``) -- the ground truth is best effort, and a
+    sample from a step before the EP magnets caught and snapped the faces flush (a gap of
+    4.29 mm) was read once in a loaded CI run."""
     from smores_assembly.docking import dock_axis, face_errors
     from smores_assembly.geometry import Face
 
@@ -192,7 +200,7 @@ def test_module_docks_onto_a_fixed_module_over_topics(make_stack):
     goal = child_pose(Pose2D(0, 0, 0), Face.BOTTOM, Face.BOTTOM)
     _pubs = _publish_plan(stack, "m", "p", "BOTTOM", "BOTTOM", goal)
     want = frozenset({("m", "BOTTOM"), ("p", "BOTTOM")})
-    ok = stack.spin_until(lambda: want in obs.connections and obs.truth
+    ok = stack.spin_until(lambda: want in obs.connections and obs.truth_t > obs.conn_t
                           and obs.status.get("m") is not None
                           and obs.status["m"].phase_name == "DOCKED", HANG_S)
     assert ok, (obs.phases, obs.connections, stack.log("docking_controller"))
@@ -248,7 +256,7 @@ def test_lost_track_stops_the_module_and_docking_resumes(make_stack):
     # the track returns: the same docking resumes and completes
     set_dropout(0.0)
     want = frozenset({("m", "TOP"), ("p", "TOP")})
-    ok = stack.spin_until(lambda: want in obs.connections
+    ok = stack.spin_until(lambda: want in obs.connections and obs.truth_t > obs.conn_t
                           and obs.status["m"].phase_name == "DOCKED", HANG_S)
     assert ok, (obs.phases, stack.log("docking_controller"))
     gap, lat, yaw = _final_errors(obs, "TOP", "TOP")
