@@ -73,9 +73,40 @@ def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,
         world = SimWorld(poses)
     task.path_unavailable()
     want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
+    collisions = _run_task(task, world, act, helper, t_max, want)
+    return want in world.connections(), collisions, task.retries, world.t
+
+
+def fetch_in_world(poses: dict[str, Pose2D], act, t_max: float = 150.0
+                   ) -> tuple[bool, int, float, str]:
+    """Run the fetch of the wheel-face dock ``act`` in a SimWorld of ``poses``: its helper
+    ``act.helper`` starts free at its pose there and picks the module up with
+    WAIT_HELPER's direct moves (no path), until the module is lifted, the task ends or
+    ``t_max`` [s] simulated.
+
+    Returns:
+        (lifted, collision events, simulated time at the end [s], the task's message).
+    """
+    spec = DockingSpec(act.module, act.parent_module, act.parent_face, act.child_face,
+                       act.helper)
+    task = DockingTask(spec, DockingSettings())
+    world = SimWorld(poses, helpers=[act.helper])
+    task.path_unavailable()
+    want = Connection.make(act.module, act.child_face, act.parent_module, act.parent_face)
+    collisions = _run_task(task, world, act, act.helper, t_max, want,
+                           stop=lambda: task.ctx.lifted)
+    return task.ctx.lifted, collisions, world.t, task.message
+
+
+def _run_task(task: DockingTask, world, act, helper: str, t_max: float, want,
+              stop=lambda: False) -> int:
+    """Tick ``task`` (driving ``helper``, else ``act.module``) closed loop in ``world``
+    until it is done, ``stop()`` or ``t_max`` [s]; its obstacles: the modules within
+    OBSTACLE_RANGE but its module, its parent and its helper. Returns the collision
+    events."""
     driven = helper or act.module
     collisions = 0
-    while world.t < t_max and not task.done:
+    while world.t < t_max and not task.done and not stop():
         t = world.t
         samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
         me = world.pose(driven)
@@ -90,7 +121,7 @@ def dock_in_world(poses: dict[str, Pose2D], act, t_max: float = 90.0,
         for r in out.helper_commands:
             world.helper_command(r.helper, r.command, r.module, r.carry_yaw)
         collisions += sum(ev.kind == "collision" for ev in world.step(DT))
-    return want in world.connections(), collisions, task.retries, world.t
+    return collisions
 
 
 

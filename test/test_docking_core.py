@@ -150,6 +150,47 @@ def test_detour_keeps_clearance_from_an_obstacle():
     assert detour_waypoints((1.0, 0.0), (1.0, 1.0), [(0.0, 0.0)], c) == []
 
 
+def test_detour_keeps_module_squares_apart_in_random_clutter():
+    """Random fields of 3-8 modules (centres 0.125 m apart at least), start and goal
+    anywhere clear of them: every leg of the detour keeps each module the rule keeps
+    clear of (farther than 0.8 x clearance from both ends) 0.9 x its distance away (the
+    distance: the clearance, or less where an end lies closer), and never closer than two
+    module squares' circumcircles (sqrt(2) x 0.08 m: no contact in any heading) when its
+    distance allows -- or the field walls the start in (no route even at that distance:
+    the arcs' route comes back). The arcs alone cut corners in 1 field of 4 (the pick-ups
+    of test_pickup_random)."""
+    from smores_assembly.docking.control import SQUARES_APART, detour_discs, grid_detour
+
+    rng = random.Random(11)
+    c, touch = 0.13, math.sqrt(2.0) * W
+    clear = walled = 0
+    for _ in range(150):
+        pts: list[tuple[float, float]] = []
+        while len(pts) < 2 + rng.randint(3, 8):
+            q = (rng.uniform(-0.35, 0.35), rng.uniform(-0.35, 0.35))
+            if all(math.hypot(q[0] - a, q[1] - b) >= 0.125 for a, b in pts):
+                pts.append(q)
+        start, goal, obs = pts[0], pts[1], pts[2:]
+        route = [start] + detour_waypoints(start, goal, obs, c) + [goal]
+        ok = True
+        for ox, oy in obs:
+            ds = math.hypot(start[0] - ox, start[1] - oy)
+            dg = math.hypot(goal[0] - ox, goal[1] - oy)
+            if min(ds, dg) < 0.8 * c:
+                continue
+            r = min(c, 0.97 * ds, 0.97 * dg)
+            d = min(_seg_dist((ox, oy), p, q) for p, q in zip(route, route[1:]))
+            ok &= d >= 0.9 * r - 1e-9 or (d >= touch and r >= touch / 0.9)
+        if ok:
+            clear += 1
+            continue
+        tight = [(x, y, min(r, SQUARES_APART))
+                 for x, y, r in detour_discs(start, goal, obs, c)]
+        assert grid_detour(start, goal, tight) is None, (start, goal, obs, route)
+        walled += 1
+    assert clear >= 140, (clear, walled)
+
+
 # --------------------------------------------------------------------------- closed loop
 
 NON_HELPER_CASES = [(Face.TOP, Face.TOP), (Face.BOTTOM, Face.BOTTOM), (Face.LEFT, Face.TOP),

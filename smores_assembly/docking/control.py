@@ -36,6 +36,10 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import dijkstra
+
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, face_center, segment_projection,
                                       wrap_angle)
@@ -1258,19 +1262,154 @@ def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings
 # detours around modules for direct moves
 
 
+#: a route of :func:`detour_waypoints`' arcs is kept when each of its legs passes every
+#: obstacle at this fraction of the distance the obstacle is kept at (or farther); centres
+#: 0.9 x 0.13 m apart still leave two module squares clear of each other in any heading
+ARC_ROUTE_SLACK = 0.9
+#: cell size [m] of :func:`grid_detour`'s search
+DETOUR_GRID = 0.01
+#: centres this far apart [m] keep two module squares apart whatever their headings, with
+#: :func:`grid_detour`'s 3 % of slack too (the squares' circumcircles: sqrt(2) x width)
+SQUARES_APART = 1.06 * math.sqrt(2.0) * MODULE_WIDTH
+
+
 def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
                      obstacles: Sequence[tuple[float, float]], clearance: float,
-                     max_step_deg: float = 50.0, depth: int = 3) -> list[tuple[float, float]]:
-    """Pass-through points that keep a straight move ``start -> goal`` ``clearance`` away from
-    circular obstacles (centres [m]), going round each blocking circle the shorter way.
+                     max_step_deg: float = 50.0) -> list[tuple[float, float]]:
+    """Pass-through points that keep a straight move ``start -> goal`` (``world`` [m])
+    ``clearance`` [m] away from circular obstacles (centres [m]).
 
-    Obstacles that contain the start or the goal are ignored (the body is already there or
-    must get there). Recursion on the sub-segments handles a few obstacles; this is a local
-    fallback for moves without a planned path, not a planner.
+    Obstacles that contain the start or the goal are ignored and the others kept at most as
+    close as the start and the goal lie to them (:func:`detour_discs`). First the arcs
+    round each blocking circle, the shorter way (:func:`_arc_detour`); where their route
+    leaves an obstacle closer than ``ARC_ROUTE_SLACK`` of its distance (arcs round one
+    module of a cluster run into the next, and chords between two obstacles' arcs cut
+    corners: bench pick-ups in clutter drove the helper into the module it fetched or the
+    parent, and there it stayed, blocked), the shortest grid route that keeps every
+    distance (:func:`grid_detour`); with none, the shortest that keeps every centre
+    ``SQUARES_APART`` away at least (no contact in any heading). A local fallback for moves
+    without a planned path.
 
     Returns:
-        The waypoints in order (not including ``start`` and ``goal``).
+        The waypoints in order (not including ``start`` and ``goal``); the arcs' route
+        when no grid route exists either (the body is walled in).
     """
+    wps = _arc_detour(start, goal, obstacles, clearance, max_step_deg)
+    discs = detour_discs(start, goal, obstacles, clearance)
+    if route_clearance([start, *wps, goal], discs) >= ARC_ROUTE_SLACK:
+        return wps
+    grid = grid_detour(start, goal, discs)
+    if grid is None:
+        # no route keeps the clearance: the shortest that keeps the module squares apart
+        grid = grid_detour(start, goal, [(x, y, min(r, SQUARES_APART)) for x, y, r in discs])
+    return wps if grid is None else grid
+
+
+def detour_discs(start: tuple[float, float], goal: tuple[float, float],
+                 obstacles: Sequence[tuple[float, float]], clearance: float
+                 ) -> list[tuple[float, float, float]]:
+    """The discs ``(x, y, r)`` [m] a detour from ``start`` to ``goal`` keeps out of:
+    every obstacle centre farther than ``0.8 clearance`` from both ends (one nearer is the
+    one the body touches or must reach: ignored), with ``r = min(clearance, 0.97 x`` its
+    distance to either end``)``."""
+    (sx, sy), (gx, gy) = start, goal
+    out = []
+    for ox, oy in obstacles:
+        ds, dg = math.hypot(sx - ox, sy - oy), math.hypot(gx - ox, gy - oy)
+        if min(ds, dg) < 0.8 * clearance:
+            continue
+        out.append((ox, oy, min(clearance, 0.97 * ds, 0.97 * dg)))
+    return out
+
+
+def route_clearance(points: Sequence[tuple[float, float]],
+                    discs: Sequence[tuple[float, float, float]]) -> float:
+    """The smallest ratio, over the legs of the polyline ``points`` and the ``discs``
+    ``(x, y, r)``, of a leg's distance from a disc's centre to its radius (>= 1: the route
+    keeps out of every disc; ``inf`` without discs or legs)."""
+    worst = math.inf
+    for a, b in zip(points, points[1:]):
+        for ox, oy, r in discs:
+            worst = min(worst, segment_projection((ox, oy), a, b)[1] / r)
+    return worst
+
+
+def grid_detour(start: tuple[float, float], goal: tuple[float, float],
+                discs: Sequence[tuple[float, float, float]], cell: float = DETOUR_GRID,
+                margin: float = 0.35) -> list[tuple[float, float]] | None:
+    """The shortest route from ``start`` to ``goal`` (``world`` [m]) that keeps out of the
+    ``discs`` ``(x, y, r)`` [m], as waypoints (ends not included), or None when there is
+    none within ``margin`` [m] round the two ends.
+
+    Dijkstra (:func:`scipy.sparse.csgraph.dijkstra`) on the 8-connected grid of ``cell``
+    [m] whose cell centres lie outside every disc, then shortened by line of sight: from
+    each kept point the farthest later point of the route whose straight leg stays out of
+    every disc (to 0.97 of its radius: the grid's own legs pass a cell's half-diagonal
+    closer). An empty list: the straight move is clear.
+    """
+    if route_clearance([start, goal], discs) >= 1.0:
+        return []
+    x0, y0 = min(start[0], goal[0]) - margin, min(start[1], goal[1]) - margin
+    nx = int(math.ceil((max(start[0], goal[0]) + margin - x0) / cell)) + 1
+    ny = int(math.ceil((max(start[1], goal[1]) + margin - y0) / cell)) + 1
+    gx, gy = np.meshgrid(x0 + cell * np.arange(nx), y0 + cell * np.arange(ny), indexing="ij")
+    free = np.ones((nx, ny), dtype=bool)
+    for ox, oy, r in discs:
+        free &= np.hypot(gx - ox, gy - oy) >= r
+
+    def index(p: tuple[float, float]) -> tuple[int, int]:
+        return (min(nx - 1, max(0, round((p[0] - x0) / cell))),
+                min(ny - 1, max(0, round((p[1] - y0) / cell))))
+
+    i0, i1 = index(start), index(goal)
+    free[i0] = free[i1] = True
+    ids = np.arange(nx * ny).reshape(nx, ny)
+    rows, cols, cost = [], [], []
+    def shifted(d: int, size: int) -> tuple[slice, slice]:
+        # the cells k and k + d along one axis, both inside the grid
+        return slice(max(0, -d), size - max(0, d)), slice(max(0, d), size + min(0, d))
+
+    for dx, dy in ((1, 0), (0, 1), (1, 1), (1, -1)):
+        (ax_, bx_), (ay_, by_) = shifted(dx, nx), shifted(dy, ny)
+        both = free[ax_, ay_] & free[bx_, by_]
+        ia, ib = ids[ax_, ay_][both], ids[bx_, by_][both]
+        rows += [ia, ib]
+        cols += [ib, ia]
+        cost += [np.full(2 * ia.size, cell * math.hypot(dx, dy))]
+    n = nx * ny
+    graph = coo_matrix((np.concatenate(cost), (np.concatenate(rows), np.concatenate(cols))),
+                       shape=(n, n)).tocsr()
+    src, dst = int(ids[i0]), int(ids[i1])
+    dist, pred = dijkstra(graph, indices=src, return_predecessors=True)
+    if not math.isfinite(dist[dst]):
+        return None
+    chain = [dst]
+    while chain[-1] != src:
+        chain.append(int(pred[chain[-1]]))
+    chain.reverse()
+    pts = np.array([start] + [(gx.flat[k], gy.flat[k]) for k in chain[1:-1]] + [goal])
+    centres = np.array([(ox, oy) for ox, oy, _ in discs])
+    soft = 0.97 * np.array([r for *_, r in discs])
+    out: list[tuple[float, float]] = []
+    i = 0
+    while i < len(pts) - 1:
+        # the legs pts[i] -> pts[j] of every later j at once: (j, disc) distances
+        d = pts[i + 1:] - pts[i]
+        rel = centres[None, :, :] - pts[i][None, None, :]
+        l2 = np.maximum((d * d).sum(axis=1), 1e-12)[:, None]
+        t = np.clip((rel * d[:, None, :]).sum(axis=2) / l2, 0.0, 1.0)
+        gap = np.hypot(rel[..., 0] - t * d[:, None, 0], rel[..., 1] - t * d[:, None, 1])
+        ok = np.flatnonzero((gap >= soft[None, :]).all(axis=1))
+        i = i + 1 + (int(ok[-1]) if ok.size else 0)
+        out.append((float(pts[i][0]), float(pts[i][1])))
+    return out[:-1]
+
+
+def _arc_detour(start: tuple[float, float], goal: tuple[float, float],
+                obstacles: Sequence[tuple[float, float]], clearance: float,
+                max_step_deg: float = 50.0, depth: int = 3) -> list[tuple[float, float]]:
+    """:func:`detour_waypoints`' first try: round each blocking circle the shorter way
+    (recursion on the sub-segments handles a few obstacles)."""
     sx, sy = start
     gx, gy = goal
     r_wp = clearance * 1.08 / math.cos(math.radians(max_step_deg) / 2)
@@ -1312,7 +1451,7 @@ def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
         n = max(1, int(math.ceil(abs(short) / math.radians(max_step_deg))))
         arc = [(ox + r_wp * math.cos(a0 + short * k / n),
                 oy + r_wp * math.sin(a0 + short * k / n)) for k in range(0, n + 1)]
-    out = detour_waypoints(start, arc[0], others, clearance, max_step_deg, depth - 1)
+    out = _arc_detour(start, arc[0], others, clearance, max_step_deg, depth - 1)
     out += arc
-    out += detour_waypoints(arc[-1], goal, others, clearance, max_step_deg, depth - 1)
+    out += _arc_detour(arc[-1], goal, others, clearance, max_step_deg, depth - 1)
     return out
