@@ -1266,8 +1266,10 @@ def track_timed_path(pose: Pose2D, path: TimedPath, t: float, s: DockingSettings
 #: obstacle at this fraction of the distance the obstacle is kept at (or farther); centres
 #: 0.9 x 0.13 m apart still leave two module squares clear of each other in any heading
 ARC_ROUTE_SLACK = 0.9
-#: cell size [m] of :func:`grid_detour`'s search
+#: cell size [m] of :func:`grid_detour`'s search, and its most cells along a side (a
+#: move longer than ~1.3 m gets coarser cells: a search of at most 40,000 cells)
 DETOUR_GRID = 0.01
+GRID_CELLS_MAX = 200
 #: centres this far apart [m] keep two module squares apart whatever their headings, with
 #: :func:`grid_detour`'s 3 % of slack too (the squares' circumcircles: sqrt(2) x width)
 SQUARES_APART = 1.06 * math.sqrt(2.0) * MODULE_WIDTH
@@ -1275,7 +1277,8 @@ SQUARES_APART = 1.06 * math.sqrt(2.0) * MODULE_WIDTH
 
 def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
                      obstacles: Sequence[tuple[float, float]], clearance: float,
-                     max_step_deg: float = 50.0) -> list[tuple[float, float]]:
+                     max_step_deg: float = 50.0, touch: float = SQUARES_APART,
+                     corner_cut: float = 0.0) -> list[tuple[float, float]]:
     """Pass-through points that keep a straight move ``start -> goal`` (``world`` [m])
     ``clearance`` [m] away from circular obstacles (centres [m]).
 
@@ -1285,10 +1288,14 @@ def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
     leaves an obstacle closer than ``ARC_ROUTE_SLACK`` of its distance (arcs round one
     module of a cluster run into the next, and chords between two obstacles' arcs cut
     corners: bench pick-ups in clutter drove the helper into the module it fetched or the
-    parent, and there it stayed, blocked), the shortest grid route that keeps every
-    distance (:func:`grid_detour`); with none, the shortest that keeps every centre
-    ``SQUARES_APART`` away at least (no contact in any heading). A local fallback for moves
-    without a planned path.
+    parent, and there it pushed, blocked), a grid route that keeps every distance
+    (:func:`grid_detour`), each disc grown by ``corner_cut`` [m] (how far the body's
+    regulator cuts a corner: its ``waypoint_tolerance``); with none, one that keeps every
+    centre ``touch`` [m] away at least (the body's contact distance with a margin:
+    ``SQUARES_APART`` for a module, more for a carried pair), the corner cut added if
+    there is room. Of the arcs' route and the
+    grid's, the one that keeps the larger fraction of the distances. A local fallback for
+    moves without a planned path; the grid search costs up to ~0.1 s.
 
     Returns:
         The waypoints in order (not including ``start`` and ``goal``); the arcs' route
@@ -1296,37 +1303,43 @@ def detour_waypoints(start: tuple[float, float], goal: tuple[float, float],
     """
     wps = _arc_detour(start, goal, obstacles, clearance, max_step_deg)
     discs = detour_discs(start, goal, obstacles, clearance)
-    if route_clearance([start, *wps, goal], discs) >= ARC_ROUTE_SLACK:
+    arcs_kept = route_clearance([start, *wps, goal], discs)
+    if arcs_kept >= ARC_ROUTE_SLACK:
         return wps
-    grid = grid_detour(start, goal, discs)
-    if grid is None:
-        # no route keeps the clearance: the shortest that keeps the module squares apart
-        grid = grid_detour(start, goal, [(x, y, min(r, SQUARES_APART)) for x, y, r in discs])
-    return wps if grid is None else grid
+    grid = None
+    # the clearance, else the body kept off every module, the corner cut allowed for if
+    # there is room for it
+    for grow, cap in ((corner_cut, math.inf), (corner_cut, touch), (0.0, touch)):
+        grid = grid_detour(start, goal, [(x, y, min(r, cap) + grow) for x, y, r in discs])
+        if grid is not None:
+            break
+    if grid is None or route_clearance([start, *grid, goal], discs) < arcs_kept:
+        return wps
+    return grid
 
 
 def detour_discs(start: tuple[float, float], goal: tuple[float, float],
                  obstacles: Sequence[tuple[float, float]], clearance: float
                  ) -> list[tuple[float, float, float]]:
     """The discs ``(x, y, r)`` [m] a detour from ``start`` to ``goal`` keeps out of:
-    every obstacle centre farther than ``0.8 clearance`` from both ends (one nearer is the
+    every obstacle centre at least ``0.8 clearance`` from both ends (one nearer is the
     one the body touches or must reach: ignored), with ``r = min(clearance, 0.97 x`` its
-    distance to either end``)``."""
+    distance to either end``)``; none with ``r = 0`` (a clearance of 0)."""
     (sx, sy), (gx, gy) = start, goal
     out = []
     for ox, oy in obstacles:
         ds, dg = math.hypot(sx - ox, sy - oy), math.hypot(gx - ox, gy - oy)
-        if min(ds, dg) < 0.8 * clearance:
-            continue
-        out.append((ox, oy, min(clearance, 0.97 * ds, 0.97 * dg)))
+        r = min(clearance, 0.97 * ds, 0.97 * dg)
+        if min(ds, dg) >= 0.8 * clearance and r > 0.0:
+            out.append((ox, oy, r))
     return out
 
 
 def route_clearance(points: Sequence[tuple[float, float]],
                     discs: Sequence[tuple[float, float, float]]) -> float:
     """The smallest ratio, over the legs of the polyline ``points`` and the ``discs``
-    ``(x, y, r)``, of a leg's distance from a disc's centre to its radius (>= 1: the route
-    keeps out of every disc; ``inf`` without discs or legs)."""
+    ``(x, y, r)`` (``r > 0``), of a leg's distance from a disc's centre to its radius
+    (>= 1: the route keeps out of every disc; ``inf`` without discs or legs)."""
     worst = math.inf
     for a, b in zip(points, points[1:]):
         for ox, oy, r in discs:
@@ -1335,23 +1348,28 @@ def route_clearance(points: Sequence[tuple[float, float]],
 
 
 def grid_detour(start: tuple[float, float], goal: tuple[float, float],
-                discs: Sequence[tuple[float, float, float]], cell: float = DETOUR_GRID,
-                margin: float = 0.35) -> list[tuple[float, float]] | None:
-    """The shortest route from ``start`` to ``goal`` (``world`` [m]) that keeps out of the
-    ``discs`` ``(x, y, r)`` [m], as waypoints (ends not included), or None when there is
-    none within ``margin`` [m] round the two ends.
+                discs: Sequence[tuple[float, float, float]], cell: float = DETOUR_GRID
+                ) -> list[tuple[float, float]] | None:
+    """A short route from ``start`` to ``goal`` (``world`` [m]) that keeps out of the
+    ``discs`` ``(x, y, r)`` [m] (``r > 0``), as waypoints (ends not included), or None
+    when the search window (round the two ends, a module width and 2.5 x the largest
+    radius wide, 0.35 m at least) has none.
 
-    Dijkstra (:func:`scipy.sparse.csgraph.dijkstra`) on the 8-connected grid of ``cell``
-    [m] whose cell centres lie outside every disc, then shortened by line of sight: from
-    each kept point the farthest later point of the route whose straight leg stays out of
-    every disc (to 0.97 of its radius: the grid's own legs pass a cell's half-diagonal
-    closer). An empty list: the straight move is clear.
+    The shortest path by Dijkstra (:func:`scipy.sparse.csgraph.dijkstra`) on the
+    8-connected grid of ``cell`` [m] (coarser for a window wider than ``GRID_CELLS_MAX``
+    cells) whose cell centres lie outside every disc, then shortened by line of sight:
+    from each kept point the farthest later point of the route whose straight leg stays
+    out of every disc (to 0.97 of its radius: the grid's own legs pass a cell's
+    half-diagonal closer). An empty list: the straight move keeps out of every disc.
     """
     if route_clearance([start, goal], discs) >= 1.0:
         return []
-    x0, y0 = min(start[0], goal[0]) - margin, min(start[1], goal[1]) - margin
-    nx = int(math.ceil((max(start[0], goal[0]) + margin - x0) / cell)) + 1
-    ny = int(math.ceil((max(start[1], goal[1]) + margin - y0) / cell)) + 1
+    margin = max(0.35, MODULE_WIDTH + 2.5 * max(r for *_, r in discs))
+    xs, ys = (start[0], goal[0]), (start[1], goal[1])
+    x0, y0 = min(xs) - margin, min(ys) - margin
+    cell = max(cell, (max(max(xs) - x0, max(ys) - y0) + margin) / GRID_CELLS_MAX)
+    nx = int(math.ceil((max(xs) + margin - x0) / cell)) + 1
+    ny = int(math.ceil((max(ys) + margin - y0) / cell)) + 1
     gx, gy = np.meshgrid(x0 + cell * np.arange(nx), y0 + cell * np.arange(ny), indexing="ij")
     free = np.ones((nx, ny), dtype=bool)
     for ox, oy, r in discs:
@@ -1365,6 +1383,7 @@ def grid_detour(start: tuple[float, float], goal: tuple[float, float],
     free[i0] = free[i1] = True
     ids = np.arange(nx * ny).reshape(nx, ny)
     rows, cols, cost = [], [], []
+
     def shifted(d: int, size: int) -> tuple[slice, slice]:
         # the cells k and k + d along one axis, both inside the grid
         return slice(max(0, -d), size - max(0, d)), slice(max(0, d), size + min(0, d))
@@ -1414,14 +1433,10 @@ def _arc_detour(start: tuple[float, float], goal: tuple[float, float],
     gx, gy = goal
     r_wp = clearance * 1.08 / math.cos(math.radians(max_step_deg) / 2)
     best = None
-    for ox, oy in obstacles:
-        # an obstacle nearer than the clearance to the start or the goal is skirted as
-        # closely as those allow (or ignored when the body is already touching it)
-        if min(math.hypot(sx - ox, sy - oy), math.hypot(gx - ox, gy - oy)) < 0.8 * clearance:
-            continue
+    # an obstacle nearer than the clearance to the start or the goal is skirted as closely
+    # as those allow (or ignored when the body is already touching it)
+    for ox, oy, c_eff in detour_discs(start, goal, obstacles, clearance):
         a, d = segment_projection((ox, oy), start, goal)
-        c_eff = min(clearance, 0.97 * math.hypot(sx - ox, sy - oy),
-                    0.97 * math.hypot(gx - ox, gy - oy))
         if d < c_eff and (best is None or a < best[0]):
             best = (a, ox, oy)
     if best is None or depth <= 0:

@@ -36,7 +36,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              pickup_axis, planned_pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
                                              saturate, staging_extra, track_timed_path,
-                                             STAGING_LIMIT,
+                                             SQUARES_APART, STAGING_LIMIT,
                                              turn_shift, turn_sweep_clear, turns_in_place,
                                              virtual_pose, TurnGate)
 from smores_assembly.errors import InputError
@@ -413,6 +413,16 @@ class DockingContext:
         """Clearance of direct moves (one width more while carrying a module)."""
         extra = self.s.module_width if (self.uses_helper and self.lifted) else 0.0
         return self.s.obstacle_clearance + extra
+
+    def touch_distance(self) -> float:
+        """Centre distance [m] from another module at which the driven body cannot touch it
+        whatever the headings, with 6 % to spare: ``SQUARES_APART`` for one module; for a
+        lifted pair its :func:`~smores_assembly.docking.control.pair_turn_clearance` x
+        1.06 (the floor of a direct move's detour,
+        :func:`~smores_assembly.docking.control.detour_waypoints`)."""
+        if self.uses_helper and self.lifted:
+            return 1.06 * pair_turn_clearance(self.s.module_width)
+        return SQUARES_APART
 
     def turn_clearance(self) -> float:
         """Centre clearance [m] from every other module of a pose where the body may turn
@@ -846,7 +856,8 @@ class PoseAdjust(PhaseStep):
                     if self.staging else goal
                 wps = ([] if in_lane else
                        detour_waypoints((body.x, body.y), (aim.x, aim.y), obs,
-                                        ctx.clearance()))
+                                        ctx.clearance(), touch=ctx.touch_distance(),
+                                        corner_cut=s.waypoint_tolerance))
                 aligning = False
             else:
                 aim = ax.body_pose(ctx.face_offset, s.standoff + self.extra) \
@@ -1185,7 +1196,8 @@ class FetchGoto(PhaseStep):
         goal = wh.axis.body_pose(0.5 * w, s.standoff)
         if self.reg is None:
             self.reg = PoseRegulator(goal, detour_waypoints(
-                (helper.x, helper.y), (goal.x, goal.y), obs, s.obstacle_clearance))
+                (helper.x, helper.y), (goal.x, goal.y), obs, s.obstacle_clearance,
+                touch=ctx.touch_distance(), corner_cut=s.waypoint_tolerance))
         v, om = self.reg.command(helper, s, ctx.speed_limit(helper, wh.axis))
         ctx.set_cmd(v, om, virtual=False)
         if self.reg.done(helper, s):
