@@ -485,3 +485,37 @@ def test_run_help_names_every_node_the_params_file_is_passed_to(tmp_path):
     assert {"fake_hardware", "mocap_bridge"} <= readers
     assert "pipeline nodes" not in action.help
     assert all(exe in action.help for exe in readers), (sorted(readers), action.help)
+
+
+@pytest.mark.parametrize("file_width", [None, 0.08])
+def test_every_node_runs_at_the_scenarios_module_width(tmp_path, capsys, file_width):
+    """Fresh-user finding: a scenario of 0.1 m modules was simulated at 0.1 m (the fake
+    hardware takes the scenario's width) but navigated and docked at the parameters' 0.08 m:
+    3 POSE_ADJUST timeouts, 3 collisions, FAILED. Every node now runs at the scenario's
+    width, over a params file's (said, and not listed as applied). Oracle: each node's
+    command line applied in rcl's order."""
+    import yaml
+
+    from smores_assembly.cli import build_parser
+    from smores_assembly.run_job.stack import launch_specs
+    data = yaml.safe_load((REPO / "config/scenarios/mobile_manipulator.yaml").read_text())
+    data["module_width"] = 0.1
+    sc = tmp_path / "wide.yaml"
+    sc.write_text(yaml.safe_dump(data))
+    cli = ["run", str(sc)]
+    if file_width is not None:
+        f = tmp_path / "p.yaml"
+        f.write_text(f"/**:\n  ros__parameters:\n    module_width: {file_width}\n")
+        check_params_file(f)
+        cli += ["--params-file", str(f)]
+    applied: dict = {}
+    specs = launch_specs(build_parser().parse_args(cli), applied)
+    widths = {s.name: _effective(s, s.node)["module_width"] for s in specs}
+    assert {"navigation", "docking_controller", "fake_hardware"} <= set(widths)
+    assert set(widths.values()) == {0.1}
+    out = capsys.readouterr().out
+    if file_width is None:
+        assert "wins over module_width" not in out
+    else:
+        assert f"the scenario's module_width 0.1 m wins over module_width: {file_width}" in out
+        assert all("module_width" not in v for v in applied.values()), applied

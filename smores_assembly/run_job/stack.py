@@ -255,6 +255,28 @@ def params_file_applied(spec, path: str) -> dict[str, object]:
     return out
 
 
+def _scenario_width(args, specs: list) -> set[str]:
+    """The scenario's ``module_width`` on every node's command line (the last ``-p`` wins
+    over the parameter files; a node that does not declare it leaves it unused): the fake
+    hardware simulates modules of the scenario's width, and a navigation and docking
+    controller left at another width failed to dock them (fresh-user finding: a 0.1 m
+    scenario, 3 POSE_ADJUST timeouts and 3 collisions). A ``--params-file`` value that
+    differs is said; returns the names of the specs whose file value lost."""
+    from smores_assembly.scenario import load_scenario  # noqa: PLC0415
+    width = float(load_scenario(args.scenario).module_width)
+    lost = set()
+    for spec in specs:
+        spec.cmd += ["-p", f"module_width:={width}"]
+        node = spec.node.rsplit("/", 1)[-1]
+        value = params_file_values(args, node).get("module_width")
+        if value is not None and value[0] != width:
+            from smores_assembly.run_job.console import say  # noqa: PLC0415
+            say(f"the scenario's module_width {width} m wins over module_width: {value[0]} "
+                f"of {args.params_file}:{value[1]} ({node})")
+            lost.add(spec.name)
+    return lost
+
+
 def launch_specs(args, applied: dict[str, dict[str, object]] | None = None) -> list:
     """The processes of ``launch/fake_assembly.launch.yaml`` for the CLI ``args``
     (scenario, ``--params-file``, ``--real-time-factor``, ``--seed``, ``--free-running``,
@@ -299,6 +321,7 @@ def launch_specs(args, applied: dict[str, dict[str, object]] | None = None) -> l
         for spec in specs:
             if spec.node.rsplit("/", 1)[-1] == "task_assignment":
                 spec.cmd += ["-p", f"schedule:={schedule}"]
+    width_lost = _scenario_width(args, specs)
     from_file = params_file_values(args)
     for attr, param, flag in RUN_FLAG_PARAMS:
         value = getattr(args, attr, None)
@@ -315,6 +338,8 @@ def launch_specs(args, applied: dict[str, dict[str, object]] | None = None) -> l
         path = launch_args["params_file"]
         for spec in specs:
             values = params_file_applied(spec, path)
+            if spec.name in width_lost:   # the scenario's width is in force
+                values.pop("module_width", None)
             if values:
                 applied[spec.name] = values
     if getattr(args, "single_process", False):
