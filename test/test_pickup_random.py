@@ -6,10 +6,10 @@ when the navigation has no path for it. Its detour used to be arcs round one blo
 module at a time: in a cluster the arcs round one module ran into the next, or the chord
 between two arcs cut a corner of the parent, and the helper drove into a module and pushed
 there, blocked (seeds 3 and 24 below: a contact, the lift 105 s and 75 s late; in a
-sweep of a looser generator three scenes of 60 never lifted within the 120 s budget, as
-in random 100's stage 3 on an earlier main: h1 brushed m85 and never lifted it). The
-detour now falls back to the shortest grid route that keeps the clearance
-(:func:`~smores_assembly.docking.control.grid_detour`).
+sweep of a looser generator two scenes of 60 never lifted within the 120 s budget and one
+lifted after a contact, as in random 100's stage 3 on an earlier main: h1 brushed m85 and
+never lifted it). Where the arcs cut corners the detour now takes a grid route that keeps
+the clearance (:func:`~smores_assembly.docking.control.grid_detour`).
 
 Scenes (``_scene``): the parent at the origin; the module 0.25-0.45 m away; the helper
 0.12-0.30 m from the module; 2-5 idle modules within 0.3 m of the module; every centre at
