@@ -1111,6 +1111,11 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
                 cp = cp or pair_plan(hold, others)
                 cp = _clear_earlier_pairs(cp, h, pair_plans, carried, width, nav_settings,
                                           lambda fx, obs: pair_plan(fx, obs), *used)
+                cp = _park_off_docks(cp, h, pairs, nav_settings, width, used,
+                                     lambda fx, obs: _clear_earlier_pairs(
+                                         pair_plan(fx, obs), h, pair_plans, carried, width,
+                                         nav_settings, lambda f2, o2: pair_plan(f2, o2), fx,
+                                         obs))
             except NavigationError:
                 if not parked:
                     raise
@@ -1258,6 +1263,38 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         raise InputError("plan_stage_carrying: nothing to plan (moving, staging, carried "
                          "and slides are empty)")
     return sp, staged, left
+
+
+def _park_off_docks(cp, helper: str, pairs, nav_settings, width: float, used, replan):
+    """The pair plan ``cp`` of ``helper``, or, when a module it moves aside parks closer
+    than the pair clearance (:func:`~smores_assembly.navigation.stage.pair_must_clear`'s)
+    to another carried pair's pre-dock pose, the plan ``replan(fixed, obstacles)`` made
+    with those pre-dock poses held as fixed obstacles too (``used``: the ``(fixed,
+    obstacles)`` ``cp`` was planned with), when it plans and parks none there.
+
+    A module parked there is a fixed obstacle of the other pair's plan, which cannot move
+    it: bench_scale random 50 seed 0, stage 4, h0's plan parked m13 0.081 m from h1's
+    pre-dock pose; h1's straight final leg swept the carried m20 into m13, both were
+    blocked for 200 s and the stage timed out. ``pairs``: ``(helper, (start, pre-dock
+    pose, carried module))`` of the stage's carried pairs."""
+    from smores_assembly.navigation.stage import NavSettings, carry_clearance
+
+    s = nav_settings or NavSettings()
+    cc = max(s.clearance, carry_clearance(width))
+    docks = {f"{h}/predock": g for h, (_s, g, _m) in pairs if h != helper}
+
+    def near(plan) -> bool:
+        ends = [p[-1][1] for m in plan.moved_aside if (p := plan.paths.get(m))]
+        return any(e.distance_to(g) < cc for e in ends for g in docks.values())
+
+    if not docks or not near(cp):
+        return cp
+    fx, obs = used
+    try:
+        alt = replan(set(fx) | set(docks), {**obs, **docks})
+    except NavigationError:
+        return cp
+    return cp if near(alt) else alt
 
 
 def _pair_crossings(cp, helper: str, earlier: Mapping[str, Sequence[tuple[float, Pose2D]]],
