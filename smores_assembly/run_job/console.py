@@ -11,13 +11,28 @@ from smores_assembly.report import activity_start
 from smores_assembly.vocabulary import Phase, counted
 
 
+#: held while a whole line is written to stdout or stderr (any thread)
+_write_lock = threading.Lock()
+
+
+def _write_line(stream, line: str) -> None:
+    """Write ``line`` and its newline to ``stream`` in one write, then flush. ``print``
+    writes the text and the newline apart, and on an unbuffered stream
+    (``PYTHONUNBUFFERED``) each is a write of its own: a node's WARN echoed from another
+    thread landed between a progress line and its newline, on the same console line
+    (fresh-user finding)."""
+    with _write_lock:
+        stream.write(line + "\n")
+        stream.flush()
+
+
 def say(msg: str) -> None:
     """Print one line to stdout at once (the run's output is read live). A reader that
     went away (``run ... | head``) does not end the run: its nodes still have to be
     stopped in order and its report written, so the rest of the output goes to devnull
     (a BrokenPipeError here once left the whole stack running, orphaned)."""
     try:
-        print(msg, flush=True)
+        _write_line(sys.stdout, msg)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -39,7 +54,7 @@ def echo(line: str) -> None:
         if _held is not None:
             _held.append(line)
             return
-    print(line, file=sys.stderr, flush=True)
+    _write_line(sys.stderr, line)
 
 
 def notice(msg: str) -> None:
@@ -64,7 +79,7 @@ def _hold(on: bool) -> None:
     with _held_lock:
         held, _held = _held, ([] if on else None)
     for line in held or []:
-        print(line, file=sys.stderr, flush=True)
+        _write_line(sys.stderr, line)
 
 
 def print_plan(plan) -> None:
