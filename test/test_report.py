@@ -221,6 +221,21 @@ def test_progress_lines_use_the_status_stamp_on_the_reports_clock(capsys):
     assert capsys.readouterr().out.startswith("[  25.9 s] stage 4/4 | m3 APPROACH")
 
 
+
+def test_a_gap_that_rounds_to_zero_is_0_mm_not_minus_0(capsys):
+    """Fresh-user finding: a face gap just below zero (the faces pressed together, e.g.
+    -0.3 mm) showed as "gap -0 mm"; a gap that rounds to a negative number keeps its
+    sign."""
+    from types import SimpleNamespace as NS
+    from smores_assembly.run_job.console import ProgressPrinter
+    status = NS(stage=0, header=NS(stamp=NS(sec=3, nanosec=0)), modules=[
+        NS(module=m, phase=Phase.APPROACH, phase_name="APPROACH", face_gap_mm=gap, retries=0)
+        for m, gap in (("m1", -0.3), ("m2", -0.0), ("m3", -1.6), ("m4", 0.4))])
+    ProgressPrinter(1).show(None, status, t0=0.0)
+    assert capsys.readouterr().out == ("[   3.0 s] stage 1/1 | m1 APPROACH gap 0 mm | "
+                                       "m2 APPROACH gap 0 mm | m3 APPROACH gap -2 mm | "
+                                       "m4 APPROACH gap 0 mm\n")
+
 def _random_status_stream(rng: random.Random) -> list:
     """A run's ``DockingStatusArray`` stream at 10 Hz (stamps from a random origin): a few
     IDLE statuses, then stages (an undocking one first, sometimes) whose modules each go

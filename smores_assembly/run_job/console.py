@@ -227,6 +227,13 @@ def _end_prompt_line(echoed: bool) -> None:
         _prompt_line["open"] = False
 
 
+def _mm(value: float) -> str:
+    """``value`` [mm] to the millimetre as the progress line shows it: ``0`` for a value
+    that rounds to zero from below (``-0`` was printed for a gap of -0.3 mm)."""
+    text = f"{value:.0f}"
+    return "0" if text == "-0" else text
+
+
 #: An unchanged progress line is printed again (its gaps updated) after this much simulated
 #: time without a change [s]: a long NAVIGATE still shows signs of life, and a 10-Hz
 #: status stream does not print a line per status.
@@ -291,7 +298,7 @@ class ProgressPrinter:
             key.append((s.module, s.phase_name, s.retries))
             extra = ""
             if s.phase in (Phase.POSE_ADJUST, Phase.APPROACH, Phase.RETRY):
-                extra = f" gap {s.face_gap_mm:.0f} mm"
+                extra = f" gap {_mm(s.face_gap_mm)} mm"
             if s.retries:
                 extra += f" retry {s.retries}"
             mods.append(f"{s.module} {s.phase_name}{extra}")
