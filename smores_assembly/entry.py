@@ -7,8 +7,12 @@ sends to a stack that is stopped while it starts) printed a traceback from deep 
 (numpy's). Each entry point here holds a SIGINT back while it imports its real module
 (the import completes), then, when one came, prints one line and exits with 130 (128 +
 SIGINT, the shell's convention) without calling ``main``: nothing has moved by then. A
-process started with SIGINT ignored (a background job, ``nohup``) keeps ignoring it.
-Otherwise ``main`` runs with Python's default handler back in force, unchanged.
+process started with SIGINT ignored (a background job of a non-interactive shell) keeps
+ignoring it: ``smores-assemble`` for good, also once its stack is up
+(:class:`smores_assembly.run_job.stack.Interrupts`); a node only until
+:mod:`smores_assembly.ros` is imported, whose handlers catch it (SIGINT is how a launcher
+stops a node). Otherwise ``main`` runs with Python's default handler back in force,
+unchanged.
 
 Each entry point also enables :mod:`faulthandler`: a process that dies of a fatal signal
 (SIGSEGV, SIGABRT, ... inside the middleware; a ``run`` once ended with exit -11 under load)

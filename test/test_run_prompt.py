@@ -124,6 +124,27 @@ def test_sigterm_is_named_as_sigterm_and_exits_143(capsys):
     assert "SIGTERM again" in out and "Ctrl-C" not in out, out
 
 
+def test_a_sigint_ignored_at_the_start_stays_ignored(capsys):
+    """A run started with SIGINT ignored (a background job of a non-interactive shell)
+    keeps ignoring it once its handlers are in force, as before them (fresh-user finding:
+    it was caught once the stack was up); SIGTERM still stops it."""
+    from smores_assembly.run_job.stack import Interrupts
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        signals = Interrupts()
+        try:
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            signal.raise_signal(signal.SIGINT)     # ignored: discarded at once
+            signal.raise_signal(signal.SIGTERM)
+            assert signals.wait_said(1, HANG_S)
+        finally:
+            signals.restore()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert signals.interrupted.what == "SIGTERM" and signals.exit_code == 143
+    assert "Ctrl-C" not in capsys.readouterr().out
+
 def test_ctrl_c_at_the_prompt_is_answered_on_a_line_of_its_own(pipe_stdin, capsys,
                                                                 monkeypatch):
     """At the approval prompt the line starts on a new line (not after "[y/N] "), and

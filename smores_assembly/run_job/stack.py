@@ -401,6 +401,10 @@ class Interrupts:
     object (a signal handler must not write to a buffered stream the main thread may be
     writing to), also while the approval prompt waits; a second one with
     :data:`INTERRUPT_AGAIN_NOTICE` (the shut-down goes on), later ones with nothing.
+    An ignored SIGINT stays ignored: a process started with it ignored (a background job
+    of a non-interactive shell) keeps ignoring it, the POSIX convention that
+    :mod:`smores_assembly.entry` keeps too (fresh-user finding: it was caught once the
+    stack was up); SIGTERM still stops the run.
     :meth:`restore` puts the previous handlers back.
     """
 
@@ -418,7 +422,9 @@ class Interrupts:
         self._announcer = threading.Thread(target=self._announce, daemon=True,
                                            name="interrupt-notice")
         self._announcer.start()
-        self._old_int = signal.signal(signal.SIGINT, self._on_signal)
+        self._old_int = signal.getsignal(signal.SIGINT)
+        if self._old_int != signal.SIG_IGN:
+            signal.signal(signal.SIGINT, self._on_signal)
         self._old_term = signal.signal(signal.SIGTERM, self._on_signal)
 
     def _on_signal(self, signum=None, _frame=None) -> None:
