@@ -70,11 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
                                     "scenario's target and write a report.",
                         epilog="exit status: 0 assembled (the fake hardware's connections "
                                "equal the target's edges); 1 the assembly failed or ran past "
-                               "--timeout; 2 bad "
-                               "input, refused before anything starts; 3 plan not approved "
-                               "at the --approve prompt (nothing moved); 130 Ctrl-C "
+                               "--timeout (or the middleware's teardown hung past its "
+                               "bound); 2 bad input, refused before anything starts, or a "
+                               "node refused its configuration at start-up; 3 plan not "
+                               "approved at the --approve prompt (nothing moved); 130 Ctrl-C "
                                "(once the stack is up: assembly cancelled, every module "
-                               "stopped, report written; before: nothing moved, no report)")
+                               "stopped, report written; before: nothing moved, no report); "
+                               "143 SIGTERM (once the stack is up: as Ctrl-C; before: "
+                               "ended at once, nothing moved, no report)")
     pr.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file")
     pr.add_argument("--out", metavar="DIR", default=None,
                     help="output directory for report.json, the pictures and nodes.log "

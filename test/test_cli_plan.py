@@ -194,6 +194,24 @@ def test_help_texts():
     assert "0-based" in " ".join(sub["plan"].format_help().split())
 
 
+def test_run_help_lists_every_exit_status_run_returns():
+    """``run --help`` lists the statuses the code returns, no more, no fewer (it lacked
+    143, SIGTERM: fresh-user finding): 0 assembled, 1 failed, 2 bad input (the
+    pre-checks, or a node's refusal), 3 not approved, 130 and 143 the signals."""
+    import re
+    import signal
+
+    from smores_assembly.argtypes import INTERRUPTED_STATUS
+    from smores_assembly.entry import INTERRUPTED_EXIT
+    sub = build_parser()._subparsers._group_actions[0].choices
+    text = " ".join(sub["run"].format_help().split())
+    epilog = "exit status:" + text.split("exit status:", 1)[1]
+    listed = [int(n) for n in re.findall(r"(?:exit status: |; )(\d+) ", epilog)]
+    signals = {128 + signal.SIGINT, 128 + signal.SIGTERM}   # stack.Interrupts.exit_code
+    assert INTERRUPTED_STATUS == INTERRUPTED_EXIT == 128 + signal.SIGINT
+    assert listed == sorted({0, 1, 2, 3} | signals), text
+    assert "143 SIGTERM" in text
+
 def test_run_without_ros_is_one_line_exit_2(monkeypatch, capsys):
     """`pip install .` gives no rclpy: `run` says so in one line (exit 2), no traceback."""
     import sys as _sys
