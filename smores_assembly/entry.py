@@ -6,7 +6,9 @@ sends to a stack that is stopped while it starts) printed a traceback from deep 
 ``importlib``, or an ``ImportError`` when it landed in a C extension's initialisation
 (numpy's). Each entry point here holds a SIGINT back while it imports its real module
 (the import completes), then, when one came, prints one line and exits with 130 (128 +
-SIGINT, the shell's convention) without calling ``main``: nothing has moved by then. A
+SIGINT, the shell's convention) without calling ``main``: nothing has moved by then (the
+same for a KeyboardInterrupt that ``main`` lets out: one before its own handling is in
+force, e.g. while the CLI parses its arguments). A
 process started with SIGINT ignored (a background job of a non-interactive shell) keeps
 ignoring it: ``smores-assemble`` for good, also once its stack is up
 (:class:`smores_assembly.run_job.stack.Interrupts`); a node only until
@@ -58,17 +60,22 @@ def sigint_held() -> Iterator[None]:
 def _guarded(module: str, prog: str, what: str) -> Callable[[], int]:
     """An entry point that imports ``module`` and returns ``module.main()``; a SIGINT during
     the import is held back until the import ends, then prints ``"<prog>: <what>"`` to
-    stderr and the entry point returns :data:`INTERRUPTED_EXIT` (``main`` is not called)."""
+    stderr and the entry point returns :data:`INTERRUPTED_EXIT` (``main`` is not called);
+    so does a KeyboardInterrupt that ``main`` lets out (one that came before ``main`` had
+    its own handling in force)."""
 
     def entry() -> int:
         faulthandler.enable()
         try:
             with sigint_held():
                 target = importlib.import_module(module)
+            # main's own handling is not in force at once (the CLI's run_cli comes after
+            # its argument parsing: a Ctrl-C there was a traceback)
+            status = target.main()
         except KeyboardInterrupt:
             print(f"{prog}: {what}", file=sys.stderr)
             return INTERRUPTED_EXIT
-        return int(target.main() or 0)
+        return int(status or 0)
 
     entry.__name__ = entry.__qualname__ = module.rsplit(".", 1)[-1]
     entry.__doc__ = f"Run ``{module}.main()``, quiet when interrupted while importing it."

@@ -17,7 +17,7 @@ import textwrap
 from smores_assembly import entry
 
 
-def test_guard_returns_main_result_and_130_when_interrupted_in_import(tmp_path):
+def test_guard_returns_main_result_and_130_when_interrupted_in_import_or_main(tmp_path):
     (tmp_path / "slowmod.py").write_text(textwrap.dedent("""
         import os, sys
         os.write(int(os.environ["READY_FD"]), b"x")   # now inside the import
@@ -25,18 +25,22 @@ def test_guard_returns_main_result_and_130_when_interrupted_in_import(tmp_path):
         def main():
             return 7   # must not run after an interrupted import
     """))
+    (tmp_path / "slowmain.py").write_text(textwrap.dedent("""
+        import os
+        def main():   # as the CLI's, parsing its arguments before its own handling
+            os.write(int(os.environ["READY_FD"]), b"x")   # now inside main
+            os.read(int(os.environ["BLOCK_FD"]), 1)         # KeyboardInterrupt raised here
+            return 7
+    """))
     (tmp_path / "quickmod.py").write_text(textwrap.dedent("""
         import signal
         def main():   # 7: Python's default handler is back; 3: still ignored, as started
             h = signal.getsignal(signal.SIGINT)
             return 7 if h is signal.default_int_handler else 3 if h == signal.SIG_IGN else 1
     """))
-    ready_r, ready_w = os.pipe()
-    block_r, block_w = os.pipe()
     code = ("import sys; from smores_assembly.entry import _guarded; "
             "sys.exit(_guarded(sys.argv[1], 'prog', 'interrupted early')())")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
-           "READY_FD": str(ready_w), "BLOCK_FD": str(block_r)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
     # the children start with SIGINT at its default, as from a terminal (the suite itself
     # may run with it ignored: a background job of a non-interactive shell, as on CI)
     quick = subprocess.run([sys.executable, "-c", code, "quickmod"], env=env,
@@ -47,23 +51,29 @@ def test_guard_returns_main_result_and_130_when_interrupted_in_import(tmp_path):
                              capture_output=True, text=True, timeout=120,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert ignored.returncode == 3, ignored.stderr   # a background job keeps ignoring it
-    proc = subprocess.Popen([sys.executable, "-c", code, "slowmod"], env=env,
-                            pass_fds=(ready_w, block_r), stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    os.close(ready_w)
-    os.close(block_r)
-    try:
-        assert os.read(ready_r, 1) == b"x"     # the child is inside the guarded import
-        proc.send_signal(signal.SIGINT)
-        os.write(block_w, b"x")                # let the import end
-        _, err = proc.communicate(timeout=120)
-    finally:
-        os.close(ready_r)
-        os.close(block_w)
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == entry.INTERRUPTED_EXIT
-    assert err.strip() == "prog: interrupted early"   # one line, no traceback
+    for mod in ("slowmod", "slowmain"):   # inside the guarded import; inside main
+        ready_r, ready_w = os.pipe()
+        block_r, block_w = os.pipe()
+        env.update(READY_FD=str(ready_w), BLOCK_FD=str(block_r))
+        proc = subprocess.Popen([sys.executable, "-c", code, mod], env=env,
+                                pass_fds=(ready_w, block_r), stderr=subprocess.PIPE,
+                                text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                 signal.SIG_DFL))
+        os.close(ready_w)
+        os.close(block_r)
+        try:
+            assert os.read(ready_r, 1) == b"x"     # the child is where it blocks
+            proc.send_signal(signal.SIGINT)
+            os.write(block_w, b"x")                # let it go on
+            _, err = proc.communicate(timeout=120)
+        finally:
+            os.close(ready_r)
+            os.close(block_w)
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == entry.INTERRUPTED_EXIT, (mod, err)
+        assert err.strip() == "prog: interrupted early", mod   # one line, no traceback
 
 
 def test_every_entry_point_is_callable_and_named_after_its_module():
