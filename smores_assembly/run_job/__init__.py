@@ -8,9 +8,9 @@
    MCAP file of all topics) to ``--out``.
 
 Exit status: 0 only when the target topology is fully formed (the fake hardware's
-connections equal the target's edges); 1 when the assembly failed; 2 on bad input;
-130 on Ctrl-C, 143 on SIGTERM (every process is shut down, a partial report is still
-written).
+connections equal the target's edges); 1 when the assembly failed; 2 on bad input; 3
+when the plan was not approved at the ``--approve`` prompt; 130 on Ctrl-C, 143 on
+SIGTERM (every process is shut down, a partial report is still written).
 
 The pieces: :mod:`.stack` (launch arguments, node log, signals), :mod:`.observer` (the run's
 own node: observations, recording, spin loop), :mod:`.goal` (the ``Assemble`` goal, approval
