@@ -1663,6 +1663,14 @@ class PathFollower:
     both neighbours (fresh-user finding: a module moved aside from between two flush
     modules, 0.49 mm contacts). ``escape``: the escape state of the module's previous
     follower (a new path of the same stage must not restart the escape halfway along).
+    Along the path, a turn in place or on an arc tighter than two module widths whose
+    sweep is not clear of the squares near the body
+    (:func:`~smores_assembly.docking.control.turn_sweep_clear`) first drives straight to
+    where it is, and on until there (``turn_escape``, as NAVIGATE's
+    :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
+    a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
+    back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
+    docking failed).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
@@ -1675,6 +1683,7 @@ class PathFollower:
         self.reg: PoseRegulator | None = None
         self.obs = PoseObserver(settings.filter_alpha)
         self.escape = escape if escape is not None else Escape()
+        self.turn_escape = Escape()   # before a turn whose sweep is not clear
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1701,9 +1710,23 @@ class PathFollower:
         self._cmd = self._command(t, sample, obstacles)
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
-        if gate is None or sample is None or not turns_in_place(v, w, self.s.module_width):
+        if sample is None:
             return self._cmd
         pose = sample.pose
+        if self.reg is None and samples is not None and (
+                self.turn_escape.sign or turns_in_place(v, w, 2.0 * self.s.module_width)):
+            # a path's turn (in place or on a tight arc) whose sweep would touch a module:
+            # straight to where the body can turn first, and on until there (as a docking
+            # module's NAVIGATE, Escape.before_turn)
+            squares = squares_near(samples, pose, self.module)
+            if self.turn_escape.sign or not turn_sweep_clear(pose, squares,
+                                                             self.s.module_width):
+                cmd = self.turn_escape.command(self.s, pose, [(q.x, q.y) for q in squares])
+                if cmd is not None:
+                    self._cmd = cmd
+                    return self._cmd
+        if gate is None or not turns_in_place(v, w, self.s.module_width):
+            return self._cmd
         blocked = (self.reg is not None and not was_turning and samples is not None
                    and not turn_sweep_clear(pose, squares_near(samples, pose, self.module),
                                             self.s.module_width))
