@@ -1111,7 +1111,7 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
                 cp = cp or pair_plan(hold, others)
                 cp = _clear_earlier_pairs(cp, h, pair_plans, carried, width, nav_settings,
                                           lambda fx, obs: pair_plan(fx, obs), *used)
-                cp = _park_off_docks(cp, h, pairs, nav_settings, width, used,
+                cp = _park_off_docks(cp, h, pairs, nav_settings, slides, used,
                                      lambda fx, obs: _clear_earlier_pairs(
                                          pair_plan(fx, obs), h, pair_plans, carried, width,
                                          nav_settings, lambda f2, o2: pair_plan(f2, o2), fx,
@@ -1265,36 +1265,54 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
     return sp, staged, left
 
 
-def _park_off_docks(cp, helper: str, pairs, nav_settings, width: float, used, replan):
-    """The pair plan ``cp`` of ``helper``, or, when a module it moves aside parks closer
-    than the pair clearance (:func:`~smores_assembly.navigation.stage.pair_must_clear`'s)
-    to another carried pair's pre-dock pose, the plan ``replan(fixed, obstacles)`` made
-    with those pre-dock poses held as fixed obstacles too (``used``: the ``(fixed,
-    obstacles)`` ``cp`` was planned with), when it plans and parks none there.
+def _park_off_docks(cp, helper: str, pairs, nav_settings, slides, used, replan):
+    """The pair plan ``cp`` of ``helper``, or, when a module it moves aside parks where
+    another carried pair of the stage (planned before or after it) would have to move it
+    aside (:func:`~smores_assembly.navigation.stage.pair_must_clear`: closer than the pair
+    clearance to that pair's pre-dock pose, or beside its slide), the plan
+    ``replan(fixed, obstacles)`` made with the other pairs' pre-dock poses held as fixed
+    obstacles too, when it plans and parks none there (its stats then say so).
 
     A module parked there is a fixed obstacle of the other pair's plan, which cannot move
     it: bench_scale random 50 seed 0, stage 4, h0's plan parked m13 0.081 m from h1's
     pre-dock pose; h1's straight final leg swept the carried m20 into m13, both were
-    blocked for 200 s and the stage timed out. ``pairs``: ``(helper, (start, pre-dock
-    pose, carried module))`` of the stage's carried pairs."""
-    from smores_assembly.navigation.stage import NavSettings, carry_clearance
+    blocked for 200 s and the stage timed out. The replan keeps the pair and every module
+    it moves off those poses all the way, not only where they park: it may take longer
+    (the recorded stage 4: h0's plan 27.7 -> 52.4 s).
 
-    s = nav_settings or NavSettings()
-    cc = max(s.clearance, carry_clearance(width))
-    docks = {f"{h}/predock": g for h, (_s, g, _m) in pairs if h != helper}
+    Args:
+        cp: the pair's plan (:class:`~smores_assembly.navigation.stage.StagePlan`).
+        helper: its helper's id.
+        pairs: ``(helper, (start, pre-dock pose, carried module))`` of the stage's carried
+            pairs (poses ``world``, m and rad).
+        nav_settings: the navigation settings (None: the defaults).
+        slides: carried module -> its slide (``Segment``), or None.
+        used: the ``(fixed, obstacles)`` ``cp`` was planned with.
+        replan: ``(fixed, obstacles) -> StagePlan``; may raise ``NavigationError`` (then
+            ``cp`` is kept).
+    """
+    from smores_assembly.navigation.stage import pair_must_clear
 
-    def near(plan) -> bool:
-        ends = [p[-1][1] for m in plan.moved_aside if (p := plan.paths.get(m))]
-        return any(e.distance_to(g) < cc for e in ends for g in docks.values())
+    others = [(f"{h}/predock", g, m) for h, (_s, g, m) in pairs if h != helper]
 
-    if not docks or not near(cp):
+    def blocking(plan) -> list[str]:
+        ends = {m: p[-1][1] for m in plan.moved_aside if (p := plan.paths.get(m))}
+        return sorted({o for _n, g, m in others for o in pair_must_clear(
+            g, ends, (), {m: slides[m]} if slides and m in slides else {}, nav_settings)})
+
+    if not others or not (parked := blocking(cp)):
         return cp
+    docks = {n: g for n, g, _m in others}
     fx, obs = used
     try:
         alt = replan(set(fx) | set(docks), {**obs, **docks})
     except NavigationError:
         return cp
-    return cp if near(alt) else alt
+    if blocking(alt):
+        return cp
+    alt.stats = {**alt.stats, "notes": list(alt.stats.get("notes", [])) + [
+        f"{helper}'s plan planned again: it parked {parked} where another pair docks"]}
+    return alt
 
 
 def _pair_crossings(cp, helper: str, earlier: Mapping[str, Sequence[tuple[float, Pose2D]]],

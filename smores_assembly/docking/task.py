@@ -463,6 +463,13 @@ ESCAPE_OVERSHOOT = 0.02
 SQUARES_RADIUS = 0.15
 
 
+#: a module whose pose stays within this distance [m] and yaw [rad] of where it was ...
+STILL_TOLERANCE = 0.002
+STILL_YAW_TOLERANCE = 0.02
+#: ... for this long [s] stands (``PathFollower``'s turn escape judges only those)
+STILL_FOR_S = 0.5
+
+
 def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
     """Poses (``world``) of the tracked modules of ``samples`` within
     :data:`SQUARES_RADIUS` [m] of ``body``, module ``skip`` (the body itself) left out: the
@@ -1670,7 +1677,9 @@ class PathFollower:
     :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
     a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
     back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
-    docking failed).
+    docking failed). Only modules that have stood still for :data:`STILL_FOR_S` count:
+    moving ones are the plan's to keep apart (escaping from one that came by took the
+    body off its path's timing into a helper's way).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
@@ -1684,6 +1693,7 @@ class PathFollower:
         self.obs = PoseObserver(settings.filter_alpha)
         self.escape = escape if escape is not None else Escape()
         self.turn_escape = Escape()   # before a turn whose sweep is not clear
+        self._still: dict[str, tuple[Pose2D, float]] = {}   # module -> (pose, still since)
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1715,10 +1725,12 @@ class PathFollower:
         pose = sample.pose
         if self.reg is None and samples is not None and (
                 self.turn_escape.sign or turns_in_place(v, w, 2.0 * self.s.module_width)):
-            # a path's turn (in place or on a tight arc) whose sweep would touch a module:
-            # straight to where the body can turn first, and on until there (as a docking
-            # module's NAVIGATE, Escape.before_turn)
-            squares = squares_near(samples, pose, self.module)
+            # a path's turn (in place or on a tight arc) whose sweep would touch a standing
+            # module: straight to where the body can turn first, and on until there (as a
+            # docking module's NAVIGATE, Escape.before_turn). Moving modules are the plan's
+            # to keep apart: escaping from one that came by took the body off its timing
+            # into a helper's way (bench_targets random_7_357522694).
+            squares = self._standing(t, samples, pose)
             if self.turn_escape.sign or not turn_sweep_clear(pose, squares,
                                                              self.s.module_width):
                 cmd = self.turn_escape.command(self.s, pose, [(q.x, q.y) for q in squares])
@@ -1735,6 +1747,25 @@ class PathFollower:
         else:
             self._cmd = (0.0, 0.0)
         return self._cmd
+
+    def _standing(self, t: float, samples: Mapping[str, PoseSample],
+                  pose: Pose2D) -> list[Pose2D]:
+        """Poses (``world``) of the tracked modules within :data:`SQUARES_RADIUS` [m] of
+        ``pose`` that have stood still (within :data:`STILL_TOLERANCE`) for
+        :data:`STILL_FOR_S` [s] of this follower's ticks up to ``t`` [s]."""
+        out = []
+        for m, smp in samples.items():
+            q = smp.pose
+            if (m == self.module or not smp.tracked
+                    or math.hypot(q.x - pose.x, q.y - pose.y) > SQUARES_RADIUS):
+                continue
+            seen = self._still.get(m)
+            if seen is None or (math.hypot(q.x - seen[0].x, q.y - seen[0].y) > STILL_TOLERANCE
+                                or abs(wrap_angle(q.yaw - seen[0].yaw)) > STILL_YAW_TOLERANCE):
+                self._still[m] = seen = (q, t)
+            if t - seen[1] >= STILL_FOR_S:
+                out.append(q)
+        return out
 
     def _command(self, t: float, sample: PoseSample | None,
                  obstacles: Sequence[tuple[float, float]]) -> tuple[float, float]:
