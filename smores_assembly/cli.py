@@ -70,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "scenario's target and write a report.",
                         epilog="exit status: 0 assembled (the fake hardware's connections "
                                "equal the target's edges); 1 the assembly failed or ran past "
-                               "--timeout (or the middleware's teardown hung past its "
-                               "bound); 2 bad input, refused before anything starts, or a "
+                               "--timeout (or the middleware's teardown blocked the "
+                               "interpreter: the watchdog's exit, the report may be "
+                               "missing); 2 bad input, refused before anything starts, or a "
                                "node refused its configuration at start-up; 3 plan not "
                                "approved at the --approve prompt (nothing moved); 130 Ctrl-C "
                                "(once the stack is up: assembly cancelled, every module "

@@ -212,6 +212,7 @@ def test_run_help_lists_every_exit_status_run_returns():
     assert listed == sorted({0, 1, 2, 3} | signals), text
     assert "143 SIGTERM" in text
 
+
 def test_run_without_ros_is_one_line_exit_2(monkeypatch, capsys):
     """`pip install .` gives no rclpy: `run` says so in one line (exit 2), no traceback."""
     import sys as _sys

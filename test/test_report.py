@@ -15,7 +15,6 @@ NAVIGATE, POSE_ADJUST, APPROACH, DOCKED = (Phase.NAVIGATE, Phase.POSE_ADJUST, Ph
                                            Phase.DOCKED)
 
 
-
 @pytest.fixture
 def saved_figures(monkeypatch) -> list:
     """Every matplotlib figure the code under test saves, in order (to inspect it)."""
@@ -30,6 +29,7 @@ def saved_figures(monkeypatch) -> list:
         return real_savefig(fig, *a, **kw)
     monkeypatch.setattr(plt.Figure, "savefig", keep)
     return figs
+
 
 def test_phase_recorder_builds_contiguous_intervals():
     r = PhaseRecorder()
@@ -221,7 +221,6 @@ def test_progress_lines_use_the_status_stamp_on_the_reports_clock(capsys):
     assert capsys.readouterr().out.startswith("[  25.9 s] stage 4/4 | m3 APPROACH")
 
 
-
 def test_a_gap_that_rounds_to_zero_is_0_mm_not_minus_0(capsys):
     """Fresh-user finding: a face gap just below zero (the faces pressed together, e.g.
     -0.3 mm) showed as "gap -0 mm"; a gap that rounds to a negative number keeps its
@@ -235,6 +234,7 @@ def test_a_gap_that_rounds_to_zero_is_0_mm_not_minus_0(capsys):
     assert capsys.readouterr().out == ("[   3.0 s] stage 1/1 | m1 APPROACH gap 0 mm | "
                                        "m2 APPROACH gap 0 mm | m3 APPROACH gap -2 mm | "
                                        "m4 APPROACH gap 0 mm\n")
+
 
 def _random_status_stream(rng: random.Random) -> list:
     """A run's ``DockingStatusArray`` stream at 10 Hz (stamps from a random origin): a few
@@ -699,7 +699,6 @@ def test_every_module_has_its_own_colour_at_any_count(tmp_path, saved_figures, n
     if legend is not None:
         renderer = FigureCanvasAgg(fig).get_renderer()
         assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
-
 
 
 def test_the_report_waits_for_the_last_docking_statuses_of_a_successful_goal():

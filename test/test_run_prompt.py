@@ -145,6 +145,7 @@ def test_a_sigint_ignored_at_the_start_stays_ignored(capsys):
     assert signals.interrupted.what == "SIGTERM" and signals.exit_code == 143
     assert "Ctrl-C" not in capsys.readouterr().out
 
+
 def test_ctrl_c_at_the_prompt_is_answered_on_a_line_of_its_own(pipe_stdin, capsys,
                                                                 monkeypatch):
     """At the approval prompt the line starts on a new line (not after "[y/N] "), and

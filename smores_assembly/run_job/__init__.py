@@ -7,10 +7,13 @@
 4. Write ``report.json``, ``trajectories.png``, ``timeline.png`` (and with ``--record`` an
    MCAP file of all topics) to ``--out``.
 
-Exit status: 0 only when the target topology is fully formed (the fake hardware's
-connections equal the target's edges); 1 when the assembly failed; 2 on bad input; 3
+Exit status (as ``run --help`` lists them): 0 only when the target topology is fully
+formed (the fake hardware's connections equal the target's edges); 1 when the assembly
+failed or ran past ``--timeout`` (or the watchdog ended a teardown that blocked the
+interpreter); 2 on bad input or a node that refused its configuration at start-up; 3
 when the plan was not approved at the ``--approve`` prompt; 130 on Ctrl-C, 143 on
-SIGTERM (every process is shut down, a partial report is still written).
+SIGTERM (once the stack is up every process is shut down and a partial report is
+written; before that nothing has moved and there is no report).
 
 The pieces: :mod:`.stack` (launch arguments, node log, signals), :mod:`.observer` (the run's
 own node: observations, recording, spin loop), :mod:`.goal` (the ``Assemble`` goal, approval
