@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -55,6 +56,14 @@ if _stale := _stale_modules(_PACKAGE):
     raise pytest.UsageError(f"the installed smores_assembly ({_PACKAGE}) is not this checkout "
                             f"({len(_stale)} modules differ or are missing, e.g. "
                             f"{', '.join(_stale[:3])}): run `make setup`")
+
+# The suite runs as from a terminal: Ctrl-C (SIGINT) at Python's default. A suite started as
+# a background job of a non-interactive shell (CI's `.ci/run` under `setsid ... &`) inherits
+# SIGINT ignored, and so would every process it starts: `smores-assemble run` keeps an
+# ignored SIGINT ignored (POSIX; stack.Interrupts), so the tests that stop a run with Ctrl-C
+# would wait for it in vain. A test that needs SIGINT ignored sets it itself.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Domain ids 1..232 are valid with the default port mapping; spread by pid, and each is
 # reserved while a test uses it (ros_domain), so two pytest processes never share one.

@@ -167,3 +167,34 @@ def test_a_follower_turning_beside_a_module_keeps_off_it():
         if events or not arrived:
             bad.append((seed, events[:1], arrived))
     assert not bad, bad
+
+
+def test_the_turn_escape_judges_standing_modules_through_mocap_noise():
+    """``PathFollower._standing`` under the fake hardware's mocap noise (1 mm, 0.005 rad
+    std), 20 draws of 6 s: a module standing still counts from ``STILL_FOR_S`` on, in at
+    least 98 % of the ticks after (a 2 mm tolerance round one sample, the first version,
+    never let m14 in the structure count: h2 turned into it, random 50 seed 0 stage 5);
+    one driving at 0.01 m/s (slower than any path) never counts while it drives, and
+    counts at most ``STILL_FOR_S`` + 0.5 s after it stops."""
+    from smores_assembly.docking.task import STILL_FOR_S
+    me = Pose2D(0.0, 0.0, 0.0)
+    for seed in range(20):
+        rng = random.Random(seed)
+        f = PathFollower("B", TimedPath(((0.0, 0.0, 0.0), (5.0, 0.2, 0.0))), S)
+        counted = {"S": [], "M": []}
+        for k in range(int(6.0 / DT)):
+            t = k * DT
+            still = Pose2D(0.1 + rng.gauss(0, 0.001), rng.gauss(0, 0.001),
+                           1.0 + rng.gauss(0, 0.005))
+            x = 0.01 * min(t, 3.0)   # drives at 0.01 m/s until 3 s, then stops
+            slow = Pose2D(-0.1 + x + rng.gauss(0, 0.001), 0.02 + rng.gauss(0, 0.001),
+                          rng.gauss(0, 0.005))
+            got = f._standing(t, {"S": PoseSample(still, t), "M": PoseSample(slow, t),
+                                  "B": PoseSample(me, t)}, me)
+            for name, p in (("S", still), ("M", slow)):
+                if p in got:
+                    counted[name].append(t)
+        s_ticks = [t for t in counted["S"] if t >= STILL_FOR_S]
+        assert min(counted["S"]) == pytest.approx(STILL_FOR_S, abs=1.5 * DT), seed
+        assert len(s_ticks) >= 0.98 * (6.0 - STILL_FOR_S) / DT, (seed, len(s_ticks))
+        assert 3.0 < min(counted["M"]) <= 3.0 + STILL_FOR_S + 0.5 + DT, (seed, counted["M"][:1])

@@ -463,11 +463,13 @@ ESCAPE_OVERSHOOT = 0.02
 SQUARES_RADIUS = 0.15
 
 
-#: a module whose pose stays within this distance [m] and yaw [rad] of where it was ...
-STILL_TOLERANCE = 0.002
-STILL_YAW_TOLERANCE = 0.02
-#: ... for this long [s] stands (``PathFollower``'s turn escape judges only those)
-STILL_FOR_S = 0.5
+#: a module whose samples stay within this distance [m] of their mean and this yaw [rad]
+#: of the first one ... (the fake hardware's mocap noise: 1 mm and 0.005 rad std)
+STILL_TOLERANCE = 0.005
+STILL_YAW_TOLERANCE = 0.05
+#: ... for this long [s] stands (``PathFollower``'s turn escape judges only those; one
+#: driving at 0.01 m/s is 5 mm from its mean after 1 s)
+STILL_FOR_S = 1.2
 
 
 def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
@@ -1677,7 +1679,8 @@ class PathFollower:
     :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
     a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
     back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
-    docking failed). Only modules that have stood still for :data:`STILL_FOR_S` count:
+    docking failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`)
+    for :data:`STILL_FOR_S` count:
     moving ones are the plan's to keep apart (escaping from one that came by took the
     body off its path's timing into a helper's way).
     """
@@ -1693,7 +1696,8 @@ class PathFollower:
         self.obs = PoseObserver(settings.filter_alpha)
         self.escape = escape if escape is not None else Escape()
         self.turn_escape = Escape()   # before a turn whose sweep is not clear
-        self._still: dict[str, tuple[Pose2D, float]] = {}   # module -> (pose, still since)
+        # module -> (mean x, mean y, first yaw, samples, still since) of the turn escape
+        self._still: dict[str, tuple[float, float, float, int, float]] = {}
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1751,19 +1755,28 @@ class PathFollower:
     def _standing(self, t: float, samples: Mapping[str, PoseSample],
                   pose: Pose2D) -> list[Pose2D]:
         """Poses (``world``) of the tracked modules within :data:`SQUARES_RADIUS` [m] of
-        ``pose`` that have stood still (within :data:`STILL_TOLERANCE`) for
-        :data:`STILL_FOR_S` [s] of this follower's ticks up to ``t`` [s]."""
+        ``pose`` that have stood still for :data:`STILL_FOR_S` [s] of this follower's
+        ticks up to ``t`` [s]: every sample since within :data:`STILL_TOLERANCE` of the
+        mean of those samples (the mean, not one sample: mocap noise) and within
+        :data:`STILL_YAW_TOLERANCE` of the first one's yaw."""
         out = []
         for m, smp in samples.items():
             q = smp.pose
             if (m == self.module or not smp.tracked
                     or math.hypot(q.x - pose.x, q.y - pose.y) > SQUARES_RADIUS):
                 continue
-            seen = self._still.get(m)
-            if seen is None or (math.hypot(q.x - seen[0].x, q.y - seen[0].y) > STILL_TOLERANCE
-                                or abs(wrap_angle(q.yaw - seen[0].yaw)) > STILL_YAW_TOLERANCE):
-                self._still[m] = seen = (q, t)
-            if t - seen[1] >= STILL_FOR_S:
+            st = self._still.get(m)
+            if st is not None:
+                n = st[3] + 1
+                mx, my = st[0] + (q.x - st[0]) / n, st[1] + (q.y - st[1]) / n
+                if (math.hypot(q.x - mx, q.y - my) > STILL_TOLERANCE
+                        or abs(wrap_angle(q.yaw - st[2])) > STILL_YAW_TOLERANCE):
+                    st = None
+                else:
+                    st = self._still[m] = (mx, my, st[2], n, st[4])
+            if st is None:
+                st = self._still[m] = (q.x, q.y, q.yaw, 1, t)
+            if t - st[4] >= STILL_FOR_S:
                 out.append(q)
         return out
 
