@@ -144,7 +144,7 @@ def _turn_scene(rng: random.Random):
 def test_a_follower_turning_beside_a_module_keeps_off_it():
     """400 random scenes (``_turn_scene``), each run closed loop in a SimWorld: B follows
     its path without touching N and ends at the path's end. A path's turn there (in place,
-    or on an arc tighter than two widths while it creeps on) whose sweep is not clear of
+    or on an arc of radius under one width while it creeps on) whose sweep is not clear of
     N's square first drives straight to where the body can turn, and on until there
     (``PathFollower.turn_escape``). Before, the follower turned while creeping towards N
     and swept a corner into it in 3 of these 400 (seeds 72, 353, 384): random 50 seed 0,
@@ -198,3 +198,55 @@ def test_the_turn_escape_judges_standing_modules_through_mocap_noise():
         assert min(counted["S"]) == pytest.approx(STILL_FOR_S, abs=1.5 * DT), seed
         assert len(s_ticks) >= 0.98 * (6.0 - STILL_FOR_S) / DT, (seed, len(s_ticks))
         assert 3.0 < min(counted["M"]) <= 3.0 + STILL_FOR_S + 0.5 + DT, (seed, counted["M"][:1])
+
+
+def _turn_run(seed: int, swap_at: float | None = None):
+    """One ``_turn_scene`` closed loop (the follower ticked as in ``test_a_follower_turning_
+    beside_a_module_keeps_off_it``); with ``swap_at`` [s] a new path (the same one) comes
+    then and a new follower takes over, as ``dispatch.tick_followers`` makes it. Returns
+    (collisions, arrived)."""
+    n, b, c, end = _turn_scene(random.Random(seed))
+    path = TimedPath(((0.0, b.x, b.y), (2.4, *c), (6.0, *end)))
+    world = SimWorld({"N": n, "B": b})
+    follower = PathFollower("B", path, S)
+    events: list = []
+    while world.t < 14.0 and not follower.finished:
+        t = world.t
+        if swap_at is not None and t >= swap_at:
+            swap_at = None
+            follower = PathFollower("B", path, S, escape=follower.escape, previous=follower)
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        world.set_cmd_vel("B", *follower.tick(t, samples["B"], [(n.x, n.y)], None, samples))
+        events += [ev.modules for ev in world.step(DT) if ev.kind == "collision"]
+    return events, world.pose("B").distance_to(Pose2D(*end, 0.0)) <= S.nav_goal_tolerance
+
+
+def test_a_new_path_right_before_a_turn_keeps_the_turn_escape():
+    """A new path (the same, replanned) arriving 0.1 s before the turn: the new follower
+    keeps what the previous one learnt of the standing modules (and an escape under way),
+    so the turn is still judged (the fresh review: with a fresh record, seeds 72 and 353
+    touched N again)."""
+    bad = [(seed, ev) for seed in (72, 353, 384, *range(30))
+           for ev, arrived in [_turn_run(seed, swap_at=2.3)] if ev or not arrived]
+    assert not bad, bad
+
+
+def test_a_stale_sample_stops_the_turn_escape():
+    """An escape under way stops on a stale or untracked sample (it drove on, 0.03 m/s,
+    on a pose that no longer changed: the fresh review)."""
+    n, b, c, end = _turn_scene(random.Random(72))
+    path = TimedPath(((0.0, b.x, b.y), (2.4, *c), (6.0, *end)))
+    world = SimWorld({"N": n, "B": b})
+    f = PathFollower("B", path, S)
+    while not f.turn_escape.sign:
+        assert world.t < 10.0, "no turn escape in this scene"
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        world.set_cmd_vel("B", *f.tick(t, samples["B"], [(n.x, n.y)], None, samples))
+        world.step(DT)
+    t = world.t + S.stale_timeout_s + 0.1
+    old = {m: PoseSample(p, world.t) for m, p in world.poses().items()}
+    assert f.tick(t, old["B"], [(n.x, n.y)], None, old) == (0.0, 0.0)
+    assert not f.turn_escape.sign
+    lost = {m: PoseSample(p, t, tracked=False) for m, p in world.poses().items()}
+    assert f.tick(t + DT, lost["B"], [], None, lost) == (0.0, 0.0)

@@ -468,7 +468,7 @@ SQUARES_RADIUS = 0.15
 STILL_TOLERANCE = 0.005
 STILL_YAW_TOLERANCE = 0.05
 #: ... for this long [s] stands (``PathFollower``'s turn escape judges only those; one
-#: driving at 0.01 m/s is 5 mm from its mean after 1 s)
+#: driving at 0.01 m/s is 5 mm from its mean after 1 s; one slower than ~8 mm/s counts)
 STILL_FOR_S = 1.2
 
 
@@ -1672,21 +1672,22 @@ class PathFollower:
     both neighbours (fresh-user finding: a module moved aside from between two flush
     modules, 0.49 mm contacts). ``escape``: the escape state of the module's previous
     follower (a new path of the same stage must not restart the escape halfway along).
-    Along the path, a turn in place or on an arc tighter than two module widths whose
+    Along the path, a turn in place or on an arc of radius under one module width whose
     sweep is not clear of the squares near the body
     (:func:`~smores_assembly.docking.control.turn_sweep_clear`) first drives straight to
     where it is, and on until there (``turn_escape``, as NAVIGATE's
     :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
     a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
     back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
-    docking failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`)
-    for :data:`STILL_FOR_S` count:
+    docking failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`
+    and :data:`STILL_YAW_TOLERANCE`) for :data:`STILL_FOR_S` count:
     moving ones are the plan's to keep apart (escaping from one that came by took the
     body off its path's timing into a helper's way).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
-                 final_yaw: float | None = None, escape: Escape | None = None):
+                 final_yaw: float | None = None, escape: Escape | None = None,
+                 previous: "PathFollower | None" = None):
         self.module = module
         self.path = path
         self.s = settings
@@ -1695,9 +1696,14 @@ class PathFollower:
         self.reg: PoseRegulator | None = None
         self.obs = PoseObserver(settings.filter_alpha)
         self.escape = escape if escape is not None else Escape()
-        self.turn_escape = Escape()   # before a turn whose sweep is not clear
-        # module -> (mean x, mean y, first yaw, samples, still since) of the turn escape
-        self._still: dict[str, tuple[float, float, float, int, float]] = {}
+        # before a turn whose sweep is not clear; with the record of the modules seen
+        # standing, module -> (mean x, mean y, first yaw, samples, still since): both kept
+        # from the body's previous follower (a new path right before a turn re-learnt who
+        # stands and turned unprotected meanwhile)
+        self.turn_escape: Escape = (previous.turn_escape if previous is not None
+                                    and not previous.finished else Escape())
+        self._still: dict[str, tuple[float, float, float, int, float]] = (
+            previous._still if previous is not None else {})
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1720,11 +1726,17 @@ class PathFollower:
         ``nav_turn_min_distance`` addresses). The docking task takes the module over at
         its stage. A path's turn is not held for
         the squares: the navigation's plan relies on its timing (held, a moved-aside h2
-        lagged its path and a docking module drove into it, random 50 seed 0)."""
+        lagged its path and a docking module drove into it, random 50 seed 0); instead,
+        where its sweep would touch a standing module's square (``samples``,
+        :meth:`_standing`), the body first drives straight to where it can turn
+        (``turn_escape``, class docstring)."""
         self._cmd = self._command(t, sample, obstacles)
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
-        if sample is None:
+        if (sample is None or not sample.tracked or t - sample.stamp > self.s.stale_timeout_s
+                or (self.finished and self.final_yaw is None)):
+            # stopped (_command): no escape drives on a pose that does not change
+            self.turn_escape.sign, self.turn_escape.room = 0.0, None
             return self._cmd
         pose = sample.pose
         if self.reg is None and samples is not None and (
@@ -1755,9 +1767,10 @@ class PathFollower:
     def _standing(self, t: float, samples: Mapping[str, PoseSample],
                   pose: Pose2D) -> list[Pose2D]:
         """Poses (``world``) of the tracked modules within :data:`SQUARES_RADIUS` [m] of
-        ``pose`` that have stood still for :data:`STILL_FOR_S` [s] of this follower's
-        ticks up to ``t`` [s]: every sample since within :data:`STILL_TOLERANCE` of the
-        mean of those samples (the mean, not one sample: mocap noise) and within
+        ``pose`` that have stood still for :data:`STILL_FOR_S` [s] up to ``t`` [s], seen
+        on the ticks this (and the body's previous) follower judged a turn: every sample
+        since within :data:`STILL_TOLERANCE` of the mean of those samples (the mean, not
+        one sample: mocap noise) and within
         :data:`STILL_YAW_TOLERANCE` of the first one's yaw."""
         out = []
         for m, smp in samples.items():
