@@ -167,8 +167,7 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
         old = followers.get(m)
         followers[m] = PathFollower(m, p, settings,
                                     final_yaw=staging_yaw(m, p) if staging_yaw else None,
-                                    escape=old.escape if old and not old.finished else None,
-                                    previous=old)
+                                    escape=old.escape if old and not old.finished else None)
         started.add(m)
     gate = TurnGate(settings.module_width)
     for m, (v, w) in cmds.items():

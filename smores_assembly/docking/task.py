@@ -463,15 +463,6 @@ ESCAPE_OVERSHOOT = 0.02
 SQUARES_RADIUS = 0.15
 
 
-#: a module whose samples stay within this distance [m] of their mean and this yaw [rad]
-#: of the first one ... (the fake hardware's mocap noise: 1 mm and 0.005 rad std)
-STILL_TOLERANCE = 0.005
-STILL_YAW_TOLERANCE = 0.05
-#: ... for this long [s] stands (``PathFollower``'s turn escape judges only those; one
-#: driving at 0.01 m/s is 5 mm from its mean after 1 s; one slower than ~8 mm/s counts)
-STILL_FOR_S = 1.2
-
-
 def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
     """Poses (``world``) of the tracked modules of ``samples`` within
     :data:`SQUARES_RADIUS` [m] of ``body``, module ``skip`` (the body itself) left out: the
@@ -1672,22 +1663,10 @@ class PathFollower:
     both neighbours (fresh-user finding: a module moved aside from between two flush
     modules, 0.49 mm contacts). ``escape``: the escape state of the module's previous
     follower (a new path of the same stage must not restart the escape halfway along).
-    Along the path, a turn in place or on an arc of radius under one module width whose
-    sweep is not clear of the squares near the body
-    (:func:`~smores_assembly.docking.control.turn_sweep_clear`) first drives straight to
-    where it is, and on until there (``turn_escape``, as NAVIGATE's
-    :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
-    a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
-    back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
-    docking failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`
-    and :data:`STILL_YAW_TOLERANCE`) for :data:`STILL_FOR_S` count:
-    moving ones are the plan's to keep apart (escaping from one that came by took the
-    body off its path's timing into a helper's way).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
-                 final_yaw: float | None = None, escape: Escape | None = None,
-                 previous: "PathFollower | None" = None):
+                 final_yaw: float | None = None, escape: Escape | None = None):
         self.module = module
         self.path = path
         self.s = settings
@@ -1696,14 +1675,6 @@ class PathFollower:
         self.reg: PoseRegulator | None = None
         self.obs = PoseObserver(settings.filter_alpha)
         self.escape = escape if escape is not None else Escape()
-        # before a turn whose sweep is not clear; with the record of the modules seen
-        # standing, module -> (mean x, mean y, first yaw, samples, still since): both kept
-        # from the body's previous follower (a new path right before a turn re-learnt who
-        # stands and turned unprotected meanwhile)
-        self.turn_escape: Escape = (previous.turn_escape if previous is not None
-                                    and not previous.finished else Escape())
-        self._still: dict[str, tuple[float, float, float, int, float]] = (
-            previous._still if previous is not None else {})
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1726,35 +1697,13 @@ class PathFollower:
         ``nav_turn_min_distance`` addresses). The docking task takes the module over at
         its stage. A path's turn is not held for
         the squares: the navigation's plan relies on its timing (held, a moved-aside h2
-        lagged its path and a docking module drove into it, random 50 seed 0); instead,
-        where its sweep would touch a standing module's square (``samples``,
-        :meth:`_standing`), the body first drives straight to where it can turn
-        (``turn_escape``, class docstring)."""
+        lagged its path and a docking module drove into it, random 50 seed 0)."""
         self._cmd = self._command(t, sample, obstacles)
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
-        if (sample is None or not sample.tracked or t - sample.stamp > self.s.stale_timeout_s
-                or (self.finished and self.final_yaw is None)):
-            # stopped (_command): no escape drives on a pose that does not change
-            self.turn_escape.sign, self.turn_escape.room = 0.0, None
+        if gate is None or sample is None or not turns_in_place(v, w, self.s.module_width):
             return self._cmd
         pose = sample.pose
-        if self.reg is None and samples is not None and (
-                self.turn_escape.sign or turns_in_place(v, w, 2.0 * self.s.module_width)):
-            # a path's turn (in place or on a tight arc) whose sweep would touch a standing
-            # module: straight to where the body can turn first, and on until there (as a
-            # docking module's NAVIGATE, Escape.before_turn). Moving modules are the plan's
-            # to keep apart: escaping from one that came by took the body off its timing
-            # into a helper's way (bench_targets random_7_357522694).
-            squares = self._standing(t, samples, pose)
-            if self.turn_escape.sign or not turn_sweep_clear(pose, squares,
-                                                             self.s.module_width):
-                cmd = self.turn_escape.command(self.s, pose, [(q.x, q.y) for q in squares])
-                if cmd is not None:
-                    self._cmd = cmd
-                    return self._cmd
-        if gate is None or not turns_in_place(v, w, self.s.module_width):
-            return self._cmd
         blocked = (self.reg is not None and not was_turning and samples is not None
                    and not turn_sweep_clear(pose, squares_near(samples, pose, self.module),
                                             self.s.module_width))
@@ -1763,35 +1712,6 @@ class PathFollower:
         else:
             self._cmd = (0.0, 0.0)
         return self._cmd
-
-    def _standing(self, t: float, samples: Mapping[str, PoseSample],
-                  pose: Pose2D) -> list[Pose2D]:
-        """Poses (``world``) of the tracked modules within :data:`SQUARES_RADIUS` [m] of
-        ``pose`` that have stood still for :data:`STILL_FOR_S` [s] up to ``t`` [s], seen
-        on the ticks this (and the body's previous) follower judged a turn: every sample
-        since within :data:`STILL_TOLERANCE` of the mean of those samples (the mean, not
-        one sample: mocap noise) and within
-        :data:`STILL_YAW_TOLERANCE` of the first one's yaw."""
-        out = []
-        for m, smp in samples.items():
-            q = smp.pose
-            if (m == self.module or not smp.tracked
-                    or math.hypot(q.x - pose.x, q.y - pose.y) > SQUARES_RADIUS):
-                continue
-            st = self._still.get(m)
-            if st is not None:
-                n = st[3] + 1
-                mx, my = st[0] + (q.x - st[0]) / n, st[1] + (q.y - st[1]) / n
-                if (math.hypot(q.x - mx, q.y - my) > STILL_TOLERANCE
-                        or abs(wrap_angle(q.yaw - st[2])) > STILL_YAW_TOLERANCE):
-                    st = None
-                else:
-                    st = self._still[m] = (mx, my, st[2], n, st[4])
-            if st is None:
-                st = self._still[m] = (q.x, q.y, q.yaw, 1, t)
-            if t - st[4] >= STILL_FOR_S:
-                out.append(q)
-        return out
 
     def _command(self, t: float, sample: PoseSample | None,
                  obstacles: Sequence[tuple[float, float]]) -> tuple[float, float]:
