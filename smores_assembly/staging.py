@@ -1114,8 +1114,7 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
                 cp = _park_off_docks(cp, h, pairs, nav_settings, slides, used,
                                      lambda fx, obs: _clear_earlier_pairs(
                                          pair_plan(fx, obs), h, pair_plans, carried, width,
-                                         nav_settings, lambda f2, o2: pair_plan(f2, o2), fx,
-                                         obs))
+                                         nav_settings, pair_plan, fx, obs))
             except NavigationError:
                 if not parked:
                     raise
