@@ -12,7 +12,7 @@ from smores_assembly.docking import DockingSettings, DockingSpec, DockingTask
 from smores_assembly.docking.control import TimedPath
 from smores_assembly.docking.dispatch import (TaskTurn, dispatch, magnets_on, merge_command,
                                               tick_followers)
-from smores_assembly.docking.task import PathFollower, PoseSample
+from smores_assembly.docking.task import PathFollower, PoseSample, StandingTracker
 from smores_assembly.geometry import Face, Pose2D, wrap_angle
 from smores_assembly.planning import DockAction
 from smores_assembly.sim import Connection, SimWorld
@@ -167,10 +167,11 @@ def _apply_magnets(world, wanted: dict, off: dict, was_on: set) -> set:
 
 
 def _tick_followers(followers: dict, dis, world, t: float, samples, s, cmds: dict,
-                    lag: dict | None = None) -> None:
+                    standing: StandingTracker, lag: dict | None = None) -> None:
     """The followers' part of a tick: the node's own
     (:func:`~smores_assembly.docking.dispatch.tick_followers`), each follower's neighbours
-    those within OBSTACLE_RANGE; ``lag`` (module -> [m]) keeps each one's largest distance
+    those within OBSTACLE_RANGE, ``standing`` the run's record of who stands (fed here, as
+    the node's); ``lag`` (module -> [m]) keeps each one's largest distance
     from its path's reference."""
 
     def around(m: str) -> list[tuple[float, float]]:
@@ -178,7 +179,7 @@ def _tick_followers(followers: dict, dis, world, t: float, samples, s, cmds: dic
         return [(q.x, q.y) for o, q in world.poses().items()
                 if o != m and q.distance_to(me) <= OBSTACLE_RANGE]
 
-    tick_followers(followers, dis, t, samples, s, cmds, around)
+    tick_followers(followers, dis, t, samples, s, cmds, around, standing=standing)
     if lag is not None:
         for m, f in followers.items():
             if t <= f.path.end_time:
@@ -248,6 +249,7 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
     answer: dict[str, TimedPath | None] = dict(timed)
     answer.update({m: None for m in direct if m not in timed})
     followers: dict[str, PathFollower] = {}
+    standing = StandingTracker()
     lag = {m: 0.0 for m in timed}
     backs = {h: (world.pose(h), d) for h, d in (backing_off or {}).items() if d > 0.0}
     pending: dict[str, TimedPath | None] = {}   # arrived, not yet handed in (back-offs)
@@ -285,7 +287,7 @@ def stage_in_world(poses: dict[str, Pose2D], actions, paths: dict, helpers=(),
                     and t <= timed[task.driven].end_time):
                 x, y = timed[task.driven].reference(t)
                 lag[task.driven] = max(lag[task.driven], math.hypot(me.x - x, me.y - y))
-        _tick_followers(followers, dis, world, t, samples, s, cmds, lag)
+        _tick_followers(followers, dis, world, t, samples, s, cmds, standing, lag)
         mag_on = _apply_magnets(world, wanted, off, mag_on)
         for m, (v, om) in cmds.items():
             world.set_cmd_vel(m, v, om)
@@ -324,6 +326,7 @@ def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
     carried = {a.module for a in acts if a.needs_helper}
     pending: dict[str, TimedPath] = {}
     followers: dict[str, PathFollower] = {}
+    standing = StandingTracker()
 
     def replan(t: float, phases, docked) -> None:
         prob = nav_problem(plan, k, world.poses(), docked, phases, nav)
@@ -358,7 +361,7 @@ def stage_with_navigation(plan, k: int, poses: dict[str, Pose2D], helpers=(),
         pending.clear()
         for turn in dis.turns:
             _tick(turn, world, t, samples, want_of[id(turn.task)] in conns, cmds, wanted, off)
-        _tick_followers(followers, dis, world, t, samples, s, cmds)
+        _tick_followers(followers, dis, world, t, samples, s, cmds, standing)
         mag_on = _apply_magnets(world, wanted, off, mag_on)
         for m, (v, om) in cmds.items():
             world.set_cmd_vel(m, v, om)

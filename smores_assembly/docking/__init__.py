@@ -8,14 +8,15 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              real_command, saturate, track_timed_path,
                                              turns_in_place, virtual_pose, TurnGate)
 from smores_assembly.docking.task import (DockingSpec, DockingTask, HelperRequest,
-                                          PathFollower, PoseObserver, PoseSample, TaskOutput,
-                                          TaskStatus, face_errors)
+                                          PathFollower, PoseObserver, PoseSample, StandingTracker,
+                                          TaskOutput, TaskStatus, face_errors)
 from smores_assembly.docking.undock import UndockSpec, UndockTask, line_command
 from smores_assembly.vocabulary import ACTIVE_PHASES, ErrorCode, HelperOp, Phase
 
 __all__ = ["ACTIVE_PHASES", "DockAxis", "DockingSettings", "DockingSpec", "DockingTask",
            "ErrorCode", "HelperOp", "HelperRequest", "PathFollower", "Phase", "PoseObserver",
-           "PoseRegulator", "PoseSample", "TaskOutput", "TaskStatus", "TimedPath",
+           "PoseRegulator", "PoseSample", "StandingTracker", "TaskOutput", "TaskStatus",
+           "TimedPath",
            "approach_command", "detour_waypoints", "dock_axis", "face_errors", "goto_point",
            "pickup_axis", "pickup_pose", "real_command",
            "saturate", "track_timed_path", "turns_in_place", "TurnGate",

@@ -31,7 +31,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from smores_assembly.docking.control import DockingSettings, TimedPath, TurnGate, turns_in_place
-from smores_assembly.docking.task import DockingTask, PathFollower, PoseSample, follower_order
+from smores_assembly.docking.task import (DockingTask, PathFollower, PoseSample, StandingTracker,
+                                          follower_order)
 from smores_assembly.docking.undock import UndockTask
 
 #: what the controller runs: a dock or an undock
@@ -129,8 +130,8 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
                    samples: Mapping[str, PoseSample], settings: DockingSettings,
                    cmds: dict[str, tuple[float, float]],
                    around: Callable[[str], Sequence[tuple[float, float]]],
-                   staging_yaw: Callable[[str, TimedPath], float | None] | None = None
-                   ) -> set[str]:
+                   staging_yaw: Callable[[str, TimedPath], float | None] | None = None,
+                   standing: StandingTracker | None = None) -> set[str]:
     """The followers' part of a tick, after the tasks (their commands in ``cmds``).
 
     A new path of ``d.free`` for a body nobody holds gets a new
@@ -142,7 +143,9 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
     through one :class:`~smores_assembly.docking.control.TurnGate`: the tasks' first, then
     the followers that turned last tick (:func:`follower_order`). Each follower is ticked
     with ``around(module)`` (centres [m] of its neighbours) until its start escape is done,
-    and with ``samples`` (the sweep of its turn to a staging heading).
+    and with ``samples`` (the sweep of its turn to a staging heading, and of a path's
+    turn: ``PathFollower.turn_escape``); ``standing``, when given, is fed ``samples`` once
+    here and tells the followers which modules stand (else each follower keeps its own).
 
     Args:
         followers: module id -> follower; updated in place.
@@ -153,6 +156,7 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
         cmds: the tick's commands by module id; the followers' are added.
         around: module id -> centres [m, ``world``] of the modules near it.
         staging_yaw: module id, path -> goal heading [rad] at the path's end, or None.
+        standing: the controller's record of the modules that stand, kept across ticks.
 
     Returns:
         The modules that got a new follower this tick.
@@ -167,8 +171,11 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
         old = followers.get(m)
         followers[m] = PathFollower(m, p, settings,
                                     final_yaw=staging_yaw(m, p) if staging_yaw else None,
-                                    escape=old.escape if old and not old.finished else None)
+                                    escape=old.escape if old and not old.finished else None,
+                                    previous=old)
         started.add(m)
+    if standing is not None:
+        standing.update(t, samples)
     gate = TurnGate(settings.module_width)
     for m, (v, w) in cmds.items():
         smp = samples.get(m)
@@ -182,7 +189,7 @@ def tick_followers(followers: dict[str, PathFollower], d: Dispatch, t: float,
         # the neighbours matter only until the follower's start escape is done (a scan of
         # every module per follower and tick otherwise)
         near = around(m) if not f.escape.was_clear else []
-        cmds[m] = f.tick(t, samples.get(m), near, gate, samples)
+        cmds[m] = f.tick(t, samples.get(m), near, gate, samples, standing)
     return started
 
 

@@ -463,6 +463,15 @@ ESCAPE_OVERSHOOT = 0.02
 SQUARES_RADIUS = 0.15
 
 
+#: a module whose samples stay within this distance [m] of their mean and this yaw [rad]
+#: of the first one ... (the fake hardware's mocap noise: 1 mm and 0.005 rad std)
+STILL_TOLERANCE = 0.005
+STILL_YAW_TOLERANCE = 0.05
+#: ... for this long [s] stands (``PathFollower``'s turn escape judges only those; one
+#: driving at 0.01 m/s is 5 mm from its mean after 1 s; one slower than ~8 mm/s counts)
+STILL_FOR_S = 1.2
+
+
 def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
     """Poses (``world``) of the tracked modules of ``samples`` within
     :data:`SQUARES_RADIUS` [m] of ``body``, module ``skip`` (the body itself) left out: the
@@ -470,6 +479,57 @@ def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> 
     return [smp.pose for m, smp in samples.items()
             if m != skip and smp.tracked
             and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= SQUARES_RADIUS]
+
+
+class StandingTracker:
+    """Which modules stand still, from their pose samples (``world``), fed every tick.
+
+    A module stands once every sample fed since its record began stayed within
+    :data:`STILL_TOLERANCE` [m] of the running mean of those samples (the mean, not one
+    sample: mocap noise) and within :data:`STILL_YAW_TOLERANCE` [rad] of the first one's
+    yaw, for :data:`STILL_FOR_S` [s]; a sample outside starts a new record, an untracked
+    one drops it. Fed with every module on every tick (``dispatch.tick_followers``), a
+    neighbour that stood before a follower came near counts at once: fed only on the
+    ticks a follower judged a turn, a module first seen at the turn was not protected
+    for :data:`STILL_FOR_S` (the fresh review of the turn escape).
+    """
+
+    def __init__(self) -> None:
+        # module -> (mean x, mean y, first yaw, samples, still since [s])
+        self._still: dict[str, tuple[float, float, float, int, float]] = {}
+
+    def update(self, t: float, samples: Mapping[str, PoseSample]) -> None:
+        """Feed the latest sample of every module at time ``t`` [s]."""
+        for m, smp in samples.items():
+            if not smp.tracked:
+                self._still.pop(m, None)
+                continue
+            q = smp.pose
+            st = self._still.get(m)
+            if st is not None:
+                n = st[3] + 1
+                mx, my = st[0] + (q.x - st[0]) / n, st[1] + (q.y - st[1]) / n
+                if (math.hypot(q.x - mx, q.y - my) > STILL_TOLERANCE
+                        or abs(wrap_angle(q.yaw - st[2])) > STILL_YAW_TOLERANCE):
+                    st = None
+                else:
+                    self._still[m] = (mx, my, st[2], n, st[4])
+            if st is None:
+                self._still[m] = (q.x, q.y, q.yaw, 1, t)
+
+    def standing_near(self, t: float, samples: Mapping[str, PoseSample], pose: Pose2D,
+                      skip: str) -> list[Pose2D]:
+        """Latest poses (``world``) of the tracked modules of ``samples`` within
+        :data:`SQUARES_RADIUS` [m] of ``pose`` that have stood for :data:`STILL_FOR_S` [s]
+        up to ``t`` [s]; module ``skip`` (the body itself) left out."""
+        out = []
+        for m, smp in samples.items():
+            q = smp.pose
+            st = self._still.get(m)
+            if (m != skip and smp.tracked and st is not None and t - st[4] >= STILL_FOR_S
+                    and math.hypot(q.x - pose.x, q.y - pose.y) <= SQUARES_RADIUS):
+                out.append(q)
+        return out
 
 
 class Escape:
@@ -1663,10 +1723,22 @@ class PathFollower:
     both neighbours (fresh-user finding: a module moved aside from between two flush
     modules, 0.49 mm contacts). ``escape``: the escape state of the module's previous
     follower (a new path of the same stage must not restart the escape halfway along).
+    Along the path, a turn in place or on an arc of radius under one module width whose
+    sweep is not clear of the squares near the body
+    (:func:`~smores_assembly.docking.control.turn_sweep_clear`) first drives straight to
+    where it is, and on until there (``turn_escape``, as NAVIGATE's
+    :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
+    a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
+    back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
+    docking failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`
+    and :data:`STILL_YAW_TOLERANCE`) for :data:`STILL_FOR_S` count:
+    moving ones are the plan's to keep apart (escaping from one that came by took the
+    body off its path's timing into a helper's way).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
-                 final_yaw: float | None = None, escape: Escape | None = None):
+                 final_yaw: float | None = None, escape: Escape | None = None,
+                 previous: "PathFollower | None" = None):
         self.module = module
         self.path = path
         self.s = settings
@@ -1675,6 +1747,14 @@ class PathFollower:
         self.reg: PoseRegulator | None = None
         self.obs = PoseObserver(settings.filter_alpha)
         self.escape = escape if escape is not None else Escape()
+        # before a turn whose sweep is not clear; with the follower's own record of the
+        # modules seen standing (when ``tick`` is given no shared one): both kept from the
+        # body's previous follower (a new path right before a turn re-learnt who stands
+        # and turned unprotected meanwhile)
+        self.turn_escape: Escape = (previous.turn_escape if previous is not None
+                                    and not previous.finished else Escape())
+        self.standing: StandingTracker = (previous.standing if previous is not None
+                                          else StandingTracker())
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1682,7 +1762,8 @@ class PathFollower:
     def tick(self, t: float, sample: PoseSample | None,
              obstacles: Sequence[tuple[float, float]] = (),
              gate: TurnGate | None = None,
-             samples: Mapping[str, PoseSample] | None = None) -> tuple[float, float]:
+             samples: Mapping[str, PoseSample] | None = None,
+             standing: StandingTracker | None = None) -> tuple[float, float]:
         """``(v, w)`` for this tick; zero when stale or finished. ``obstacles``: centres
         [m, world frame] of the other modules near this one (for the escape at the start).
 
@@ -1697,13 +1778,44 @@ class PathFollower:
         ``nav_turn_min_distance`` addresses). The docking task takes the module over at
         its stage. A path's turn is not held for
         the squares: the navigation's plan relies on its timing (held, a moved-aside h2
-        lagged its path and a docking module drove into it, random 50 seed 0)."""
+        lagged its path and a docking module drove into it, random 50 seed 0); instead,
+        where its sweep would touch a standing module's square (``samples``; who stands:
+        ``standing``, fed by the caller with every module each tick, else the follower's
+        own :class:`StandingTracker` fed with ``samples`` here), the body first drives
+        straight to where it can turn (``turn_escape``, class docstring), the direction
+        judged against every module near (a module that has just stopped counts for
+        where to go, not for whether: judged against standing ones only, m26 backed into
+        m23, which had just stopped, comb 5 x 6 at 38.08 s)."""
         self._cmd = self._command(t, sample, obstacles)
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
-        if gate is None or sample is None or not turns_in_place(v, w, self.s.module_width):
+        if standing is None and samples is not None:
+            standing = self.standing
+            standing.update(t, samples)
+        if (sample is None or not sample.tracked or t - sample.stamp > self.s.stale_timeout_s
+                or (self.finished and self.final_yaw is None)):
+            # stopped (_command): no escape drives on a pose that does not change
+            self.turn_escape.sign, self.turn_escape.room = 0.0, None
             return self._cmd
         pose = sample.pose
+        if self.reg is None and samples is not None and (
+                self.turn_escape.sign or turns_in_place(v, w, 2.0 * self.s.module_width)):
+            # a path's turn (in place or on a tight arc) whose sweep would touch a standing
+            # module: straight to where the body can turn first, and on until there (as a
+            # docking module's NAVIGATE, Escape.before_turn). Moving modules are the plan's
+            # to keep apart: escaping from one that came by took the body off its timing
+            # into a helper's way (bench_targets random_7_357522694).
+            still = (standing.standing_near(t, samples, pose, self.module)
+                     if standing is not None else [])
+            if self.turn_escape.sign or not turn_sweep_clear(pose, still,
+                                                             self.s.module_width):
+                near = squares_near(samples, pose, self.module)
+                cmd = self.turn_escape.command(self.s, pose, [(q.x, q.y) for q in near])
+                if cmd is not None:
+                    self._cmd = cmd
+                    return self._cmd
+        if gate is None or not turns_in_place(v, w, self.s.module_width):
+            return self._cmd
         blocked = (self.reg is not None and not was_turning and samples is not None
                    and not turn_sweep_clear(pose, squares_near(samples, pose, self.module),
                                             self.s.module_width))

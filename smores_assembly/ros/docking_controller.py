@@ -52,7 +52,7 @@ from std_msgs.msg import Int32
 
 from smores_assembly import params
 from smores_assembly.docking import (DockingSettings, DockingSpec, DockingTask, PathFollower,
-                                     PoseSample, TimedPath, UndockTask)
+                                     PoseSample, StandingTracker, TimedPath, UndockTask)
 from smores_assembly.docking.dispatch import (dispatch, magnets_on, merge_command,
                                               tick_followers)
 from smores_assembly.docking.settings import DockingNodeSettings
@@ -96,6 +96,8 @@ class DockingControllerNode(Node):
         self._tasks: dict[str, DockingTask | UndockTask] = {}   # action module -> task
         self._bad: list[DockingStatus] = []            # actions refused at creation
         self._followers: dict[str, PathFollower] = {}
+        # which modules stand (fed every tick; the followers' turn escape judges those)
+        self._standing = StandingTracker()
         self._new_paths: dict[str, TimedPath | None] = {}   # arrived since the last tick
         self._paths: dict[str, tuple[TimedPath | None, float]] = {}
         self._docked_faces: dict[str, set] = {}        # magnets kept on for DOCKED actions
@@ -393,7 +395,7 @@ class DockingControllerNode(Node):
         # follow their paths to the end (staging: then turn to the goal heading)
         self._driven |= tick_followers(self._followers, d, now, self._samples, self.settings,
                                        cmds, lambda m: self._around(m, {m}),
-                                       self._staging_yaw)
+                                       self._staging_yaw, self._standing)
         for m in self._driven:
             v, w = cmds.get(m, (0.0, 0.0))
             self._send_cmd(m, v, w)
