@@ -20,7 +20,7 @@ import pytest
 
 from closed_loop import DT, load_scene, stage_in_world
 from smores_assembly.docking import DockingSettings
-from smores_assembly.docking.control import TimedPath, turn_sweep_clear
+from smores_assembly.docking.control import TimedPath, TurnGate, turn_sweep_clear
 from smores_assembly.docking.task import STILL_FOR_S, PathFollower, PoseSample, StandingTracker
 from smores_assembly.geometry import Pose2D
 from smores_assembly.sim import SimWorld
@@ -272,3 +272,71 @@ def test_a_stale_sample_stops_the_turn_escape():
     assert not f.turn_escape.sign
     lost = {m: PoseSample(p, t, tracked=False) for m, p in world.poses().items()}
     assert f.tick(t + DT, lost["B"], [], None, lost) == (0.0, 0.0)
+
+
+def test_the_turn_escape_holds_for_a_granted_turn_when_boxed_in():
+    """Boxed in along its heading (standing modules 0.12 m ahead and behind, N 0.1135 m
+    beside, corner first), the escape's way out is a turn in place (``Escape``'s turn
+    towards its line of best clearance); a turn in place granted this tick 0.10 m away
+    (the TurnGate's disc) makes it hold still, as any follower's turn in place does (the
+    fresh review: it turned through the gate's disc, 98 ticks of (0, -1.5))."""
+    poses = {"B": Pose2D(0.0, 0.0, 0.0), "A": Pose2D(0.12, 0.0, 0.0),
+             "R": Pose2D(-0.12, 0.0, 0.0), "N": Pose2D(0.0, 0.1135, math.pi / 4),
+             "X": Pose2D(0.0, -0.12, 0.0)}
+    path = TimedPath(((0.0, 0.0, 0.0), (3.0, 0.0, 0.0), (8.0, 0.0, -0.3)))
+    world = SimWorld(poses)
+    f = PathFollower("B", path, S)
+    tracker = StandingTracker()
+    while world.t < 4.0:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        tracker.update(t, samples)
+        gate = TurnGate(S.module_width)
+        gate.note(0.0, -0.10)   # X turns in place this tick
+        cmd = f.tick(t, samples["B"], [], gate, samples, tracker)
+        assert cmd == (0.0, 0.0), (t, cmd)
+        world.set_cmd_vel("B", *cmd)
+        assert not [e for e in world.step(DT) if e.kind == "collision"]
+
+
+def test_the_turn_escape_never_pushes_into_a_module_behind():
+    """The fresh review's convoy scene: B waits on a cell 0.104 m beside the standing N
+    (corner first), then its path turns 90 degrees away; C follows B's incoming leg, due
+    on that cell 2.4-3.6 s after B leaves it. B's turn is not clear of N, so it escapes
+    straight back, towards C. Once C is within a few mm of where B drives, B stops
+    escaping (``PathFollower._drives_into``): no tick commands B back with C's square
+    within ``ESCAPE_GAP`` of B's 5 mm on. Before, B pushed back into C for ~5 s.
+    (The two still touch: B's escape lagged its path, and C keeps to its own -- the
+    navigation plans the turn there; ``docs/RESULTS.md``, session 7.)"""
+    from smores_assembly.docking.task import ESCAPE_GAP, ESCAPE_LOOKAHEAD, follower_order
+    from smores_assembly.geometry import square_overlap
+    pushes = []
+    for lag in (2.4, 3.0, 3.6):
+        n = Pose2D(0.01, math.sqrt(0.104 ** 2 - 0.01 ** 2), math.pi / 4)
+        pb = TimedPath(((0.0, -0.24, 0.0), (5.0, 0.0, 0.0), (7.0, 0.0, 0.0),
+                        (12.0, 0.0, -0.3)))
+        tc = 7.0 + lag
+        pc = TimedPath(((0.0, -0.36, 0.0), (tc - 0.36 / 0.05, -0.36, 0.0), (tc, 0.0, 0.0),
+                        (tc + 1.0, 0.0, 0.0), (tc + 6.0, 0.0, -0.18)))
+        world = SimWorld({"N": n, "B": Pose2D(-0.24, 0.0, 0.0), "C": Pose2D(-0.36, 0.0, 0.0)})
+        fs = {"B": PathFollower("B", pb, S), "C": PathFollower("C", pc, S)}
+        tracker = StandingTracker()
+        escaped = False
+        while world.t < 24.0 and not all(f.finished for f in fs.values()):
+            t = world.t
+            samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+            tracker.update(t, samples)
+            gate = TurnGate(S.module_width)
+            for m in follower_order(fs):
+                v, w = fs[m].tick(t, samples[m], [], gate, samples, tracker)
+                world.set_cmd_vel(m, v, w)
+                if m == "B" and v < 0.0:
+                    b, c = world.pose("B"), world.pose("C")
+                    p = b.compose(-ESCAPE_LOOKAHEAD, 0.0)
+                    if square_overlap((p.x, p.y, p.yaw), (c.x, c.y, c.yaw),
+                                      S.module_width) > -ESCAPE_GAP:
+                        pushes.append((lag, round(t, 2)))
+            escaped |= bool(fs["B"].turn_escape.sign)
+            world.step(DT)
+        assert escaped, lag   # the scene does make B escape towards C
+    assert not pushes, pushes[:5]

@@ -42,6 +42,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from smores_assembly.errors import InputError, ParamsError
 from smores_assembly.geometry import (MODULE_WIDTH, Face, Pose2D, face_center, segment_projection,
+                                      square_overlap,
                                       wrap_angle)
 from smores_assembly.params import check_ranges, param_field
 
@@ -848,6 +849,23 @@ def turn_sweep_clear(body: Pose2D, squares: Sequence[Pose2D], width: float,
     sweep = width / math.sqrt(2.0) + margin
     return all(footprint_clearance(o, (body.x, body.y), width, 0.5 * width) >= sweep
                for o in squares)
+
+
+def turn_partial_clear(body: Pose2D, turn: float, squares: Sequence[Pose2D], width: float,
+                       margin: float = TURN_MARGIN, step: float = math.radians(3.0)) -> bool:
+    """True when a ``width`` square at ``body`` turning in place by ``turn`` [rad] (signed,
+    the way it turns) stays ``margin`` [m] from every square of ``squares`` (poses,
+    ``world``; by the separating bound of :func:`~smores_assembly.geometry.square_overlap`,
+    which never overstates the gap), judged every ``step`` [rad]: the partial
+    sweep of that one turn, where :func:`turn_sweep_clear` is the full circle's (a
+    follower's quarter turn away from a module 0.108 m beside it does not touch it,
+    although its full sweep would; escaping for it lagged the body's path)."""
+    n = max(1, int(math.ceil(abs(turn) / step)))
+    for i in range(n + 1):
+        p = (body.x, body.y, body.yaw + turn * i / n)
+        if any(square_overlap(p, (q.x, q.y, q.yaw), width) > -margin for q in squares):
+            return False
+    return True
 
 
 def turns_in_place(v: float, w: float, width: float) -> bool:

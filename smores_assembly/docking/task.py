@@ -31,7 +31,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              StallMonitor, dock_axis, lane_neighbours,
                                              PAIR_TURN_MARGIN, on_approach_line,
                                              lane_blockers, pair_maneuver, pair_sweep_clear,
-                                             pair_turn_clearance,
+                                             pair_turn_clearance, turn_partial_clear,
                                              pair_turn_shift, pair_turn_way,
                                              pickup_axis, planned_pickup_axis,
                                              raise_to_min_wheel_speed, real_command,
@@ -40,7 +40,7 @@ from smores_assembly.docking.control import (DockAxis, DockingSettings, PoseRegu
                                              turn_shift, turn_sweep_clear, turns_in_place,
                                              virtual_pose, TurnGate)
 from smores_assembly.errors import InputError
-from smores_assembly.geometry import Face, Pose2D, face_center, wrap_angle
+from smores_assembly.geometry import Face, Pose2D, face_center, square_overlap, wrap_angle
 from smores_assembly.vocabulary import ErrorCode, HelperOp, Phase
 
 
@@ -461,6 +461,12 @@ ESCAPE_OVERSHOOT = 0.02
 #: modules within this distance [m] of a body count for its turn check (``turn_sweep_clear``:
 #: a square farther than two half-diagonals cannot matter; the margin covers a tick's motion)
 SQUARES_RADIUS = 0.15
+
+
+#: a follower's turn escape that would bring its square within ESCAPE_GAP [m] of another
+#: module's within ESCAPE_LOOKAHEAD [m] of driving on ends (``PathFollower._drives_into``)
+ESCAPE_LOOKAHEAD = 0.005
+ESCAPE_GAP = 0.002
 
 
 #: a module whose samples stay within this distance [m] of their mean and this yaw [rad]
@@ -1755,6 +1761,7 @@ class PathFollower:
                                     and not previous.finished else Escape())
         self.standing: StandingTracker = (previous.standing if previous is not None
                                           else StandingTracker())
+        self._escape_cut = False   # an escape cut short (:meth:`_drives_into`) this turn
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
         self.turning = False   # the last tick's command turned in place
@@ -1798,8 +1805,11 @@ class PathFollower:
             self.turn_escape.sign, self.turn_escape.room = 0.0, None
             return self._cmd
         pose = sample.pose
-        if self.reg is None and samples is not None and (
-                self.turn_escape.sign or turns_in_place(v, w, 2.0 * self.s.module_width)):
+        tight = turns_in_place(v, w, 2.0 * self.s.module_width)
+        if not tight and not self.turn_escape.sign:
+            self._escape_cut = False   # the turn an escape was cut short for is over
+        if self.reg is None and samples is not None and not self._escape_cut and (
+                self.turn_escape.sign or tight):
             # a path's turn (in place or on a tight arc) whose sweep would touch a standing
             # module: straight to where the body can turn first, and on until there (as a
             # docking module's NAVIGATE, Escape.before_turn). Moving modules are the plan's
@@ -1807,11 +1817,23 @@ class PathFollower:
             # into a helper's way (bench_targets random_7_357522694).
             still = (standing.standing_near(t, samples, pose, self.module)
                      if standing is not None else [])
-            if self.turn_escape.sign or not turn_sweep_clear(pose, still,
-                                                             self.s.module_width):
+            if self.turn_escape.sign or not self._turn_clear(t, pose, still):
                 near = squares_near(samples, pose, self.module)
                 cmd = self.turn_escape.command(self.s, pose, [(q.x, q.y) for q in near])
+                if cmd is not None and cmd[0] != 0.0 and self._drives_into(pose, cmd[0], near):
+                    # a module where the escape drives (a follower behind on the same
+                    # leg: the fresh review's convoy scene, where the escape pushed into
+                    # it for 5 s): no escape for this turn, the path's command goes on
+                    self.turn_escape.sign, self.turn_escape.room = 0.0, None
+                    self._escape_cut, cmd = True, None
                 if cmd is not None:
+                    if turns_in_place(*cmd, self.s.module_width):
+                        # boxed in (Escape's turn towards its best line): a turn in place
+                        # like any other, through the gate
+                        if gate is not None and not gate.may_turn(pose.x, pose.y):
+                            cmd = (0.0, 0.0)
+                        else:
+                            self.turning = True
                     self._cmd = cmd
                     return self._cmd
         if gate is None or not turns_in_place(v, w, self.s.module_width):
@@ -1824,6 +1846,28 @@ class PathFollower:
         else:
             self._cmd = (0.0, 0.0)
         return self._cmd
+
+    def _drives_into(self, pose: Pose2D, v: float, squares: Sequence[Pose2D]) -> bool:
+        """True when driving straight ``ESCAPE_LOOKAHEAD`` [m] on the way ``v`` [m/s]
+        points from ``pose`` (``world``) leaves less than ``ESCAPE_GAP`` [m] between the
+        body's square and one of ``squares`` (``square_overlap``'s separating bound)."""
+        p = pose.compose(math.copysign(ESCAPE_LOOKAHEAD, v), 0.0)
+        return any(square_overlap((p.x, p.y, p.yaw), (q.x, q.y, q.yaw), self.s.module_width)
+                   > -ESCAPE_GAP for q in squares)
+
+    def _turn_clear(self, t: float, pose: Pose2D, squares: Sequence[Pose2D]) -> bool:
+        """True when the path's turn at ``pose`` (``world``), towards its reference
+        ``nav_lookahead_s`` after ``t`` [s], overlaps none of ``squares``: the partial
+        sweep of that turn (:func:`~smores_assembly.docking.control.turn_partial_clear`;
+        with the reference under 1 cm away, the full circle's), both with ``TURN_MARGIN``
+        (with none, bodies creeping on while they turned touched: seeds 72 and 353 of
+        ``test_a_follower_turning_beside_a_module_keeps_off_it``). Not the full circle
+        for every turn: an escape for a turn that would not touch lags the body's path."""
+        rx, ry = self.path.reference(min(t + self.s.nav_lookahead_s, self.path.end_time))
+        if math.hypot(rx - pose.x, ry - pose.y) < 0.01:
+            return turn_sweep_clear(pose, squares, self.s.module_width)
+        turn = wrap_angle(math.atan2(ry - pose.y, rx - pose.x) - pose.yaw)
+        return turn_partial_clear(pose, turn, squares, self.s.module_width)
 
     def _command(self, t: float, sample: PoseSample | None,
                  obstacles: Sequence[tuple[float, float]]) -> tuple[float, float]:
