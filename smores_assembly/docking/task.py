@@ -478,13 +478,19 @@ STILL_YAW_TOLERANCE = 0.05
 STILL_FOR_S = 1.2
 
 
-def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
-    """Poses (``world``) of the tracked modules of ``samples`` within
-    :data:`SQUARES_RADIUS` [m] of ``body``, module ``skip`` (the body itself) left out: the
-    squares :func:`~smores_assembly.docking.control.turn_sweep_clear` judges."""
-    return [smp.pose for m, smp in samples.items()
+def modules_near(samples: Mapping[str, PoseSample], body: Pose2D,
+                 skip: str) -> list[tuple[str, Pose2D]]:
+    """``(module id, pose)`` (``world``) of the tracked modules of ``samples`` within
+    :data:`SQUARES_RADIUS` [m] of ``body``, module ``skip`` (the body itself) left out."""
+    return [(m, smp.pose) for m, smp in samples.items()
             if m != skip and smp.tracked
             and math.hypot(smp.pose.x - body.x, smp.pose.y - body.y) <= SQUARES_RADIUS]
+
+
+def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> list[Pose2D]:
+    """Poses (``world``) of :func:`modules_near`: the squares
+    :func:`~smores_assembly.docking.control.turn_sweep_clear` judges."""
+    return [q for _, q in modules_near(samples, body, skip)]
 
 
 class StandingTracker:
@@ -528,18 +534,14 @@ class StandingTracker:
         """Latest poses (``world``) of the tracked modules of ``samples`` within
         :data:`SQUARES_RADIUS` [m] of ``pose`` that have stood for :data:`STILL_FOR_S` [s]
         up to ``t`` [s]; module ``skip`` (the body itself) left out."""
-        out = []
-        for m, smp in samples.items():
-            q = smp.pose
-            st = self._still.get(m)
-            if (m != skip and smp.tracked and st is not None and t - st[4] >= STILL_FOR_S
-                    and math.hypot(q.x - pose.x, q.y - pose.y) <= SQUARES_RADIUS):
-                out.append(q)
-        return out
+        return [q for m, q in modules_near(samples, pose, skip)
+                if m in self._still and t - self._still[m][4] >= STILL_FOR_S]
 
 
 class Escape:
-    """Drive straight away from a module the body starts too close to (state of one phase).
+    """Drive straight away from a module the body starts too close to, or to where a turn
+    it must make is clear (state of one phase: a path's start, NAVIGATE's
+    :meth:`before_turn`, a follower's ``turn_escape``).
 
     Straight (forward or backward, no turning: turning in place there could sweep a corner
     into a neighbour) while a module is closer than ``escape_distance``. The direction is
