@@ -857,9 +857,10 @@ def turn_partial_clear(body: Pose2D, turn: float, squares: Sequence[Pose2D], wid
     the way it turns) stays ``margin`` [m] from every square of ``squares`` (poses,
     ``world``; by the separating bound of :func:`~smores_assembly.geometry.square_overlap`,
     which never overstates the gap), judged every ``step`` [rad]: the partial
-    sweep of that one turn, where :func:`turn_sweep_clear` is the full circle's (a
-    follower's quarter turn away from a module 0.108 m beside it does not touch it,
-    although its full sweep would; escaping for it lagged the body's path)."""
+    sweep of that one turn, where :func:`turn_sweep_clear` is the full circle's (a turn
+    of under 90 degrees moves each corner along an arc of the circle only; from 90 degrees
+    on the four corners sweep all of it). A follower's turn escape judges this: escaping for
+    a turn that would not touch lags the body's path."""
     n = max(1, int(math.ceil(abs(turn) / step)))
     for i in range(n + 1):
         p = (body.x, body.y, body.yaw + turn * i / n)

@@ -1731,17 +1731,16 @@ class PathFollower:
     both neighbours (fresh-user finding: a module moved aside from between two flush
     modules, 0.49 mm contacts). ``escape``: the escape state of the module's previous
     follower (a new path of the same stage must not restart the escape halfway along).
-    Along the path, a turn in place or on an arc of radius under one module width whose
-    sweep is not clear of the squares near the body
-    (:func:`~smores_assembly.docking.control.turn_sweep_clear`) first drives straight to
-    where it is, and on until there (``turn_escape``, as NAVIGATE's
-    :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner into
-    a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
-    back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its
-    docking failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`
-    and :data:`STILL_YAW_TOLERANCE`) for :data:`STILL_FOR_S` count:
-    moving ones are the plan's to keep apart (escaping from one that came by took the
-    body off its path's timing into a helper's way).
+    Along the path, a turn in place or on an arc of radius under one module width whose sweep
+    (that turn's, :meth:`_turn_clear`) is not clear of the squares of the standing modules near
+    the body first drives straight to where it can turn, and on until there (``turn_escape``, as
+    NAVIGATE's :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner
+    into a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
+    back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its docking
+    failed). Only modules that have stood still (within :data:`STILL_TOLERANCE` and
+    :data:`STILL_YAW_TOLERANCE`) for :data:`STILL_FOR_S` count: moving ones are the plan's to
+    keep apart (escaping from one that came by took the body off its path's timing into a
+    helper's way).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
