@@ -218,6 +218,7 @@ def test_a_module_that_stood_before_the_body_came_near_counts_at_once():
         assert f.tick(t, samples["B"], [], None, samples) == (0.0, 0.0)
         t += DT
     beside = Pose2D(0.19, 0.0, 0.0)
+    assert f.standing is not None
     assert f.standing.standing_near(t, samples, beside, "B") == [n]
     assert f.standing.standing_near(t, samples, b, "B") == []   # 0.3 m: not near
 
@@ -297,6 +298,7 @@ def test_the_turn_escape_holds_for_a_granted_turn_when_boxed_in():
         assert cmd == (0.0, 0.0), (t, cmd)
         world.set_cmd_vel("B", *cmd)
         assert not [e for e in world.step(DT) if e.kind == "collision"]
+    assert f.standing is None   # fed the shared record, it keeps none of its own
 
 
 def test_the_turn_escape_never_pushes_into_a_module_behind():

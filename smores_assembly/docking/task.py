@@ -1760,8 +1760,10 @@ class PathFollower:
         # and turned unprotected meanwhile)
         self.turn_escape: Escape = (previous.turn_escape if previous is not None
                                     and not previous.finished else Escape())
-        self.standing: StandingTracker = (previous.standing if previous is not None
-                                          else StandingTracker())
+        # made at the first tick given no shared record (a follower fed by its docking
+        # controller's shared tracker never needs one)
+        self.standing: StandingTracker | None = (previous.standing if previous is not None
+                                                 else None)
         self._escape_cut = False   # an escape cut short (:meth:`_drives_into`) this turn
         self._cmd = (0.0, 0.0)
         self._t: float | None = None
@@ -1798,6 +1800,8 @@ class PathFollower:
         v, w = self._cmd
         was_turning, self.turning = self.turning, False
         if standing is None and samples is not None:
+            if self.standing is None:
+                self.standing = StandingTracker()
             standing = self.standing
             standing.update(t, samples)
         if (sample is None or not sample.tracked or t - sample.stamp > self.s.stale_timeout_s
