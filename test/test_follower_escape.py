@@ -21,8 +21,9 @@ import pytest
 from closed_loop import DT, load_scene, stage_in_world
 from smores_assembly.docking import DockingSettings
 from smores_assembly.docking.control import TimedPath, TurnGate, turn_sweep_clear
+from smores_assembly.docking.dispatch import Dispatch, tick_followers
 from smores_assembly.docking.task import STILL_FOR_S, PathFollower, PoseSample, StandingTracker
-from smores_assembly.geometry import Pose2D
+from smores_assembly.geometry import Pose2D, square_overlap
 from smores_assembly.sim import SimWorld
 
 SCENE = Path(__file__).parent / "data" / "random100_stage27_h1.yaml"
@@ -342,3 +343,61 @@ def test_the_turn_escape_never_pushes_into_a_module_behind():
             world.step(DT)
         assert escaped, lag   # the scene does make B escape towards C
     assert not pushes, pushes[:5]
+
+
+def test_random100_stage2_m63_turns_clear_of_m75_that_has_just_turned_beside_it():
+    """Random 100 seed 0 (``clear_footprint``), stage 2, 0.49 mm at 61.48 s: two staging
+    followers 0.12 m apart. m75's 1.6 cm leg ends in a turn to its staging yaw (45 deg,
+    a corner towards m63) that ends at ~61.1 s; m63's first leg (7.5 mm to its start cell,
+    over 9.5 s) starts with a turn in place, held by the TurnGate while m75 turned and let
+    go as m75 stopped; its sweep reached m75's corner. m75 had stood in its cell since
+    ~59.6 s but, its record restarted by each change of yaw, counted as standing only
+    from 62.3 s. Judged by position, it counts, and m63 escapes before turning. The scene:
+    the run's ground truth at the stage's start (58.20 s; the modules within 0.45 m of
+    m63) and the two paths of the stage's plan (re-planned offline from the run's mocap
+    samples, the staging yaws as planned), ticked as the docking controller ticks its
+    followers; SimWorld's collision check is the oracle."""
+    poses = {"m32": Pose2D(0.7399, -0.2108, 1.5959), "m41": Pose2D(0.8594, -0.2101, 0.0881),
+             "m50": Pose2D(0.4995, -0.0902, -0.0861), "m51": Pose2D(0.9796, 0.0297, -0.0126),
+             "m52": Pose2D(0.9371, -0.3181, 1.7244), "m54": Pose2D(0.8600, -0.0903, 3.0753),
+             "m61": Pose2D(0.4999, -0.3297, -1.5936), "m62": Pose2D(0.7394, 0.2696, 0.1993),
+             "m63": Pose2D(0.7402, 0.0299, 3.0852), "m72": Pose2D(0.6194, 0.3898, -0.0961),
+             "m74": Pose2D(0.9497, 0.3162, -2.6074), "m75": Pose2D(0.6200, 0.0301, -1.5853),
+             "m95": Pose2D(0.6192, 0.2696, 0.5833), "m96": Pose2D(0.4999, 0.0302, -1.6015),
+             "m97": Pose2D(0.3803, -0.0896, -1.5223), "h1": Pose2D(0.4998, 0.1784, -1.5782)}
+    paths = {"m63": ((0.0, 0.7396, 0.0287), (9.472, 0.7392, 0.0362),
+                     (57.472, 0.7392, 0.0362), (57.928, 0.7618, 0.0385)),
+             "m75": ((0.0, 0.6193, 0.0295), (0.304, 0.6311, 0.0199))}
+    yaws = {"m63": -2.3493, "m75": 0.7923}
+    world = SimWorld(poses, helpers=("h1",))
+    followers: dict[str, PathFollower] = {}
+    standing = StandingTracker()
+    pending = {m: TimedPath(tuple((t + DT, x, y) for t, x, y in p)) for m, p in paths.items()}
+    events, gaps = [], []
+    while world.t < 16.0:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        d = Dispatch()
+        if t >= DT and pending:
+            d.free, pending = pending, {}
+        cmds: dict[str, tuple[float, float]] = {}
+
+        def around(m, now=world.poses()):
+            return [(q.x, q.y) for o, q in now.items()
+                    if o != m and q.distance_to(now[m]) <= 0.6]
+
+        tick_followers(followers, d, t, samples, S, cmds, around,
+                       staging_yaw=lambda m, p: yaws.get(m), standing=standing)
+        for m, (v, w) in cmds.items():
+            world.set_cmd_vel(m, v, w)
+        events += [(round(world.t, 2), ev.modules) for ev in world.step(DT)
+                   if ev.kind == "collision"]
+        a, b = world.pose("m63"), world.pose("m75")
+        gaps.append(-square_overlap(a.as_tuple(), b.as_tuple(), W))
+    assert events == []
+    # m75 did turn to its staging yaw, a corner towards m63, within 0.113 m of its centre
+    # (m63's turn in place there is not clear), and m63 reached its start cell after all
+    end63, end75 = world.pose("m63"), world.pose("m75")
+    assert abs(math.remainder(end75.yaw - yaws["m75"], 2 * math.pi)) < 0.05
+    assert end63.distance_to(Pose2D(0.7392, 0.0362, 0.0)) <= S.nav_goal_tolerance, end63
+    assert min(gaps) > 0.0

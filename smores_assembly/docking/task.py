@@ -469,10 +469,10 @@ ESCAPE_LOOKAHEAD = 0.005
 ESCAPE_GAP = 0.002
 
 
-#: a module whose samples stay within this distance [m] of their mean and this yaw [rad]
-#: of the first one ... (the fake hardware's mocap noise: 1 mm and 0.005 rad std)
+#: a module whose samples' positions stay within this distance [m] of their mean ... (the
+#: fake hardware's mocap noise: 1 mm std; its yaw is not judged: a turn in place stays in
+#: its cell, where the plan does not keep others off its square)
 STILL_TOLERANCE = 0.005
-STILL_YAW_TOLERANCE = 0.05
 #: ... for this long [s] stands (``PathFollower``'s turn escape judges only those; one
 #: driving at 0.01 m/s is 5 mm from its mean after 1 s; one slower than ~8 mm/s counts)
 STILL_FOR_S = 1.2
@@ -496,19 +496,23 @@ def squares_near(samples: Mapping[str, PoseSample], body: Pose2D, skip: str) -> 
 class StandingTracker:
     """Which modules stand still, from their pose samples (``world``), fed every tick.
 
-    A module stands once every sample fed since its record began stayed within
-    :data:`STILL_TOLERANCE` [m] of the running mean of those samples (the mean, not one
-    sample: mocap noise) and within :data:`STILL_YAW_TOLERANCE` [rad] of the first one's
-    yaw, for :data:`STILL_FOR_S` [s]; a sample outside starts a new record, an untracked
-    one drops it. Fed with every module on every tick (``dispatch.tick_followers``), a
-    neighbour that stood before a follower came near counts at once: fed only on the
-    ticks a follower judged a turn, a module first seen at the turn was not protected
-    for :data:`STILL_FOR_S` (the fresh review of the turn escape).
+    A module stands once the position of every sample fed since its record began stayed
+    within :data:`STILL_TOLERANCE` [m] of the running mean of those samples (the mean, not
+    one sample: mocap noise) for :data:`STILL_FOR_S` [s]; a sample outside starts a new
+    record, an untracked one drops it. Its yaw is not judged: the navigation's plan keeps
+    modules that change cells apart, not a module turning in place in its cell; judged by
+    yaw too, m75 (random 100 seed 0, stage 2), which had turned to its staging yaw beside
+    m63 and stood there, did not count for 1.2 s after the turn, and m63's turn in place
+    swept into its corner 0.3 s after it (0.49 mm). Fed with every module on every tick
+    (``dispatch.tick_followers``), a neighbour that stood before a follower came near
+    counts at once: fed only on the ticks a follower judged a turn, a module first seen
+    at the turn was not protected for :data:`STILL_FOR_S` (the fresh review of the turn
+    escape).
     """
 
     def __init__(self) -> None:
-        # module -> (mean x, mean y, first yaw, samples, still since [s])
-        self._still: dict[str, tuple[float, float, float, int, float]] = {}
+        # module -> (mean x, mean y, samples, still since [s])
+        self._still: dict[str, tuple[float, float, int, float]] = {}
 
     def update(self, t: float, samples: Mapping[str, PoseSample]) -> None:
         """Feed the latest sample of every module at time ``t`` [s]."""
@@ -519,15 +523,14 @@ class StandingTracker:
             q = smp.pose
             st = self._still.get(m)
             if st is not None:
-                n = st[3] + 1
+                n = st[2] + 1
                 mx, my = st[0] + (q.x - st[0]) / n, st[1] + (q.y - st[1]) / n
-                if (math.hypot(q.x - mx, q.y - my) > STILL_TOLERANCE
-                        or abs(wrap_angle(q.yaw - st[2])) > STILL_YAW_TOLERANCE):
+                if math.hypot(q.x - mx, q.y - my) > STILL_TOLERANCE:
                     st = None
                 else:
-                    self._still[m] = (mx, my, st[2], n, st[4])
+                    self._still[m] = (mx, my, n, st[3])
             if st is None:
-                self._still[m] = (q.x, q.y, q.yaw, 1, t)
+                self._still[m] = (q.x, q.y, 1, t)
 
     def standing_near(self, t: float, samples: Mapping[str, PoseSample], pose: Pose2D,
                       skip: str) -> list[Pose2D]:
@@ -535,7 +538,7 @@ class StandingTracker:
         :data:`SQUARES_RADIUS` [m] of ``pose`` that have stood for :data:`STILL_FOR_S` [s]
         up to ``t`` [s]; module ``skip`` (the body itself) left out."""
         return [q for m, q in modules_near(samples, pose, skip)
-                if m in self._still and t - self._still[m][4] >= STILL_FOR_S]
+                if m in self._still and t - self._still[m][3] >= STILL_FOR_S]
 
 
 class Escape:
@@ -1737,10 +1740,9 @@ class PathFollower:
     NAVIGATE's :meth:`Escape.before_turn`): turning while it crept on, a follower swept a corner
     into a module beside its start cell (random 50 seed 0, stage 5: h2, moved aside after its
     back-off, into m14 in the structure, 0.49 mm, blocked; m29 then ran into h2 and its docking
-    failed). Only modules that have stood still (within :data:`STILL_TOLERANCE` and
-    :data:`STILL_YAW_TOLERANCE`) for :data:`STILL_FOR_S` count: moving ones are the plan's to
-    keep apart (escaping from one that came by took the body off its path's timing into a
-    helper's way).
+    failed). Only modules that have stood still (within :data:`STILL_TOLERANCE`, turns in place
+    included) for :data:`STILL_FOR_S` count: moving ones are the plan's to keep apart
+    (escaping from one that came by took the body off its path's timing into a helper's way).
     """
 
     def __init__(self, module: str, path: TimedPath, settings: DockingSettings,
