@@ -401,3 +401,50 @@ def test_random100_stage2_m63_turns_clear_of_m75_that_has_just_turned_beside_it(
     assert abs(math.remainder(end75.yaw - yaws["m75"], 2 * math.pi)) < 0.05
     assert end63.distance_to(Pose2D(0.7392, 0.0362, 0.0)) <= S.nav_goal_tolerance, end63
     assert min(gaps) > 0.0
+
+
+def _boxed_scene(seed: int):
+    """B boxed in along its heading (A ahead and R behind, 0.118-0.125 m, about aligned)
+    with N beside it (0.100-0.115 m, any yaw, about abeam), not touching; B's path dwells
+    4 s, then leaves 0.3 m to the side away from N (a turn of about 90 degrees first)."""
+    rng = random.Random(seed)
+    while True:
+        yaw = rng.uniform(-math.pi, math.pi)
+        side = rng.choice([1, -1])
+
+        def at(d: float, ang: float, y: float) -> Pose2D:
+            return Pose2D(d * math.cos(yaw + ang), d * math.sin(yaw + ang), y)
+
+        poses = {"B": Pose2D(0.0, 0.0, yaw),
+                 "A": at(rng.uniform(0.118, 0.125), 0.0, yaw + rng.uniform(-0.1, 0.1)),
+                 "R": at(rng.uniform(0.118, 0.125), math.pi, yaw + rng.uniform(-0.1, 0.1)),
+                 "N": at(rng.uniform(0.100, 0.115), side * math.pi / 2 + rng.uniform(-0.4, 0.4),
+                         rng.uniform(-math.pi, math.pi))}
+        if all(square_overlap(p.as_tuple(), q.as_tuple(), W) < -0.0005
+               for i, p in poses.items() for j, q in poses.items() if i < j):
+            end = at(0.3, -side * math.pi / 2 + rng.uniform(-0.3, 0.3), 0.0)
+            return poses, TimedPath(((0.0, 0.0, 0.0), (4.0, 0.0, 0.0), (10.0, end.x, end.y)))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_boxed_in_escape_never_turns_a_corner_into_a_module(seed):
+    """Boxed in (``_boxed_scene``), the turn escape's way out is ``Escape``'s turn in place
+    towards its line of best clearance; it went through the TurnGate only, and in 21 of
+    these 60 scenes its corner swept into N (random 100 seed 0, 76.39 s: m63, boxed in
+    between m75 and m41, turned into m75, 0.10 mm). It now turns only while the next
+    ``BOXED_TURN_LOOKAHEAD_S`` of that turn keeps off every square near, else holds still.
+    The oracle is SimWorld's collision check over 12 s, the tracker fed all along. (Seed
+    77 of the same family still touches R: after its escape, the path's own tight arc
+    swings B's rear corner into R, a turn on an arc the escape's room does not cover.)"""
+    poses, path = _boxed_scene(seed)
+    world = SimWorld(poses)
+    f = PathFollower("B", path, S)
+    tracker = StandingTracker()
+    events = []
+    while world.t < 12.0:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        tracker.update(t, samples)
+        world.set_cmd_vel("B", *f.tick(t, samples["B"], [], TurnGate(W), samples, tracker))
+        events += [(round(t, 2), ev.modules) for ev in world.step(DT) if ev.kind == "collision"]
+    assert events == [], seed
