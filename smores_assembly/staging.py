@@ -1217,6 +1217,13 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         except NavigationError:
             break
         crossed = _crossing(sp2.paths, moving, moved, width, rooms)
+        if not crossed and _bystanders(sp2.paths, moving, moved, width, rooms) - _bystanders(
+                sp.paths, moving, moved, width, rooms):
+            # kept clear of those paths, the active modules made the stage's plan move a
+            # staging or moved-aside module through them (random 100 seed 0, stage 2
+            # replanned as h0 lifted m59: m80, moved aside, parked on the cell m66, moved
+            # aside by h0's plan, drove through; 0.14-0.59 mm, three times): not kept
+            break
         if not crossed:
             sp, staged, fixed_up = sp2, staged2, True
             sp.stats = {**sp.stats, "notes": list(sp.stats.get("notes", [])) + [
@@ -1227,8 +1234,11 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         # paths (the active, staging and moved-aside modules' together, as they were
         # planned) wait at their starts until those have passed
         last_s = max(p[-1][0] for p in moved.values())
+        before = _bystanders(sp.paths, moving, moved, width, rooms)
         hold_s = next((k * 0.5 for k in range(1, int(math.ceil(last_s / 0.5)) + 2)
-                       if not _crossing(sp.paths, moving, moved, width, rooms, k * 0.5)),
+                       if not _crossing(sp.paths, moving, moved, width, rooms, k * 0.5)
+                       and not _bystanders(sp.paths, moving, moved, width, rooms,
+                                           k * 0.5) - before),
                       None)
         if hold_s is not None:
             sp.paths = {m: [(0.0, p[0][1])] + [(t + hold_s, q) for t, q in p] if p else p
@@ -1418,6 +1428,18 @@ def _crossing(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], moving: Colle
             if np.any((d < r) & (d < d[0] - 1e-3)):
                 out.add(o)
     return out
+
+
+def _bystanders(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], moving: Collection[str],
+                others: Mapping[str, Sequence[tuple[float, Pose2D]]], width: float,
+                rooms: Mapping[str, float] | None = None, delay: float = 0.0) -> set[str]:
+    """The modules of ``paths`` other than the active ones (``moving``) and those of
+    ``others`` -- the staging and moved-aside modules of a stage's plan -- whose path,
+    started ``delay`` [s] later, comes within :func:`_crossing`'s room of a path of
+    ``others`` (the carried pairs' and the modules their plans move aside)."""
+    return {m for m, p in paths.items()
+            if p and m not in moving and m not in others
+            and _crossing(paths, [m], others, width, rooms, delay)}
 
 
 def _swept_obstacles(paths: Mapping[str, Sequence[tuple[float, Pose2D]]], step: float,

@@ -90,3 +90,36 @@ def test_a_pairs_final_leg_passes_no_module_it_could_move_aside():
         lim = min(W * math.sqrt(2.0), math.hypot(p.x - goal.x, p.y - goal.y))
         assert point_segment_distance((p.x, p.y), a, b) >= lim - 1e-9, o
     assert "m10" in sp.moved_aside
+
+
+RANDOM100_REPLAN = DATA / "nav_random100_stage2_pair_replan.yaml"
+
+
+def test_the_stage_plan_moves_no_staging_module_into_a_pair_plans_moved_aside_paths():
+    """Random 100 seed 0 (``clear_footprint``), stage 2 replanned at 80.21 s as h0 lifted
+    m59 (``data/nav_random100_stage2_pair_replan.yaml``, as the node planned it). h0's
+    plan moves m66 and m56 aside; the stage's own plan, planned again with the pairs'
+    paths as walls for its active modules, moved m80 (staging) aside onto the cell m66
+    drove through at the same instant (0.8 mm apart on the plan; in the run 0.14, 0.59 and
+    0.27 mm contacts at 85.9-95.1 s) and sent m45 through the cell m56 waited on (0.2 mm;
+    contacts at 90.1 and 93.3 s), and m45 within 0.080 m of h0 later. That replan is no
+    longer kept when it sends a staging or moved-aside module across those paths where
+    the first plan did not. Judged by ``stage_violations`` over the merged plan (every
+    pair of bodies, squares along the timed paths) and, independently, by the centre
+    distance of every two paths sampled every 0.05 s: no two come within two corner
+    radii (0.113 m) unless they started closer."""
+    prob, sp, bad = _plan(RANDOM100_REPLAN)
+    assert set(prob.carried) == {"h0"}
+    assert bad == [], bad
+    end = max(p[-1][0] for p in sp.paths.values() if p)
+    ts = [0.05 * k for k in range(int(end / 0.05) + 2)]
+    at = {m: [pose_at(p, t) for t in ts] for m, p in sp.paths.items() if p}
+    close = []
+    ids = sorted(at)
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            d = [math.hypot(p.x - q.x, p.y - q.y) for p, q in zip(at[a], at[b])]
+            k = min(range(len(d)), key=d.__getitem__)
+            if d[k] < W * math.sqrt(2.0) and d[k] < d[0] - 1e-3:
+                close.append((a, b, round(d[k], 4), round(ts[k], 2)))
+    assert close == []
