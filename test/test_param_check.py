@@ -518,4 +518,6 @@ def test_every_node_runs_at_the_scenarios_module_width(tmp_path, capsys, file_wi
         assert "wins over module_width" not in out
     else:
         assert f"the scenario's module_width 0.1 m wins over module_width: {file_width}" in out
+        assert out.count("wins over module_width") == 1, out   # once, naming the nodes
+        assert "navigation" in out and "docking_controller" in out
         assert all("module_width" not in v for v in applied.values()), applied

@@ -207,6 +207,13 @@ def test_run_refuses_the_field_files_before_starting_anything(tmp_path):
         assert r.returncode == 2, (name, r.stderr)
         assert fragment in r.stderr and "Traceback" not in r.stderr
         assert not (out / "nodes.log").exists()
+    # a directory is named as one (it was "does not exist": fresh-user finding)
+    r = subprocess.run([*installed.cli(), "run",
+                        str(REPO / "config/scenarios/mobile_manipulator.yaml"),
+                        "--params-file", str(tmp_path), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert f"--params-file: {tmp_path} is a directory, not a parameter file" in r.stderr
 
 
 def test_namespaced_sections_pass_the_generic_check_but_not_run(tmp_path):

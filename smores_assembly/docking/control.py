@@ -198,8 +198,14 @@ class DockingSettings:
         """Raise :class:`~smores_assembly.errors.ParamsError` naming the field: a value out
         of range, or
         ``approach_min_speed`` above ``approach_speed``, or ``approach_stop_gap`` not below
-        ``capture_range``."""
+        ``capture_range``, or ``module_width`` not wider than ``track_width`` (the wheels
+        sit inside the module's square: a 0.03 m scenario was accepted, and every dock
+        timed out in POSE_ADJUST, fresh-user finding)."""
         check_ranges(self)
+        if self.module_width <= self.track_width:
+            raise ParamsError(f"module_width: {self.module_width} m is not wider than "
+                              f"track_width {self.track_width} m (the wheels sit inside the "
+                              "module)", field="module_width")
         if self.approach_min_speed > self.approach_speed:
             raise ParamsError(f"approach_min_speed: {self.approach_min_speed} > approach_speed "
                               f"{self.approach_speed}", field="approach_min_speed")

@@ -1545,12 +1545,15 @@ class DockingTask:
         if not exc.retryable:
             self._fail(exc.code, exc.reason)
             return
-        self.retries += 1
-        if self.retries > self.s.max_retries:
+        if self.retries >= self.s.max_retries:
+            # ``retries`` stays the number made (the status, the report and this message
+            # agree: it read "3 retries exhausted" beside "retry 4" in the progress line
+            # and the report, fresh-user finding)
             self._fail(ErrorCode.RETRIES_EXHAUSTED,
-                       f"{self.retries - 1} retries exhausted; last failure "
+                       f"{self.retries} retries exhausted; last failure "
                        f"({exc.code.name}): {exc.reason}")
             return
+        self.retries += 1
         self.message = f"retry {self.retries}: {exc.reason}"
         self._go(Phase.RETRY)
 

@@ -105,7 +105,9 @@ def run(args) -> int:
             from smores_assembly.param_check import (check_params_file, default_readers,
                                                      launch_pinned)
             if not Path(args.params_file).is_file():
-                raise ParamsError(f"--params-file: {args.params_file} does not exist",
+                what = ("is a directory, not a parameter file"
+                        if Path(args.params_file).is_dir() else "does not exist")
+                raise ParamsError(f"--params-file: {args.params_file} {what}",
                                   field="--params-file")
             # the nodes of the whole stack (also those on other computers), as they are
             # named in the run's namespace: a section for no node of the stack is refused

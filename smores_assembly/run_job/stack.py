@@ -261,19 +261,23 @@ def _scenario_width(args, specs: list) -> set[str]:
     hardware simulates modules of the scenario's width, and a navigation and docking
     controller left at another width failed to dock them (fresh-user finding: a 0.1 m
     scenario, 3 POSE_ADJUST timeouts and 3 collisions). A ``--params-file`` value that
-    differs is said; returns the names of the specs whose file value lost."""
+    differs is said, once per value and file line (with the nodes it was for: a ``/**``
+    section made it seven lines); returns the names of the specs whose file value lost."""
     from smores_assembly.scenario import load_scenario  # noqa: PLC0415
     width = float(load_scenario(args.scenario).module_width)
     lost = set()
+    overruled: dict[tuple, list[str]] = {}
     for spec in specs:
         spec.cmd += ["-p", f"module_width:={width}"]
         node = spec.node.rsplit("/", 1)[-1]
         value = params_file_values(args, node).get("module_width")
         if value is not None and value[0] != width:
-            from smores_assembly.run_job.console import say  # noqa: PLC0415
-            say(f"the scenario's module_width {width} m wins over module_width: {value[0]} "
-                f"of {args.params_file}:{value[1]} ({node})")
+            overruled.setdefault(tuple(value), []).append(node)
             lost.add(spec.name)
+    for (value, line), nodes in overruled.items():
+        from smores_assembly.run_job.console import say  # noqa: PLC0415
+        say(f"the scenario's module_width {width} m wins over module_width: {value} "
+            f"of {args.params_file}:{line} ({', '.join(nodes)})")
     return lost
 
 
