@@ -448,3 +448,61 @@ def test_a_boxed_in_escape_never_turns_a_corner_into_a_module(seed):
         world.set_cmd_vel("B", *f.tick(t, samples["B"], [], TurnGate(W), samples, tracker))
         events += [(round(t, 2), ev.modules) for ev in world.step(DT) if ev.kind == "collision"]
     assert events == [], seed
+
+
+def _cluster_scene(seed: int):
+    """B boxed in as in a fresh user's cluster: grid neighbours ahead, behind and on one
+    side, faces 0.5-2 mm apart, yaws a quarter turn apart (a little off), all standing;
+    B's path dwells 1 s where it stands, then leaves 0.3 m through its free side (within
+    0.3 rad of it)."""
+    rng = random.Random(seed)
+    while True:
+        yaw = rng.uniform(-math.pi, math.pi)
+        poses = {"B": Pose2D(0.0, 0.0, yaw)}
+        sides = [0, 2, rng.choice([1, 3])]
+        for k in sides:
+            a = yaw + k * math.pi / 2
+            d = W + rng.uniform(0.0005, 0.002)
+            poses[f"n{k}"] = Pose2D(d * math.cos(a), d * math.sin(a),
+                                    yaw + rng.randint(0, 3) * math.pi / 2
+                                    + rng.uniform(-0.02, 0.02))
+        if all(square_overlap(p.as_tuple(), q.as_tuple(), W) < -0.0002
+               for i, p in poses.items() for j, q in poses.items() if i < j):
+            a = yaw + (4 - sides[2]) * math.pi / 2 + rng.uniform(-0.3, 0.3)
+            return poses, TimedPath(((0.0, 0.0, 0.0), (1.0, 0.0, 0.0),
+                                     (6.0, 0.3 * math.cos(a), 0.3 * math.sin(a))))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_follower_in_a_tight_cluster_never_turns_a_corner_into_a_module(seed):
+    """Whatever its escapes do, a follower's turn in place holds while its next
+    ``BOXED_TURN_LOOKAHEAD_S`` would bring a corner onto a module's square: in a fresh
+    user's cluster (1 mm gaps) m0, boxed in between two modules, turned its start escape
+    into the root beside it (0.49 mm), and after its escape turned its path's turn into
+    it where neither escape had a move (0.48 mm). ``_cluster_scene``, the neighbours
+    standing, over 8 s: SimWorld's collision check, and the gap between B's square and
+    each neighbour's (the world blocks a corner pressed flat against a face without a
+    collision event: the old code pressed there, 0.0 mm) stays at least half its start
+    value."""
+    poses, path = _cluster_scene(seed)
+    world = SimWorld(poses)
+    f = PathFollower("B", path, S)
+    tracker = StandingTracker()
+    events = []
+
+    def gaps() -> dict[str, float]:
+        b = world.pose("B").as_tuple()
+        return {m: -square_overlap(b, q.as_tuple(), W) for m, q in world.poses().items()
+                if m != "B"}
+
+    start, least = gaps(), gaps()
+    while world.t < 8.0:
+        t = world.t
+        samples = {m: PoseSample(p, t) for m, p in world.poses().items()}
+        tracker.update(t, samples)
+        near = [(q.x, q.y) for m, q in world.poses().items() if m != "B"]
+        world.set_cmd_vel("B", *f.tick(t, samples["B"], near, TurnGate(W), samples, tracker))
+        events += [(round(t, 2), ev.modules) for ev in world.step(DT) if ev.kind == "collision"]
+        least = {m: min(g, least[m]) for m, g in gaps().items()}
+    assert events == [], seed
+    assert all(least[m] >= 0.5 * start[m] for m in start), (seed, start, least)

@@ -1847,14 +1847,21 @@ class PathFollower:
                         # (random 100 seed 0, 76.39 s: m63, boxed in between m75 and m41,
                         # turned its corner into m75)
                         if ((gate is not None and not gate.may_turn(pose.x, pose.y))
-                                or not turn_partial_clear(
-                                    pose, cmd[1] * BOXED_TURN_LOOKAHEAD_S, near,
-                                    self.s.module_width, margin=0.0)):
+                                or not self._boxed_turn_clear(pose, cmd[1], samples)):
                             cmd = (0.0, 0.0)
                         else:
                             self.turning = True
                     self._cmd = cmd
                     return self._cmd
+        if (samples is not None and turns_in_place(v, w, self.s.module_width)
+                and not self._boxed_turn_clear(pose, w, samples)):
+            # the last guard of any turn in place (the start escape's when boxed in, the
+            # path's where neither escape had a move): not into a module's square (a fresh
+            # user's cluster, 1 mm gaps: m0 boxed in between m2 and m4 turned into the
+            # root m1 beside it, 0.49 mm at 2.9 s; after its start escape, its path's turn
+            # 0.106 m from m1, whose escape had no move, 0.48 mm at 6.3 s)
+            self._cmd = (0.0, 0.0)
+            return self._cmd
         if gate is None or not turns_in_place(v, w, self.s.module_width):
             return self._cmd
         blocked = (self.reg is not None and not was_turning and samples is not None
@@ -1865,6 +1872,18 @@ class PathFollower:
         else:
             self._cmd = (0.0, 0.0)
         return self._cmd
+
+    def _boxed_turn_clear(self, pose: Pose2D, w: float,
+                          samples: Mapping[str, PoseSample]) -> bool:
+        """True when the next :data:`BOXED_TURN_LOOKAHEAD_S` of a turn in place at ``w``
+        [rad/s] from ``pose`` (``world``) keeps the body's corners off the square of every
+        module of ``samples`` near it (``turn_partial_clear``, no margin: a boxed-in body
+        has none to spare). An escape boxed in along its heading turns towards its line
+        of best clearance judged by centres only, and swept corners into a module beside
+        it 1 mm away."""
+        return turn_partial_clear(pose, w * BOXED_TURN_LOOKAHEAD_S,
+                                  squares_near(samples, pose, self.module),
+                                  self.s.module_width, margin=0.0)
 
     def _drives_into(self, pose: Pose2D, v: float, squares: Sequence[Pose2D]) -> bool:
         """True when driving straight ``ESCAPE_LOOKAHEAD`` [m] on the way ``v`` [m/s]
