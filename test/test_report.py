@@ -428,6 +428,12 @@ def test_the_run_names_an_assignment_the_measured_poses_changed():
     stack.root_module = "m3"
     assert assignment_note(file_plan, stack).endswith(
         "more than a near-tie: the measured start poses differ from the scenario file's)")
+    # a stack elsewhere that tracks other modules altogether (a fresh user's run --nodes
+    # none against a stack of another scenario was told of a root tie)
+    stack = NS(assignment={"hub": "n5", "a": "n3"}, total_cost_m=1.0, root_module="n5")
+    assert assignment_note(file_plan, stack).startswith(
+        "warning: the stack assigns modules the scenario file does not name (n3, n5): it "
+        "tracks another set of modules than the file's")
 
 
 def test_the_assignment_note_comes_with_the_plan_not_after_the_run(capsys):

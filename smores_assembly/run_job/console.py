@@ -137,6 +137,16 @@ def assignment_note(file_plan, stack_plan) -> str:
     differ = sorted(n for n in b if a.get(n) != b[n])
     if not differ:
         return ""
+    foreign = sorted(set(b.values()) - set(a.values())
+                     - set(getattr(file_plan, "idle", ()) or ()))
+    if foreign and not set(b.values()) & set(a.values()):
+        # a stack elsewhere (``--nodes``) tracks other modules: no tie of any kind (a
+        # fresh user's run against a stack of another scenario was told "the physical
+        # root differs ... the measurement noise decides")
+        return (f"warning: the stack assigns modules the scenario file does not name "
+                f"({', '.join(foreign[:6])}{', ...' if len(foreign) > 6 else ''}): it "
+                "tracks another set of modules than the file's (a stack started with "
+                "another scenario?); the report names the stack's modules")
     new, old = stack_plan.total_cost_m, file_plan.total_cost_m
     root_new = getattr(stack_plan, "root_module", None)
     root_old = getattr(file_plan, "root_module", None)
