@@ -1794,10 +1794,14 @@ class PathFollower:
         (``test_turn_gate``; in random 100 seed 0 the staging m63 turned into m76, 0.105 m
         apart, after m76 had turned -- there on its path's dwell, which only
         ``nav_turn_min_distance`` addresses). The docking task takes the module over at
-        its stage. A path's turn is not held for
-        the squares: the navigation's plan relies on its timing (held, a moved-aside h2
-        lagged its path and a docking module drove into it, random 50 seed 0); instead,
-        where its sweep would touch a standing module's square (``samples``; who stands:
+        its stage. A path's turn is not held for the squares it may come near: the
+        navigation's plan relies on its timing (held, a moved-aside h2 lagged its path and
+        a docking module drove into it, random 50 seed 0) -- only, as every follower turn
+        in place, while its next ``BOXED_TURN_LOOKAHEAD_S`` would bring a corner onto a
+        module's square, standing or moving (:meth:`_boxed_turn_clear`; with no time limit:
+        a body boxed in waits until the scene changes, or the navigation's replan or the
+        stage's timeout ends it). Instead, where its sweep would touch a standing module's
+        square (``samples``; who stands:
         ``standing``, fed by the caller with every module each tick, else the follower's
         own :class:`StandingTracker` fed with ``samples`` here), the body first drives
         straight to where it can turn (``turn_escape``, class docstring), the direction
@@ -1846,8 +1850,10 @@ class PathFollower:
                         # BOXED_TURN_LOOKAHEAD_S keeps the corners off every square near
                         # (random 100 seed 0, 76.39 s: m63, boxed in between m75 and m41,
                         # turned its corner into m75)
-                        if ((gate is not None and not gate.may_turn(pose.x, pose.y))
-                                or not self._boxed_turn_clear(pose, cmd[1], samples)):
+                        # (the sweep first: a held body must not take the gate's disc
+                        # and hold its neighbours' turns, the fresh review)
+                        if (not self._boxed_turn_clear(pose, cmd[1], samples)
+                                or (gate is not None and not gate.may_turn(pose.x, pose.y))):
                             cmd = (0.0, 0.0)
                         else:
                             self.turning = True
