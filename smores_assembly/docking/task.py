@@ -467,8 +467,9 @@ SQUARES_RADIUS = 0.15
 #: module's within ESCAPE_LOOKAHEAD [m] of driving on ends (``PathFollower._drives_into``)
 ESCAPE_LOOKAHEAD = 0.005
 ESCAPE_GAP = 0.002
-#: a follower's boxed-in escape turns in place only while this much more of that turn [s]
-#: keeps its corners off every square near (a tick at 1.5 rad/s and 50 Hz turns 0.03 rad)
+#: a follower turns in place (its path's turn, a boxed-in escape's) only while this much
+#: more of that turn [s] keeps its corners off every square near
+#: (``PathFollower._boxed_turn_clear``; a tick at 1.5 rad/s and 50 Hz turns 0.03 rad)
 BOXED_TURN_LOOKAHEAD_S = 0.1
 
 
