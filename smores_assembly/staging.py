@@ -1206,6 +1206,9 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
              for h in carried if any(h in cp.paths for cp in pair_plans)}
     moved.update({h: cp.paths[h] for cp in pair_plans for h in rooms if cp.paths.get(h)})
     crossed = _crossing(sp.paths, moving, moved, width, rooms) if sp and moving else set()
+    # the staging and moved-aside modules of the first plan that already cross those paths
+    # (a replan or a wait may add none): judged once
+    before = _bystanders(sp.paths, moving, moved, width, rooms) if crossed else set()
     walls: set[str] = set()
     fixed_up = not crossed
     while crossed - walls:
@@ -1217,8 +1220,7 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         except NavigationError:
             break
         crossed = _crossing(sp2.paths, moving, moved, width, rooms)
-        if not crossed and _bystanders(sp2.paths, moving, moved, width, rooms) - _bystanders(
-                sp.paths, moving, moved, width, rooms):
+        if not crossed and _bystanders(sp2.paths, moving, moved, width, rooms) - before:
             # kept clear of those paths, the active modules made the stage's plan move a
             # staging or moved-aside module through them (random 100 seed 0, stage 2
             # replanned as h0 lifted m59: m80, moved aside, parked on the cell m66, moved
@@ -1234,7 +1236,6 @@ def _carrying_once(moving, staging, carried, obstacles, zones, nav_settings, fix
         # paths (the active, staging and moved-aside modules' together, as they were
         # planned) wait at their starts until those have passed
         last_s = max(p[-1][0] for p in moved.values())
-        before = _bystanders(sp.paths, moving, moved, width, rooms)
         hold_s = next((k * 0.5 for k in range(1, int(math.ceil(last_s / 0.5)) + 2)
                        if not _crossing(sp.paths, moving, moved, width, rooms, k * 0.5)
                        and not _bystanders(sp.paths, moving, moved, width, rooms,
