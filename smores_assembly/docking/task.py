@@ -1845,28 +1845,18 @@ class PathFollower:
                     self.turn_escape.sign, self.turn_escape.room = 0.0, None
                     self._escape_cut, cmd = True, None
                 if cmd is not None:
-                    if turns_in_place(*cmd, self.s.module_width):
-                        # boxed in (Escape's turn towards its best line): a turn in place
-                        # like any other, through the gate, and only while its next
-                        # BOXED_TURN_LOOKAHEAD_S keeps the corners off every square near
-                        # (random 100 seed 0, 76.39 s: m63, boxed in between m75 and m41,
-                        # turned its corner into m75)
-                        # (the sweep first: a held body must not take the gate's disc
-                        # and hold its neighbours' turns, the fresh review)
-                        if (not self._boxed_turn_clear(pose, cmd[1], samples)
-                                or (gate is not None and not gate.may_turn(pose.x, pose.y))):
-                            cmd = (0.0, 0.0)
-                        else:
-                            self.turning = True
-                    self._cmd = cmd
-                    return self._cmd
+                    # boxed in, Escape's turn towards its best line is a turn in place like
+                    # any other: the guard and the gate below (random 100 seed 0, 76.39 s:
+                    # m63, boxed in between m75 and m41, turned its corner into m75)
+                    self._cmd = v, w = cmd
         if (samples is not None and turns_in_place(v, w, self.s.module_width)
                 and not self._boxed_turn_clear(pose, w, samples)):
-            # the last guard of any turn in place (the start escape's when boxed in, the
-            # path's where neither escape had a move): not into a module's square (a fresh
-            # user's cluster, 1 mm gaps: m0 boxed in between m2 and m4 turned into the
-            # root m1 beside it, 0.49 mm at 2.9 s; after its start escape, its path's turn
-            # 0.106 m from m1, whose escape had no move, 0.48 mm at 6.3 s)
+            # the last guard of any turn in place (the path's, the start or turn escape's
+            # when boxed in), before the gate (a held body must not take the gate's disc
+            # and hold its neighbours' turns, the fresh review): not into a module's square
+            # (a fresh user's cluster, 1 mm gaps: m0 boxed in between m2 and m4 turned into
+            # the root m1 beside it, 0.49 mm at 2.9 s; after its start escape, its path's
+            # turn 0.106 m from m1, whose escape had no move, 0.48 mm at 6.3 s)
             self._cmd = (0.0, 0.0)
             return self._cmd
         if gate is None or not turns_in_place(v, w, self.s.module_width):
